@@ -1,0 +1,103 @@
+// Collective operations over a Transport: broadcast, barrier, allgather(v), reduce-scatter and
+// the all-reduce family of the literature, on float32 buffers, in place.
+//
+// Contract common to all of them:
+//  - Every rank of the transport calls the same collective, in the same order, with the same
+//    options and (where it says so) the same length. A rank whose length differs from its peers'
+//    makes the call fail with kInvalidArgument on every rank when `check_lengths` is on (the
+//    default; it costs one small all-reduce of the lengths before the operation), and with
+//    kMalformed on at least the ranks that receive a wrongly sized message when it is off.
+//  - Blocking: the call returns when this rank's part is done. Every wait inside is bounded by
+//    `timeout`; on expiry the call returns kTimeout naming the peers that did not answer.
+//  - The result is the same on every rank for all-reduce (all algorithms reduce in an order that
+//    is fixed by the algorithm, not by message timing), so runs are repeatable bit for bit.
+//  - Called by the thread that owns the transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frugal/status.h"
+#include "frugal/transport.h"
+
+namespace frugal {
+
+enum class ReduceOp { kSum, kAverage };
+
+enum class AllreduceAlgorithm {
+  kRing,                // reduce-scatter + allgather around a ring, chunked and pipelined
+  kRecursiveDoubling,   // log2(n) exchanges of the whole buffer
+  kRabenseifner,        // recursive halving reduce-scatter + recursive doubling allgather
+  kBinaryTree,          // reduce to the root along a binary tree, broadcast back; pipelined
+  kDoubleBinaryTree,    // two complementary trees, each carrying half of the buffer (NCCL 2.4)
+  kHierarchical,        // intra-host reduce, inter-host allreduce, intra-host broadcast
+  kTorus2D,             // horizontal reduce-scatter, vertical allreduce, horizontal allgather
+};
+
+// Short names used on the command line: ring, rd, rabenseifner, tree, dbtree, hier, torus.
+std::string_view AllreduceAlgorithmName(AllreduceAlgorithm algorithm);
+StatusOr<AllreduceAlgorithm> ParseAllreduceAlgorithm(std::string_view name);
+std::vector<AllreduceAlgorithm> AllAllreduceAlgorithms();
+
+struct CollectiveOptions {
+  Duration timeout = kDefaultTimeout;
+  bool check_lengths = true;
+};
+
+struct AllreduceOptions {
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
+  ReduceOp op = ReduceOp::kSum;
+  Duration timeout = kDefaultTimeout;
+  bool check_lengths = true;
+  // Pipelining granularity for ring, tree and double tree (bytes per segment).
+  size_t segment_bytes = 1 << 20;
+  // Hierarchical: ranks per host; 0 groups ranks by Transport::hostname().
+  int ranks_per_host = 0;
+  // 2D torus: number of rows; 0 picks the factorisation of n closest to a square.
+  int torus_rows = 0;
+  // Hierarchical and torus: algorithm used across hosts / along columns.
+  AllreduceAlgorithm inner_algorithm = AllreduceAlgorithm::kRing;
+};
+
+Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+
+// Copies `data` of `root` to every rank. Lengths must agree.
+Status Broadcast(Transport& t, std::span<std::byte> data, int root,
+                 const CollectiveOptions& options);
+Status Broadcast(Transport& t, std::span<float> data, int root, const CollectiveOptions& options);
+
+// Returns when every rank has entered the barrier.
+Status Barrier(Transport& t, const CollectiveOptions& options);
+
+// `out` receives every rank's `in` in rank order; out.size() == in.size() * size().
+Status Allgather(Transport& t, std::span<const float> in, std::span<float> out,
+                 const CollectiveOptions& options);
+
+// Variable sizes: every rank contributes `in` (any length, possibly 0). On return `out` holds the
+// contributions in rank order and `sizes[r]` the byte count rank r contributed.
+Status Allgatherv(Transport& t, std::span<const std::byte> in, std::vector<std::byte>& out,
+                  std::vector<size_t>& sizes, const CollectiveOptions& options);
+
+// In place: `data` has the same length on every rank, split into size() blocks by
+// BlockPartition. On return, block rank() of `data` holds the reduction of that block over all
+// ranks; the other blocks hold unspecified partial values.
+Status ReduceScatter(Transport& t, std::span<float> data, ReduceOp op,
+                     const CollectiveOptions& options);
+
+// How a buffer of `count` elements is split into `parts` contiguous blocks: the first
+// count % parts blocks get one element more. Used by reduce-scatter, ring and Rabenseifner.
+struct Block {
+  size_t offset = 0;
+  size_t count = 0;
+};
+Block BlockPartition(size_t count, int parts, int index);
+
+// Checks that every rank passes the same `count`; kInvalidArgument on every rank naming the
+// smallest and largest count otherwise. This is what `check_lengths` runs.
+Status CheckSameLength(Transport& t, uint64_t count, std::string_view what, Duration timeout);
+
+}  // namespace frugal

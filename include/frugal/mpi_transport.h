@@ -1,0 +1,44 @@
+// MPI transport: the real engine. Open MPI starts the ranks (mpirun), moves the bytes (shared
+// memory on a host, TCP between hosts) and frugal's algorithms run over its point-to-point calls.
+//
+// MpiRuntime initialises MPI once per process with MPI_THREAD_SERIALIZED (Open MPI 4.1 has no
+// asynchronous progress: one thread at a time owns the transport and drives it) and finalises it
+// when destroyed. Waits poll MPI_Test until done or the timeout; on expiry they return kTimeout
+// naming the peer. After a timeout the job cannot continue safely: call Abort().
+#pragma once
+
+#include <memory>
+
+#include "frugal/status.h"
+#include "frugal/transport.h"
+
+namespace frugal {
+
+class MpiRuntime {
+ public:
+  // Initialises MPI (argc/argv may be null). kFailedPrecondition if MPI cannot give the thread
+  // level frugal needs, or if MPI was already initialised by someone else.
+  static StatusOr<std::unique_ptr<MpiRuntime>> Init(int* argc, char*** argv);
+  ~MpiRuntime();  // MPI_Finalize
+
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  // A transport over a duplicate of MPI_COMM_WORLD (so frugal's messages never mix with other
+  // users of the world communicator).
+  StatusOr<std::unique_ptr<Transport>> World();
+
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return world_size_; }
+
+  // MPI_Abort(MPI_COMM_WORLD, code): ends every rank of the job. Used when a rank cannot go on
+  // (a timeout, a lost peer) so that no other rank hangs.
+  [[noreturn]] void Abort(int code);
+
+ private:
+  MpiRuntime() = default;
+  int world_rank_ = 0;
+  int world_size_ = 1;
+};
+
+}  // namespace frugal

@@ -1,0 +1,92 @@
+// Transport: how ranks exchange bytes. Collectives, the parameter server and gossip are written
+// over this interface only.
+//
+// Semantics (those of MPI point-to-point):
+//  - Messages from one source to one destination with one tag arrive in the order they were sent
+//    (non-overtaking). Receives posted for the same (source, tag) match in the order posted.
+//  - ISend/IRecv never block. The buffer must stay valid and untouched until the returned Work has
+//    completed. A receive buffer may be larger than the message; Work::bytes() tells the size that
+//    arrived. A message larger than the receive buffer completes the Work with kMalformed.
+//  - A receive with source kAnySource matches a message from any rank; Work::peer() tells which.
+//  - Tags are in [0, kMaxTag]. Tags at or above kReservedTagBase are used by frugal's collectives.
+//
+// Thread safety: one thread owns a Transport (and all Work it made) at a time. frugal's engine
+// gives that role to its communication thread; nothing else calls the transport after start-up.
+// Errors: waits return kTimeout naming the peer(s) that did not answer, kPeerLost when a peer is
+// known to be gone, kMalformed when a message does not fit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "frugal/status.h"
+#include "frugal/work.h"
+
+namespace frugal {
+
+inline constexpr int kAnySource = -1;
+inline constexpr int kMaxTag = 32767;  // the smallest MPI_TAG_UB the MPI standard allows
+inline constexpr int kReservedTagBase = 30000;
+
+struct ProbeResult {
+  int source = -1;
+  int tag = -1;
+  size_t bytes = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Name of the host this rank runs on (ranks that share it share memory). Used by hierarchical
+  // algorithms to find hosts. The in-process transport may be told to fake several hosts.
+  virtual std::string hostname() const = 0;
+
+  virtual std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) = 0;
+  virtual std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) = 0;
+
+  // Blocks until a message matching (src, tag) is available (src may be kAnySource) without
+  // receiving it. kTimeout when nothing arrives within `timeout`.
+  virtual StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) = 0;
+
+  // Non-blocking probe: a result if a matching message is available now.
+  virtual std::optional<ProbeResult> IProbe(int src, int tag) = 0;
+
+  // Collective over this transport: ranks with the same `color` form a new group, ordered by
+  // (key, rank). Every rank must call it. The child shares nothing with the parent's messages and
+  // may be used by the same thread that owns the parent.
+  virtual StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) = 0;
+
+  // Payload bytes this rank has sent through this transport and the transports split from it,
+  // counted where they are sent.
+  virtual uint64_t bytes_sent() const = 0;
+  virtual uint64_t messages_sent() const = 0;
+};
+
+// Blocking helpers: start the operation and wait for it.
+Status Send(Transport& t, int dst, int tag, std::span<const std::byte> data, Duration timeout);
+Status Recv(Transport& t, int src, int tag, std::span<std::byte> data, Duration timeout);
+
+// Sends `out` to `dst` while receiving into `in` from `src` (either may be empty with peer -1).
+// Fails with kMalformed if the received size differs from in.size().
+Status SendRecv(Transport& t, int dst, std::span<const std::byte> out, int src,
+                std::span<std::byte> in, int tag, Duration timeout);
+
+// Views a span of trivially copyable values as bytes.
+template <typename T>
+std::span<const std::byte> AsBytes(std::span<const T> s) {
+  return std::as_bytes(s);
+}
+template <typename T>
+std::span<std::byte> AsWritableBytes(std::span<T> s) {
+  return std::as_writable_bytes(s);
+}
+
+}  // namespace frugal
