@@ -2,7 +2,7 @@
 //
 // FRUGAL_CHECK(cond, parts...) guards against bad input from a caller of frugal's API; it throws
 // frugal::CheckError. FRUGAL_INTERNAL_ASSERT(cond, parts...) guards frugal's own invariants; it
-// throws frugal::InternalError. Both messages carry file, line, the failed condition and the
+// throws frugal::InternalAssertError. Both messages carry file, line, the failed condition and the
 // message parts (streamed with operator<<). FRUGAL_CHECK_EQ/NE/LT/LE/GT/GE also print both values.
 // Expected failures (timeouts, lost peers, malformed payloads) are Status values, not checks.
 #pragma once
@@ -18,7 +18,7 @@ class CheckError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-class InternalError : public std::logic_error {
+class InternalAssertError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
 };
@@ -51,30 +51,30 @@ std::string CompareMessage(const char* file, int line, const char* what, const A
 }  // namespace detail
 }  // namespace frugal
 
-#define FRUGAL_CHECK(cond, ...)                                                    \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      throw ::frugal::CheckError(                                                  \
+#define FRUGAL_CHECK(cond, ...)                                                      \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      throw ::frugal::CheckError(                                                    \
           ::frugal::detail::CheckMessage(__FILE__, __LINE__, #cond, ##__VA_ARGS__)); \
-    }                                                                              \
+    }                                                                                \
   } while (false)
 
-#define FRUGAL_INTERNAL_ASSERT(cond, ...)                                          \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      throw ::frugal::InternalError(                                               \
+#define FRUGAL_INTERNAL_ASSERT(cond, ...)                                            \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      throw ::frugal::InternalAssertError(                                           \
           ::frugal::detail::CheckMessage(__FILE__, __LINE__, #cond, ##__VA_ARGS__)); \
-    }                                                                              \
+    }                                                                                \
   } while (false)
 
-#define FRUGAL_CHECK_OP(a, op, b, ...)                                                \
-  do {                                                                                \
-    const auto& frugal_a_ = (a);                                                      \
-    const auto& frugal_b_ = (b);                                                      \
-    if (!(frugal_a_ op frugal_b_)) {                                                  \
-      throw ::frugal::CheckError(::frugal::detail::CompareMessage(                    \
+#define FRUGAL_CHECK_OP(a, op, b, ...)                                                  \
+  do {                                                                                  \
+    const auto& frugal_a_ = (a);                                                        \
+    const auto& frugal_b_ = (b);                                                        \
+    if (!(frugal_a_ op frugal_b_)) {                                                    \
+      throw ::frugal::CheckError(::frugal::detail::CompareMessage(                      \
           __FILE__, __LINE__, #a " " #op " " #b, frugal_a_, frugal_b_, ##__VA_ARGS__)); \
-    }                                                                                 \
+    }                                                                                   \
   } while (false)
 
 #define FRUGAL_CHECK_EQ(a, b, ...) FRUGAL_CHECK_OP(a, ==, b, ##__VA_ARGS__)

@@ -29,13 +29,13 @@ namespace frugal {
 enum class ReduceOp { kSum, kAverage };
 
 enum class AllreduceAlgorithm {
-  kRing,                // reduce-scatter + allgather around a ring, chunked and pipelined
-  kRecursiveDoubling,   // log2(n) exchanges of the whole buffer
-  kRabenseifner,        // recursive halving reduce-scatter + recursive doubling allgather
-  kBinaryTree,          // reduce to the root along a binary tree, broadcast back; pipelined
-  kDoubleBinaryTree,    // two complementary trees, each carrying half of the buffer (NCCL 2.4)
-  kHierarchical,        // intra-host reduce, inter-host allreduce, intra-host broadcast
-  kTorus2D,             // horizontal reduce-scatter, vertical allreduce, horizontal allgather
+  kRing,               // reduce-scatter + allgather around a ring, chunked and pipelined
+  kRecursiveDoubling,  // log2(n) exchanges of the whole buffer
+  kRabenseifner,       // recursive halving reduce-scatter + recursive doubling allgather
+  kBinaryTree,         // reduce to the root along a binary tree, broadcast back; pipelined
+  kDoubleBinaryTree,   // two complementary trees, each carrying half of the buffer (NCCL 2.4)
+  kHierarchical,       // intra-host reduce, inter-host allreduce, intra-host broadcast
+  kTorus2D,            // horizontal reduce-scatter, vertical allreduce, horizontal allgather
 };
 
 // Short names used on the command line: ring, rd, rabenseifner, tree, dbtree, hier, torus.

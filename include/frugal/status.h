@@ -109,10 +109,10 @@ class [[nodiscard]] StatusOr {
 #define FRUGAL_STATUS_CONCAT(a, b) FRUGAL_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define FRUGAL_RETURN_IF_ERROR(expr)                          \
-  do {                                                        \
-    ::frugal::Status frugal_status_tmp_ = (expr);             \
-    if (!frugal_status_tmp_.ok()) return frugal_status_tmp_;  \
+#define FRUGAL_RETURN_IF_ERROR(expr)                         \
+  do {                                                       \
+    ::frugal::Status frugal_status_tmp_ = (expr);            \
+    if (!frugal_status_tmp_.ok()) return frugal_status_tmp_; \
   } while (false)
 
 // `FRUGAL_ASSIGN_OR_RETURN(auto x, MakeX());` declares x from a StatusOr or returns its error.

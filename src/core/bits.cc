@@ -1,8 +1,8 @@
 #include "frugal/bits.h"
 
-#include <bit>
-
 #include <fmt/format.h>
+
+#include <bit>
 
 namespace frugal {
 

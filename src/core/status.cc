@@ -6,16 +6,26 @@ namespace frugal {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kTimeout: return "Timeout";
-    case StatusCode::kPeerLost: return "PeerLost";
-    case StatusCode::kIoError: return "IoError";
-    case StatusCode::kMalformed: return "Malformed";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kTimeout:
+      return "Timeout";
+    case StatusCode::kPeerLost:
+      return "PeerLost";
+    case StatusCode::kIoError:
+      return "IoError";
+    case StatusCode::kMalformed:
+      return "Malformed";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }
