@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages frugal needs to build, test and run. Idempotent: packages that are
+# already installed are skipped, and nothing is fetched when nothing is missing.
+# Usage: scripts/install-deps.sh        (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake git pkg-config
+  # engine and libraries
+  openmpi-bin libopenmpi-dev libgloo-dev libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  # tests, benchmarks, fuzzing, formatting
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
+  # tensors and data
+  libtorch-dev dataset-fashion-mnist
+  # network emulation and plots
+  iproute2 util-linux gnuplot-nox
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
