@@ -1,0 +1,389 @@
+// Gradient compression: the Compressor interface, its traits, the per-tensor context, the
+// registry that builds compressors from spec strings, and the aggregation paths that move
+// compressed gradients between ranks.
+//
+// Where each family lives (src/compress/, layer frugal_compress):
+//   quantizers (none, fp16, bf16, minmax8, qsgd, terngrad, onebit, sign, signum, efsign,
+//   natural) ....................... quant_*.cc, registered by RegisterQuantizers()
+//   sparsifiers (randomk, topk, threshold, dgc, gtopk, ...) ... sparse_*.cc and gtopk*.cc,
+//                                   registered by RegisterSparsifiers(), which
+//                                   src/compress/sparse_register.cc must define
+//   low rank (powersgd) ........... lowrank_*.cc, registered by RegisterLowRank(), which
+//                                   src/compress/lowrank_register.cc must define
+//   sketches (countsketch) ........ sketch_*.cc, registered by RegisterSketches(), which
+//                                   src/compress/sketch_register.cc must define
+// The three hooks are declared in src/compress/register.h. src/compress/CMakeLists.txt compiles
+// every sparse_*.cc, gtopk*.cc, lowrank_*.cc and sketch_*.cc, and DefaultCompressorRegistry()
+// calls a hook only when its *_register.cc file exists, so the build never depends on a file
+// that has not been written yet.
+//
+// Wire format: see compress_wire.h (versioned header + bit-packed body, validated before use).
+//
+// Thread safety: a Compressor is immutable after construction; its const methods may be called
+// from several threads at once as long as each thread uses its own CompressContext. A
+// CompressContext (and the per-tensor state in it) belongs to one thread at a time. A
+// CompressorRegistry is immutable after it has been filled and may then be shared.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "frugal/check.h"
+#include "frugal/collectives.h"
+#include "frugal/random.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+
+namespace frugal {
+
+// Stable one-byte ids written into the wire header. Never renumber: a payload made by one build
+// must be refused (not misread) by another build that does not know its id.
+enum class CompressorId : uint8_t {
+  kNone = 1,
+  kFp16 = 2,
+  kBf16 = 3,
+  kMinMax8 = 4,
+  kQsgd = 5,
+  kTernGrad = 6,
+  kOneBit = 7,
+  kSign = 8,
+  kSignum = 9,
+  kEfSign = 10,
+  kNatural = 11,
+  // Sparsification family.
+  kRandomK = 32,
+  kTopK = 33,
+  kThreshold = 34,
+  kAdaptiveThreshold = 35,
+  kDgc = 36,
+  kGTopK = 37,
+  kSbc = 38,
+  kStc = 39,
+  // Low rank.
+  kPowerSgd = 48,
+  // Sketches.
+  kCountSketch = 64,
+  // Coding.
+  kPolar = 80,
+};
+
+// What a compressor promises. The aggregation path is chosen from these (see AggregationPath).
+struct CompressorTraits {
+  // E[Decode(Encode(x))] == x over the compressor's randomness (QSGD, TernGrad w.r.t. the clipped
+  // input, natural, random-k with rescaling). Lossless compressors are unbiased.
+  bool unbiased = false;
+  // Decode(Encode(x)) == x exactly (none).
+  bool lossless = false;
+  // The body of the payload (after the header) is a sequence of little-endian float32 values,
+  // the header is the same on every rank for the same tensor and step, and the element-wise sum
+  // of the bodies of several ranks is a valid body that decodes to the sum of their inputs (none,
+  // random-k with a shared seed, count sketch). Such payloads are all-reduced as they are.
+  bool summable = false;
+  // A decoded partial sum can be encoded again by the same compressor, so the two-phase path
+  // (compressed reduce-scatter, re-compression with server-side error feedback, all-gather) is
+  // meaningful (fp16, bf16, minmax8, qsgd, onebit, efsign, natural).
+  bool requantizable = false;
+  // Biased in a way that only converges with error feedback (onebit, efsign, top-k, ...). The
+  // command line warns when such a compressor is used without --ef.
+  bool needs_error_feedback = false;
+  // Random choices come from kAnyRank streams (RngKey without the rank), so every rank makes the
+  // same choice without sending it (random-k indices, PowerSGD's initial Q).
+  bool shared_seed = false;
+  // Payloads carry signs; ranks combine them by majority vote (sign, signum).
+  bool sign_vote = false;
+  // The payload size depends on the data (top-k with a threshold, Elias-gamma coding): BodyBits()
+  // returns nullopt and the payload size is what Encode produced.
+  bool variable_size = false;
+  // The compressor overrides Aggregate() and moves its own data over the transport (PowerSGD
+  // all-reduces P and Q, gTop-k merges pairwise, TernGrad agrees on a scale across ranks).
+  bool custom_aggregate = false;
+};
+
+// The tensor being compressed. `shape` is empty for a flat buffer; otherwise its product is numel.
+struct TensorInfo {
+  std::string name;
+  uint64_t id = 0;  // TensorId(name)
+  size_t numel = 0;
+  std::vector<int64_t> shape;
+
+  TensorInfo() = default;
+  TensorInfo(std::string name_in, size_t numel_in, std::vector<int64_t> shape_in = {});
+
+  // The matrix view used by low-rank and per-column compressors (PyTorch PowerSGD's
+  // convention): rows = shape[0], cols = numel / rows; a flat or 1-D tensor is numel x 1.
+  size_t rows() const;
+  size_t cols() const;
+};
+
+// Base of any per-tensor state a compressor keeps between steps (residuals, momentum, Q).
+class TensorState {
+ public:
+  virtual ~TensorState() = default;
+};
+
+// The error-feedback residual (slot kErrorFeedbackSlot, and kServerErrorFeedbackSlot for the
+// server side of the two-phase path).
+struct ResidualState : TensorState {
+  std::vector<float> residual;
+};
+
+inline constexpr std::string_view kErrorFeedbackSlot = "ef";
+inline constexpr std::string_view kServerErrorFeedbackSlot = "ef.server";
+
+// Everything a compressor needs to know besides the tensor: who it is (rank, world size), the
+// run's seed and the step, and the per-tensor state it keeps. One context per rank (per thread).
+// State is keyed by (tensor name, slot); a compressor uses its own name (or any string it
+// chooses) as slot, so wrappers (error feedback) and inner compressors do not collide.
+class CompressContext {
+ public:
+  CompressContext(uint64_t seed = 0, int rank = 0, int world_size = 1);
+
+  uint64_t seed() const { return seed_; }
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  uint64_t step() const { return step_; }
+  // The training step (iteration); the caller advances it once per step, before encoding.
+  void set_step(uint64_t step) { step_ = step; }
+
+  // The key of the random stream for `tensor` at the current step: this rank's own stream, or
+  // with `shared` the stream every rank draws identically (rank = kAnyRank).
+  RngKey Key(const TensorInfo& tensor, bool shared = false) const {
+    return RngKey{seed_, shared ? kAnyRank : static_cast<int64_t>(rank_), step_, tensor.id};
+  }
+
+  // The state of type S in (tensor.name, slot), default-constructed on first use. The numel of the
+  // tensor is recorded at creation: asking again with another numel (or another S) for the same
+  // key is a caller bug and throws CheckError.
+  template <typename S>
+  S& State(const TensorInfo& tensor, std::string_view slot) {
+    static_assert(std::is_base_of_v<TensorState, S>, "state types derive from TensorState");
+    auto key = std::make_pair(tensor.name, std::string(slot));
+    auto it = states_.find(key);
+    if (it == states_.end()) {
+      it = states_.emplace(std::move(key), Entry{tensor.numel, std::make_unique<S>()}).first;
+    }
+    FRUGAL_CHECK_EQ(it->second.numel, tensor.numel, "tensor '", tensor.name,
+                    "' changed size; compressor state slot '", slot, "'");
+    auto* state = dynamic_cast<S*>(it->second.state.get());
+    FRUGAL_CHECK(state != nullptr, "state slot '", slot, "' of tensor '", tensor.name,
+                 "' holds another type than ", typeid(S).name());
+    return *state;
+  }
+  // The state in (tensor name, slot) if it exists, else nullptr.
+  template <typename S>
+  S* FindState(std::string_view tensor_name, std::string_view slot) {
+    auto it = states_.find(std::make_pair(std::string(tensor_name), std::string(slot)));
+    return it == states_.end() ? nullptr : dynamic_cast<S*>(it->second.state.get());
+  }
+
+  // Drops the state of one tensor (every slot), or of all tensors.
+  void Erase(std::string_view tensor_name);
+  void Clear() { states_.clear(); }
+  size_t num_states() const { return states_.size(); }
+
+ private:
+  struct Entry {
+    size_t numel = 0;
+    std::unique_ptr<TensorState> state;
+  };
+  uint64_t seed_;
+  int rank_;
+  int world_size_;
+  uint64_t step_ = 0;
+  std::map<std::pair<std::string, std::string>, Entry> states_;
+};
+
+// How compressed payloads move between ranks.
+enum class AggregationPath {
+  kAuto,       // from the traits: custom > sign vote > allreduce > two-phase > allgather
+  kAllreduce,  // summable payloads: all-reduce the payload body itself
+  kAllgather,  // any payload: all-gather (allgatherv) the payloads, every rank decodes and sums
+  kTwoPhase,   // re-quantizable: compressed reduce-scatter, server-side error feedback and
+               // re-compression of each rank's chunk, all-gather of the re-compressed chunks
+  kSignVote,   // sign payloads: all-gather, every rank takes the element-wise majority
+  kCustom,     // the compressor's own Aggregate()
+};
+
+// Names on the command line: auto, allreduce, allgather, twophase, vote, custom.
+std::string_view AggregationPathName(AggregationPath path);
+StatusOr<AggregationPath> ParseAggregationPath(std::string_view name);
+
+struct AggregateOptions {
+  AggregationPath path = AggregationPath::kAuto;
+  // kAverage divides the sum by the world size. The sign vote ignores it: its result is the
+  // majority sign in {-1, 0, +1} (0 where the vote is tied), scaled as the compressor decodes.
+  ReduceOp op = ReduceOp::kAverage;
+  Duration timeout = kDefaultTimeout;
+  // Algorithm of the all-reduce on the kAllreduce path.
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
+  // Check before aggregating that every rank passes the same numel (one small all-reduce).
+  bool check_lengths = true;
+};
+
+struct AggregateStats {
+  AggregationPath path = AggregationPath::kAuto;  // the path actually taken
+  uint64_t bytes_sent = 0;     // what this rank's transport sent, counted by the transport
+  uint64_t payload_bytes = 0;  // size of this rank's (first) encoded payload
+  uint64_t dense_bytes = 0;    // numel * sizeof(float)
+};
+
+// A gradient compressor. Encode and Decode are pure functions of their inputs and of the state
+// kept in the context; the same inputs, context state, seed, rank and step give the same bytes.
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+
+  // Registry name ("qsgd") and the canonical spec with every parameter spelled out
+  // ("qsgd:bucket=512,levels=16"): parsing the spec again gives an identical compressor.
+  virtual std::string_view name() const = 0;
+  virtual std::string spec() const = 0;
+  virtual CompressorId id() const = 0;
+  virtual CompressorTraits traits() const = 0;
+
+  // Exact size in bits of the body Encode produces for `tensor` (bodies are padded to whole bytes;
+  // the padding is counted), or nullopt when it depends on the data (traits().variable_size).
+  // The payload is kWireHeaderBytes + BodyBits/8 bytes.
+  virtual std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const = 0;
+
+  // Encodes `input` (input.size() == tensor.numel, else CheckError) into `out`, which is
+  // replaced by header + body. May update the compressor's state in `ctx`. Errors: kInvalidArgument
+  // when the input cannot be encoded by this compressor (a shape it does not support).
+  virtual Status Encode(std::span<const float> input, const TensorInfo& tensor,
+                        CompressContext& ctx, std::vector<std::byte>& out) const = 0;
+
+  // Validates `payload` completely (header, lengths, parameters, indices, scales), then ADDS the
+  // decoded values into `output` (output.size() == tensor.numel, else CheckError). Malformed
+  // payloads return kMalformed and leave `output` unchanged. Never reads out of bounds, whatever
+  // the bytes.
+  virtual Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor,
+                        CompressContext& ctx, std::span<float> output) const = 0;
+
+  // Compressors with traits().custom_aggregate move their own data over `t`. Called on every rank
+  // in the same order. `data` holds this rank's input on entry and the aggregate (sum, or average
+  // for ReduceOp::kAverage) on return. If `residual` is not empty (size numel) it receives
+  // input - (this rank's contribution as it was actually transmitted), which error feedback keeps
+  // for the next step. The default returns kFailedPrecondition.
+  virtual Status Aggregate(Transport& t, std::span<float> data, std::span<float> residual,
+                           const TensorInfo& tensor, CompressContext& ctx,
+                           const AggregateOptions& options) const;
+
+  // The size in bits an entropy coder would give this payload's body, where the compressor
+  // defines one (QSGD: Elias-gamma coding of the levels); nullopt otherwise.
+  virtual std::optional<uint64_t> EntropyCodedBits(std::span<const std::byte> payload) const {
+    return std::nullopt;
+  }
+
+  // The compressor this one wraps (error feedback), or nullptr.
+  virtual const Compressor* inner() const { return nullptr; }
+
+  // kWireHeaderBytes * 8 + BodyBits(tensor), or nullopt for variable-size payloads.
+  std::optional<uint64_t> WireBits(const TensorInfo& tensor) const;
+};
+
+// Error feedback (residual memory) around any compressor: Encode computes p = g + e, encodes p
+// and keeps e = p - Decode(Encode(p)) in the context (slot kErrorFeedbackSlot). Summed over
+// steps, everything transmitted plus the final residual equals everything that came in. With a
+// custom-aggregate inner compressor, Aggregate compensates the same way and keeps the residual
+// the inner compressor reports. name() and id() are the inner compressor's; spec() is the inner
+// spec with the parameter ef=1 (CompressorRegistry::Create builds it from "onebit:ef=1").
+std::unique_ptr<Compressor> WithErrorFeedback(std::unique_ptr<Compressor> inner);
+
+// ----- Registry -----
+
+// The parameters of a spec string "name:key=value,key=value". Getters record which keys were
+// read; Finish() rejects keys nobody read, listing the accepted ones.
+class CompressorParams {
+ public:
+  // Parses "name" or "name:k=v,k=v". kInvalidArgument on syntax errors or repeated keys.
+  static StatusOr<CompressorParams> Parse(std::string_view spec);
+
+  const std::string& name() const { return name_; }
+  bool Has(std::string_view key) const;
+
+  // Each getter returns the value of `key`, or `fallback` when it is absent; kInvalidArgument
+  // naming the key, the value and the accepted range when it does not parse or is out of range.
+  StatusOr<int64_t> Int(std::string_view key, int64_t fallback, int64_t min, int64_t max);
+  StatusOr<double> Double(std::string_view key, double fallback, double min, double max);
+  StatusOr<bool> Bool(std::string_view key, bool fallback);  // 1/0, true/false, yes/no, on/off
+  StatusOr<std::string> Choice(std::string_view key, std::string_view fallback,
+                               const std::vector<std::string>& accepted);
+
+  // kInvalidArgument naming any key that no getter asked for and the keys that were accepted.
+  Status Finish() const;
+
+ private:
+  std::string name_;
+  std::vector<std::pair<std::string, std::string>> values_;
+  mutable std::vector<std::string> asked_;
+};
+
+using CompressorFactory =
+    std::function<StatusOr<std::unique_ptr<Compressor>>(CompressorParams& params)>;
+
+struct CompressorEntry {
+  std::string name;     // "qsgd"
+  std::string summary;  // one line for --help: "QSGD: s levels per bucket, stochastic rounding"
+  std::string params;   // accepted parameters with defaults: "levels=16 bucket=512"
+  CompressorFactory factory;
+};
+
+class CompressorRegistry {
+ public:
+  // kInvalidArgument if the name is taken or empty.
+  Status Register(CompressorEntry entry);
+
+  // Builds a compressor from a spec ("none", "fp16", "qsgd:levels=16,bucket=512"). The parameter
+  // "ef" (a boolean, default false, accepted by every compressor: "onebit:ef=1" or "onebit,ef")
+  // wraps the result in WithErrorFeedback. kNotFound for an unknown name (the message lists the
+  // accepted names); kInvalidArgument for bad parameters (the message lists the accepted ones).
+  StatusOr<std::unique_ptr<Compressor>> Create(std::string_view spec) const;
+
+  bool Contains(std::string_view name) const;
+  std::vector<std::string> Names() const;
+  const CompressorEntry* Find(std::string_view name) const;
+
+ private:
+  std::map<std::string, CompressorEntry, std::less<>> entries_;
+};
+
+// A registry holding every compressor frugal has.
+CompressorRegistry DefaultCompressorRegistry();
+
+// Registers none, fp16, bf16, minmax8, qsgd, terngrad, onebit, sign, signum, efsign, natural.
+void RegisterQuantizers(CompressorRegistry& registry);
+
+// ----- Aggregation -----
+
+// The path `requested` resolves to for `compressor` (kAuto: from its traits; others unchanged).
+AggregationPath ResolveAggregationPath(const Compressor& compressor, AggregationPath requested);
+
+// Aggregates `data` (this rank's gradient on entry; the sum or average over all ranks on return)
+// through `compressor` over `t`, on the path chosen by `options.path` (kAuto: from the traits).
+// Every rank calls it with the same compressor spec, tensor and options, in the same order.
+// Errors: kInvalidArgument when the requested path does not suit the compressor (kAllreduce for
+// a non-summable one, kTwoPhase for a non-requantizable one, kSignVote without sign payloads,
+// kCustom without custom_aggregate) or ranks disagree on numel; kMalformed when a received payload
+// is invalid; kTimeout / kPeerLost from the transport. Error feedback: when `compressor` is a
+// WithErrorFeedback wrapper, every path compensates and keeps the residual; the two-phase path
+// also keeps a server-side residual for the chunk this rank re-compresses.
+Status AggregateCompressed(Transport& t, const Compressor& compressor, std::span<float> data,
+                           const TensorInfo& tensor, CompressContext& ctx,
+                           const AggregateOptions& options, AggregateStats* stats = nullptr);
+
+// Tags [kCompressTagBase, kCompressTagBase + 16) are used by the compressed aggregation paths'
+// point-to-point messages; compressors' own Aggregate() may use [kCompressTagBase + 16,
+// kCompressTagBase + 64).
+inline constexpr int kCompressTagBase = 29800;
+
+}  // namespace frugal
