@@ -1,0 +1,23 @@
+// Shared by the tier-2 suites, which run as one process per rank under a real `mpirun`.
+//
+// The test main initialises MPI through MpiRuntime before any test runs and finalises it after
+// the last one; tests take a fresh transport over a duplicate of MPI_COMM_WORLD with
+// TestWorld(), so a test that leaves stray messages behind (a timeout test) cannot disturb the
+// next one. Every rank runs every test in the same order; only rank 0 prints the full report,
+// the other ranks print their failures prefixed with their rank.
+#pragma once
+
+#include <memory>
+
+#include "frugal/mpi_transport.h"
+#include "frugal/transport.h"
+
+namespace frugal::mpitest {
+
+// The runtime created by the test main.
+MpiRuntime& Runtime();
+
+// A fresh world transport; fails the calling test if MPI cannot make one.
+std::unique_ptr<Transport> TestWorld();
+
+}  // namespace frugal::mpitest
