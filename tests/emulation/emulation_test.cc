@@ -1,0 +1,377 @@
+// The emulated network for real: shaping of both NIC directions measured with bulk TCP
+// transfers, per-host hostnames through mpirun, removal on exit, on a signal and after a kill.
+// Needs root and network namespaces; skips otherwise.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "emulate.h"
+#include "frugal/logging.h"
+
+namespace frugal::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+#define SKIP_WITHOUT_EMULATION()                                                \
+  do {                                                                          \
+    Status support = CheckEmulationSupport();                                   \
+    if (!support.ok()) GTEST_SKIP() << support.message();                       \
+    if (!fs::exists("/run/netns") && ::system("ip netns list >/dev/null") != 0) \
+      GTEST_SKIP() << "ip netns unusable";                                      \
+  } while (false)
+
+Logger Quiet() { return Logger(LogLevel::kError); }
+
+std::vector<std::string> NamespacesOf(const std::string& tag) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/run/netns", ec)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(tag + "-", 0) == 0) names.push_back(n);
+  }
+  return names;
+}
+
+// Enters a network namespace in a forked child.
+void EnterNamespace(const std::string& name) {
+  int fd = ::open(EmulatedNetwork::NamespacePath(name).c_str(), O_RDONLY);
+  if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) ::_exit(90);
+  ::close(fd);
+}
+
+// Forks a receiver in `ns` listening on address:port; it accepts `senders` connections, drains
+// them and writes (bytes, seconds from first to last byte) to the returned pipe.
+struct Receiver {
+  pid_t pid;
+  int result_fd;
+};
+
+Receiver StartReceiver(const std::string& ns, const std::string& address, int port, int senders) {
+  int fds[2];
+  if (::pipe(fds) != 0) std::abort();
+  int ready[2];
+  if (::pipe(ready) != 0) std::abort();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::close(ready[0]);
+    EnterNamespace(ns);
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
+    if (::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) ::_exit(91);
+    if (::listen(s, 8) != 0) ::_exit(92);
+    char c = 1;
+    if (::write(ready[1], &c, 1) != 1) ::_exit(93);
+    std::vector<int> conns;
+    for (int i = 0; i < senders; ++i) {
+      int conn = ::accept(s, nullptr, nullptr);
+      if (conn < 0) ::_exit(94);
+      conns.push_back(conn);
+    }
+    std::vector<pollfd> pfds;
+    for (int conn : conns) pfds.push_back({conn, POLLIN, 0});
+    std::vector<char> buffer(1 << 20);
+    double bytes = 0;
+    Clock::time_point first{}, last{};
+    int open = senders;
+    while (open > 0) {
+      if (::poll(pfds.data(), pfds.size(), 30000) <= 0) ::_exit(95);
+      for (auto& p : pfds) {
+        if (p.fd < 0 || !(p.revents & (POLLIN | POLLHUP))) continue;
+        ssize_t n = ::read(p.fd, buffer.data(), buffer.size());
+        if (n > 0) {
+          if (bytes == 0) first = Clock::now();
+          bytes += static_cast<double>(n);
+          last = Clock::now();
+        } else {
+          ::close(p.fd);
+          p.fd = -1;
+          --open;
+        }
+      }
+    }
+    double result[2] = {bytes, std::chrono::duration<double>(last - first).count()};
+    if (::write(fds[1], result, sizeof(result)) != sizeof(result)) ::_exit(96);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  ::close(ready[1]);
+  char c;
+  pollfd p{ready[0], POLLIN, 0};
+  if (::poll(&p, 1, 10000) != 1 || ::read(ready[0], &c, 1) != 1) std::abort();
+  ::close(ready[0]);
+  return {pid, fds[0]};
+}
+
+pid_t StartSender(const std::string& ns, const std::string& address, int port, size_t bytes) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    EnterNamespace(ns);
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
+    if (::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) ::_exit(81);
+    std::vector<char> chunk(1 << 20, 'x');
+    size_t sent = 0;
+    while (sent < bytes) {
+      ssize_t n = ::write(s, chunk.data(), std::min(chunk.size(), bytes - sent));
+      if (n <= 0) ::_exit(82);
+      sent += static_cast<size_t>(n);
+    }
+    ::close(s);
+    ::_exit(0);
+  }
+  return pid;
+}
+
+// Waits for a child with a deadline; returns its exit code (or -signal, or -1000 on timeout).
+int WaitChild(pid_t pid, std::chrono::seconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    int status;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1000;
+}
+
+// Bits per second seen by the receiver.
+double ReadRate(const Receiver& receiver) {
+  double result[2] = {0, 0};
+  pollfd p{receiver.result_fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 60000), 1);
+  EXPECT_EQ(::read(receiver.result_fd, result, sizeof(result)), (ssize_t)sizeof(result));
+  ::close(receiver.result_fd);
+  EXPECT_EQ(WaitChild(receiver.pid, std::chrono::seconds(10)), 0);
+  return result[1] > 0 ? result[0] * 8 / result[1] : 0;
+}
+
+struct RateCase {
+  const char* nic;
+  size_t bytes;  // about one second of traffic
+};
+
+class BulkTransfer : public ::testing::TestWithParam<RateCase> {};
+
+// One sender, one receiver: the sender's upstream bucket limits the transfer.
+TEST_P(BulkTransfer, ReachesTheConfiguredRate) {
+  SKIP_WITHOUT_EMULATION();
+  std::uint64_t rate = *ParseRate(GetParam().nic);
+  auto network = EmulatedNetwork::Create(2, rate, Quiet());
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  const auto& hosts = (*network)->hosts();
+  Receiver receiver = StartReceiver(hosts[1].name, hosts[1].address, 5201, 1);
+  pid_t sender = StartSender(hosts[0].name, hosts[1].address, 5201, GetParam().bytes);
+  double measured = ReadRate(receiver);
+  EXPECT_EQ(WaitChild(sender, std::chrono::seconds(30)), 0);
+  double fraction = measured / static_cast<double>(rate);
+  RecordProperty("fraction_of_nic", std::to_string(fraction));
+  std::printf("%s: %.1f Mbit/s = %.3f of the NIC rate\n", GetParam().nic, measured / 1e6, fraction);
+  EXPECT_GE(fraction, 0.90);
+  EXPECT_LE(fraction, 1.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(Nic, BulkTransfer,
+                         ::testing::Values(RateCase{"100mbit", 12'500'000},
+                                           RateCase{"1gbit", 110'000'000}),
+                         [](const auto& info) { return std::string(info.param.nic); });
+
+// Two senders into one receiver: the receiver's downstream bucket (on the bridge side) must hold
+// the sum to the NIC rate, not twice it.
+TEST(EmulatedNetwork, DownstreamIsShapedToo) {
+  SKIP_WITHOUT_EMULATION();
+  const std::uint64_t rate = 200'000'000;
+  auto network = EmulatedNetwork::Create(3, rate, Quiet());
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  const auto& hosts = (*network)->hosts();
+  Receiver receiver = StartReceiver(hosts[2].name, hosts[2].address, 5202, 2);
+  pid_t a = StartSender(hosts[0].name, hosts[2].address, 5202, 12'500'000);
+  pid_t b = StartSender(hosts[1].name, hosts[2].address, 5202, 12'500'000);
+  double measured = ReadRate(receiver);
+  EXPECT_EQ(WaitChild(a, std::chrono::seconds(30)), 0);
+  EXPECT_EQ(WaitChild(b, std::chrono::seconds(30)), 0);
+  double fraction = measured / static_cast<double>(rate);
+  std::printf("incast of 2 into a 200mbit NIC: %.1f Mbit/s = %.3f of the NIC rate\n",
+              measured / 1e6, fraction);
+  EXPECT_GE(fraction, 0.85);
+  EXPECT_LE(fraction, 1.05);
+}
+
+TEST(EmulatedNetwork, DestroyRemovesEverything) {
+  SKIP_WITHOUT_EMULATION();
+  auto network = EmulatedNetwork::Create(3, 100'000'000, Quiet());
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  std::string tag = (*network)->tag();
+  fs::path state = (*network)->state_dir();
+  EXPECT_EQ(NamespacesOf(tag).size(), 4u);  // control + 3 hosts
+  EXPECT_TRUE(fs::exists(state / "owner"));
+  ASSERT_TRUE((*network)->Destroy().ok());
+  EXPECT_TRUE(NamespacesOf(tag).empty());
+  EXPECT_FALSE(fs::exists(state));
+  EXPECT_TRUE((*network)->Destroy().ok());  // idempotent
+}
+
+TEST(EmulatedNetwork, LeftOversOfAKilledRunAreRemoved) {
+  SKIP_WITHOUT_EMULATION();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto network = EmulatedNetwork::Create(2, 100'000'000, Quiet());
+    if (!network.ok()) ::_exit(1);
+    // A process left running inside an emulated host, like an orphaned rank.
+    SpawnOptions options;
+    options.parent_death_signal = 0;
+    options.netns_path = EmulatedNetwork::NamespacePath((*network)->hosts()[0].name);
+    auto orphan = Child::Spawn({"sleep", "60"}, options);
+    if (!orphan.ok()) ::_exit(2);
+    std::string tag = (*network)->tag();
+    if (::write(fds[1], tag.data(), tag.size()) != (ssize_t)tag.size()) ::_exit(3);
+    ::close(fds[1]);
+    ::pause();  // killed here, before any cleanup
+    ::_exit(4);
+  }
+  ::close(fds[1]);
+  char buffer[64] = {};
+  pollfd p{fds[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 30000), 1);
+  ssize_t n = ::read(fds[0], buffer, sizeof(buffer) - 1);
+  ::close(fds[0]);
+  ASSERT_GT(n, 0);
+  std::string tag(buffer, static_cast<size_t>(n));
+  ::kill(pid, SIGKILL);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(10)), -SIGKILL);
+  ASSERT_EQ(NamespacesOf(tag).size(), 3u);
+  auto removed = RemoveLeftovers(Quiet());
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_THAT(*removed, ::testing::Contains(tag));
+  EXPECT_TRUE(NamespacesOf(tag).empty());
+  EXPECT_FALSE(fs::exists(fs::path(kEmulateStateRoot) / tag));
+}
+
+TEST(EmulatedNetwork, LiveRunsAreLeftAlone) {
+  SKIP_WITHOUT_EMULATION();
+  auto network = EmulatedNetwork::Create(1, 100'000'000, Quiet());
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  auto removed = RemoveLeftovers(Quiet());
+  ASSERT_TRUE(removed.ok());
+  EXPECT_THAT(*removed, ::testing::Not(::testing::Contains((*network)->tag())));
+  EXPECT_EQ(NamespacesOf((*network)->tag()).size(), 2u);
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path dir =
+      fs::temp_directory_path() / fmt::format("frugal-emulation-test-{}-{}", name, ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// mpirun through the rsh agent: every rank runs on its emulated host, with its hostname.
+TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
+  SKIP_WITHOUT_EMULATION();
+  if (RunCommand({"mpirun", "--version"}).status().code() == StatusCode::kNotFound) {
+    GTEST_SKIP() << "no mpirun";
+  }
+  fs::path dir = TempDir("hosts");
+  EmulatedJob job;
+  job.spec = *ParseEmulateSpec("hosts=2,nic=100mbit");
+  job.np = 4;
+  job.command = {"sh", "-c",
+                 fmt::format("echo $(hostname) $(ip -4 -o addr show dev eth0 | awk '{{print $4}}') "
+                             "> {}/rank.$OMPI_COMM_WORLD_RANK",
+                             dir.string())};
+  job.timeout = std::chrono::seconds(120);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  auto code = RunEmulatedJob(job, Quiet());
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  EXPECT_EQ(*code, 0);
+  std::map<int, std::string> lines;
+  for (int r = 0; r < 4; ++r) {
+    std::ifstream in(dir / fmt::format("rank.{}", r));
+    std::getline(in, lines[r]);
+  }
+  // Ranks 0,1 on host 0 and 2,3 on host 1, each named after its namespace.
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex("frg-[0-9]+-[0-9]+-h0 10\\.213\\.0\\.1/24"));
+  EXPECT_EQ(lines[0], lines[1]);
+  EXPECT_THAT(lines[2], ::testing::MatchesRegex("frg-[0-9]+-[0-9]+-h1 10\\.213\\.0\\.2/24"));
+  EXPECT_EQ(lines[2], lines[3]);
+  fs::remove_all(dir);
+}
+
+// SIGTERM during the job: the job is stopped, the network removed, exit code 128 + 15.
+TEST(RunEmulatedJob, ASignalStopsTheJobAndRemovesTheNetwork) {
+  SKIP_WITHOUT_EMULATION();
+  if (RunCommand({"mpirun", "--version"}).status().code() == StatusCode::kNotFound) {
+    GTEST_SKIP() << "no mpirun";
+  }
+  fs::path dir = TempDir("signal");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    EmulatedJob job;
+    job.spec = *ParseEmulateSpec("hosts=2,nic=100mbit");
+    job.np = 2;
+    job.command = {
+        "sh", "-c",
+        fmt::format("hostname > {}/started.$OMPI_COMM_WORLD_RANK; sleep 60", dir.string())};
+    job.timeout = std::chrono::seconds(120);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    auto code = RunEmulatedJob(job, Quiet());
+    ::_exit(code.ok() ? *code : 1);
+  }
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!(fs::exists(dir / "started.0") && fs::exists(dir / "started.1")) &&
+         Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(dir / "started.1")) << "the job did not start";
+  std::ifstream in(dir / "started.1");
+  std::string host;
+  in >> host;
+  std::string tag = host.substr(0, host.rfind('-'));
+  ASSERT_EQ(NamespacesOf(tag).size(), 3u);
+  auto start = Clock::now();
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(WaitChild(pid, std::chrono::seconds(40)), 128 + SIGTERM);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+  EXPECT_TRUE(NamespacesOf(tag).empty());
+  EXPECT_FALSE(fs::exists(fs::path(kEmulateStateRoot) / tag));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace frugal::apps
