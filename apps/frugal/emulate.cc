@@ -404,6 +404,19 @@ Status CheckEmulationSupport() {
   return Status::Ok();
 }
 
+StatusOr<EmulateSpec> ValidateEmulateFlag(std::string_view text, int np, bool has_hostfile) {
+  FRUGAL_ASSIGN_OR_RETURN(EmulateSpec spec, ParseEmulateSpec(text));
+  if (np <= 0) {
+    return InvalidArgumentError("--emulate needs --np N (the number of ranks to start)");
+  }
+  if (has_hostfile) {
+    return InvalidArgumentError("--emulate and --hostfile exclude each other");
+  }
+  FRUGAL_RETURN_IF_ERROR(RanksPerHost(spec, np).status());
+  FRUGAL_RETURN_IF_ERROR(CheckEmulationSupport());
+  return spec;
+}
+
 StatusOr<std::vector<std::string>> RemoveLeftovers(const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(auto lock, StateLock::Acquire());
   return RemoveLeftoversLocked(logger);
@@ -624,6 +637,7 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
                           network->tag(), ShellQuote(cmd)));
   SpawnOptions spawn;
   spawn.netns_path = EmulatedNetwork::NamespacePath(network->control_namespace());
+  spawn.extra_env = job.extra_env;
   auto child = Child::Spawn(cmd, spawn);
   if (!child.ok()) {
     FRUGAL_RETURN_IF_ERROR(network->Destroy());

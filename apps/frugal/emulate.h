@@ -63,6 +63,11 @@ std::string FormatRate(std::uint64_t bits_per_second);
 // does not fill the hosts evenly (or disagrees with an explicit ranks-per-host).
 StatusOr<int> RanksPerHost(const EmulateSpec& spec, int np);
 
+// For the launcher: parses `--emulate TEXT` and checks it against --np and --hostfile
+// (kInvalidArgument) and against this machine (CheckEmulationSupport, kFailedPrecondition).
+// Either failure is a usage error of the command line (one line, exit code 2).
+StatusOr<EmulateSpec> ValidateEmulateFlag(std::string_view text, int np, bool has_hostfile);
+
 // kFailedPrecondition with one line when this process cannot emulate (not root, no `ip`/`tc`/
 // `unshare`, no network namespace support).
 Status CheckEmulationSupport();
@@ -132,6 +137,8 @@ struct EmulatedJob {
   std::vector<std::string> command;
   // Extra mpirun options placed before the command (e.g. {"-x", "FRUGAL_SEED"}).
   std::vector<std::string> mpirun_options;
+  // Added to mpirun's environment (which the ranks inherit), e.g. OMPI_ALLOW_RUN_AS_ROOT.
+  Environment extra_env;
   // The whole job, setup included, is ended after this.
   std::chrono::seconds timeout{std::chrono::hours(24)};
 };

@@ -54,15 +54,28 @@ struct PreparedExec {
   std::string program;
   std::vector<std::string> args;
   std::vector<char*> argv;
+  std::vector<std::string> env;
+  std::vector<char*> envp;
 };
 
-StatusOr<PreparedExec> Prepare(const std::vector<std::string>& argv) {
+// Everything the child needs, built before fork: the child only calls async-signal-safe functions.
+StatusOr<PreparedExec> Prepare(const std::vector<std::string>& argv, const Environment& extra_env) {
   if (argv.empty()) return InvalidArgumentError("empty command");
   PreparedExec exec;
   FRUGAL_ASSIGN_OR_RETURN(exec.program, FindProgram(argv[0]));
   exec.args = argv;
   for (auto& a : exec.args) exec.argv.push_back(a.data());
   exec.argv.push_back(nullptr);
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    bool overridden = false;
+    for (const auto& [key, value] : extra_env) overridden = overridden || key == name;
+    if (!overridden) exec.env.push_back(std::move(entry));
+  }
+  for (const auto& [key, value] : extra_env) exec.env.push_back(key + "=" + value);
+  for (auto& e : exec.env) exec.envp.push_back(e.data());
+  exec.envp.push_back(nullptr);
   return exec;
 }
 
@@ -99,15 +112,16 @@ void WriteErrnoAndExit(int fd, int err) {
     ::dup2(output_fd, STDERR_FILENO);
     if (output_fd != STDOUT_FILENO && output_fd != STDERR_FILENO) ::close(output_fd);
   }
-  ::execv(exec.program.c_str(), exec.argv.data());
+  ::execve(exec.program.c_str(), exec.argv.data(), exec.envp.data());
   WriteErrnoAndExit(error_fd, errno);
   ::_exit(127);
 }
 
 // Forks and execs; returns the pid once exec succeeded (or its errno as an error).
-StatusOr<pid_t> ForkExec(const std::vector<std::string>& argv, int output_fd,
-                         const std::string& netns_path, bool new_group, int death_signal) {
-  FRUGAL_ASSIGN_OR_RETURN(PreparedExec exec, Prepare(argv));
+StatusOr<pid_t> ForkExec(const std::vector<std::string>& argv, const Environment& extra_env,
+                         int output_fd, const std::string& netns_path, bool new_group,
+                         int death_signal) {
+  FRUGAL_ASSIGN_OR_RETURN(PreparedExec exec, Prepare(argv, extra_env));
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
     return IoError(fmt::format("pipe: {}", std::strerror(errno)));
@@ -192,7 +206,7 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     return IoError(fmt::format("pipe: {}", std::strerror(errno)));
   }
   // The child's end loses O_CLOEXEC through dup2 onto stdout/stderr.
-  auto pid_or = ForkExec(argv, out_pipe[1], options.netns_path, /*new_group=*/false,
+  auto pid_or = ForkExec(argv, {}, out_pipe[1], options.netns_path, /*new_group=*/false,
                          /*death_signal=*/SIGKILL);
   ::close(out_pipe[1]);
   if (!pid_or.ok()) {
@@ -306,8 +320,8 @@ StatusOr<Child> Child::Spawn(const std::vector<std::string>& argv, const SpawnOp
       return IoError(fmt::format("cannot open {}: {}", options.output_path, std::strerror(errno)));
     }
   }
-  auto pid_or = ForkExec(argv, output_fd, options.netns_path, options.new_process_group,
-                         options.parent_death_signal);
+  auto pid_or = ForkExec(argv, options.extra_env, output_fd, options.netns_path,
+                         options.new_process_group, options.parent_death_signal);
   if (output_fd >= 0) ::close(output_fd);
   if (!pid_or.ok()) return pid_or.status();
   return Child(*pid_or, options.new_process_group);

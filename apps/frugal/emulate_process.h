@@ -12,11 +12,15 @@
 #include <csignal>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frugal/status.h"
 
 namespace frugal::apps {
+
+// Variables added to (or replacing those of) the inherited environment of a child.
+using Environment = std::vector<std::pair<std::string, std::string>>;
 
 struct CommandResult {
   int exit_code = -1;   // exit status when the command exited, else -1
@@ -76,6 +80,7 @@ struct SpawnOptions {
   std::string netns_path;
   // File to write stdout and stderr to (appending), or empty to inherit ours.
   std::string output_path;
+  Environment extra_env;
 };
 
 // A started child process, waited for with a deadline.

@@ -93,6 +93,17 @@ TEST(RanksPerHost, SpreadsEvenlyOrRefuses) {
   EXPECT_THAT(RanksPerHost(spec, 4).status().message(), HasSubstr("ranks-per-host=2"));
 }
 
+TEST(ValidateEmulateFlag, RefusesBadCombinationsBeforeAnythingRuns) {
+  EXPECT_THAT(ValidateEmulateFlag("hosts=2,nic=1gbit", 0, false).status().message(),
+              HasSubstr("needs --np"));
+  EXPECT_THAT(ValidateEmulateFlag("hosts=2,nic=1gbit", 4, true).status().message(),
+              HasSubstr("--hostfile"));
+  EXPECT_EQ(ValidateEmulateFlag("hosts=3,nic=1gbit", 4, false).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateEmulateFlag("hosts=2,nic=1tbit", 4, false).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(TbfFor, BucketAndQueueGrowWithTheRate) {
   TbfParameters slow = TbfFor(10'000'000);
   EXPECT_EQ(slow.burst_bytes, 16u * 1024);
@@ -158,6 +169,19 @@ TEST(Child, SuperviseEndsAChildAtItsDeadline) {
   EXPECT_EQ(s.code(), StatusCode::kTimeout);
   EXPECT_FALSE(child->running());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(Child, PassesExtraEnvironment) {
+  HeldSignals held;
+  SpawnOptions options;
+  options.extra_env = {{"FRUGAL_TEST_VALUE", "42"}, {"HOME", "/nonexistent-home"}};
+  auto child = Child::Spawn(
+      {"sh", "-c", "test \"$FRUGAL_TEST_VALUE\" = 42 && test \"$HOME\" = /nonexistent-home"},
+      options);
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(
+      child->Supervise(held, std::chrono::steady_clock::now() + std::chrono::seconds(10)).ok());
+  EXPECT_EQ(child->result().exit_code, 0);
 }
 
 TEST(Child, ReportsTheExitCode) {
