@@ -135,7 +135,8 @@ class TensorState {
 // The error-feedback residual (slot kErrorFeedbackSlot, and kServerErrorFeedbackSlot for the
 // server side of the two-phase path).
 struct ResidualState : TensorState {
-  std::vector<float> residual;
+  std::vector<float> residual;     // e, numel values (zeros before the first step)
+  std::vector<float> compensated;  // scratch: p = g + e of the last step
 };
 
 inline constexpr std::string_view kErrorFeedbackSlot = "ef";
@@ -336,6 +337,9 @@ struct CompressorEntry {
   std::string summary;  // one line for --help: "QSGD: s levels per bucket, stochastic rounding"
   std::string params;   // accepted parameters with defaults: "levels=16 bucket=512"
   CompressorFactory factory;
+  // Default of the "ef" parameter: methods defined with error feedback (efsign) wrap themselves
+  // unless the spec says ef=0.
+  bool error_feedback_by_default = false;
 };
 
 class CompressorRegistry {
@@ -344,8 +348,9 @@ class CompressorRegistry {
   Status Register(CompressorEntry entry);
 
   // Builds a compressor from a spec ("none", "fp16", "qsgd:levels=16,bucket=512"). The parameter
-  // "ef" (a boolean, default false, accepted by every compressor: "onebit:ef=1" or "onebit,ef")
-  // wraps the result in WithErrorFeedback. kNotFound for an unknown name (the message lists the
+  // "ef" (a boolean accepted by every compressor: "onebit:ef=1"; a bare key means 1, so
+  // "onebit:ef" too) wraps the result in WithErrorFeedback; its default is the entry's
+  // error_feedback_by_default. kNotFound for an unknown name (the message lists the
   // accepted names); kInvalidArgument for bad parameters (the message lists the accepted ones).
   StatusOr<std::unique_ptr<Compressor>> Create(std::string_view spec) const;
 

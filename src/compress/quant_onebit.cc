@@ -1,0 +1,143 @@
+// onebit: 1-bit SGD (Seide et al., 2014). Each element keeps only its sign; the decoder replaces
+// it by the mean of the elements of the same sign in its column.
+//
+// The tensor is viewed as a rows x cols matrix (TensorInfo::rows/cols: rows = shape[0], a flat
+// tensor is one column). For column j the encoder computes pos[j] = mean of the elements >= 0 and
+// neg[j] = mean of the elements < 0 (0 for an empty group) and one sign bit per element
+// (sign(0) = +, as everywhere in frugal). The reconstruction preserves each column's sum exactly
+// up to rounding, but the quantization error is large: 1-bit SGD is meant to run with error
+// feedback (traits().needs_error_feedback; "onebit:ef=1" or --ef).
+//
+// Body: cols pairs (pos, neg) of float32, then the sign plane (numel bits, element order,
+// LSB-first, zero padded). The decoder checks every pos is finite and >= 0, every neg finite and
+// <= 0 and the padding is zero before it writes anything.
+#include <cmath>
+
+#include "compress/quant_util.h"
+
+namespace frugal::compress_internal {
+namespace {
+
+FRUGAL_INLINE void ColumnSumsBody(const float* x, size_t rows, size_t cols, double* pos_sum,
+                                  double* neg_sum, uint32_t* pos_count, float* chk) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    for (size_t j = 0; j < cols; ++j) {
+      float v = row[j];
+      bool neg = v < 0.0f;
+      pos_sum[j] += neg ? 0.0 : static_cast<double>(v);
+      neg_sum[j] += neg ? static_cast<double>(v) : 0.0;
+      pos_count[j] += neg ? 0u : 1u;
+      chk[j] += v * 0.0f;
+    }
+  }
+}
+
+void ColumnSumsGeneric(const float* x, size_t rows, size_t cols, double* ps, double* ns,
+                       uint32_t* pc, float* chk) {
+  ColumnSumsBody(x, rows, cols, ps, ns, pc, chk);
+}
+#if defined(FRUGAL_X86)
+FRUGAL_TARGET_V3 void ColumnSumsV3(const float* x, size_t rows, size_t cols, double* ps, double* ns,
+                                   uint32_t* pc, float* chk) {
+  ColumnSumsBody(x, rows, cols, ps, ns, pc, chk);
+}
+#endif
+
+class OneBitCompressor final : public QuantizerBase {
+ public:
+  OneBitCompressor()
+      : QuantizerBase("onebit", CompressorId::kOneBit,
+                      CompressorTraits{.requantizable = true, .needs_error_feedback = true}, "") {}
+
+  static size_t Cols(const TensorInfo& t) { return t.numel == 0 ? 0 : t.cols(); }
+
+  std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override {
+    return 8 * (8 * Cols(tensor) + SignBytes(tensor.numel));
+  }
+
+  Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
+                std::vector<std::byte>& out) const override {
+    CheckInput(input.size(), tensor);
+    const size_t n = input.size();
+    const size_t cols = Cols(tensor);
+    const size_t rows = cols == 0 ? 0 : n / cols;
+    std::span<std::byte> body = BeginPayload(*this, tensor, 8 * cols + SignBytes(n), out);
+    std::vector<double> pos_sum(cols, 0.0), neg_sum(cols, 0.0);
+    std::vector<uint32_t> pos_count(cols, 0);
+    std::vector<float> chk(cols, 0.0f);
+#if defined(FRUGAL_X86)
+    if (HasX86V3()) {
+      ColumnSumsV3(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
+                   chk.data());
+    } else {
+      ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
+                        chk.data());
+    }
+#else
+    ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
+                      chk.data());
+#endif
+    for (size_t j = 0; j < cols; ++j) {
+      if (chk[j] != 0.0f) {
+        return InvalidArgumentError(
+            fmt::format("onebit: tensor '{}' has non-finite values", tensor.name));
+      }
+      uint32_t neg_count = static_cast<uint32_t>(rows) - pos_count[j];
+      float pos = pos_count[j] > 0 ? static_cast<float>(pos_sum[j] / pos_count[j]) : 0.0f;
+      float neg = neg_count > 0 ? static_cast<float>(neg_sum[j] / neg_count) : 0.0f;
+      StoreF32(body.data() + 8 * j, pos);
+      StoreF32(body.data() + 8 * j + 4, neg);
+    }
+    PackSigns(input.data(), n, body.data() + 8 * cols);
+    return Status::Ok();
+  }
+
+  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
+                std::span<float> output) const override {
+    CheckInput(output.size(), tensor);
+    FRUGAL_ASSIGN_OR_RETURN(std::span<const std::byte> body, OpenPayload(payload, *this, tensor));
+    const size_t n = tensor.numel;
+    const size_t cols = Cols(tensor);
+    if (body.size() != 8 * cols + SignBytes(n)) {
+      return MalformedError(fmt::format("onebit payload: body of {} bytes, expected {}",
+                                        body.size(), 8 * cols + SignBytes(n)));
+    }
+    std::vector<float> pos(cols), neg(cols);
+    for (size_t j = 0; j < cols; ++j) {
+      pos[j] = LoadF32(body.data() + 8 * j);
+      neg[j] = LoadF32(body.data() + 8 * j + 4);
+      if (!std::isfinite(pos[j]) || !std::isfinite(neg[j]) || pos[j] < 0.0f || neg[j] > 0.0f) {
+        return MalformedError(
+            fmt::format("onebit payload: column {} has means ({}, {})", j, pos[j], neg[j]));
+      }
+    }
+    const std::byte* bits = body.data() + 8 * cols;
+    FRUGAL_RETURN_IF_ERROR(CheckSignPadding(bits, n, "onebit"));
+    if (cols == 1) {
+      AddSigns(bits, n, pos[0], neg[0], output.data());
+      return Status::Ok();
+    }
+    for (size_t i = 0, j = 0; i < n; ++i) {
+      bool negative = (std::to_integer<unsigned>(bits[i / 8]) >> (i % 8)) & 1u;
+      output[i] += negative ? neg[j] : pos[j];
+      if (++j == cols) j = 0;
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+void RegisterOneBit(CompressorRegistry& registry) {
+  MustRegister(registry,
+               {.name = "onebit",
+                .summary = "1-bit SGD: signs, per-column means of the positive and negative parts "
+                           "(use with ef)",
+                .params = "",
+                .factory = [](CompressorParams&) -> StatusOr<std::unique_ptr<Compressor>> {
+                  return std::unique_ptr<Compressor>(std::make_unique<OneBitCompressor>());
+                }});
+}
+
+}  // namespace frugal::compress_internal

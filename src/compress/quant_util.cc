@@ -1,0 +1,207 @@
+#include "compress/quant_util.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace frugal::compress_internal {
+
+bool HasX86V3() {
+#if defined(FRUGAL_X86)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+// The kernels below are written once as always-inline bodies and instantiated twice: for the
+// baseline ISA and for x86-64-v3 (where the compiler vectorizes them). Both instantiations compute
+// the same bits: the floating-point operations are the same, in the same order.
+FRUGAL_INLINE double PackSignsBody(const float* x, size_t n, std::byte* out, bool want_l1) {
+  // Four double accumulators per group of eight, in a fixed order.
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t full = n / 8;
+  for (size_t b = 0; b < full; ++b) {
+    const float* g = x + 8 * b;
+    unsigned byte = 0;
+    for (int j = 0; j < 8; ++j) byte |= static_cast<unsigned>(g[j] < 0.0f) << j;
+    out[b] = static_cast<std::byte>(byte);
+    if (want_l1) {
+      for (int j = 0; j < 8; ++j) acc[j] += static_cast<double>(std::fabs(g[j]));
+    }
+  }
+  size_t rest = n - 8 * full;
+  if (rest > 0) {
+    unsigned byte = 0;
+    for (size_t j = 0; j < rest; ++j) {
+      byte |= static_cast<unsigned>(x[8 * full + j] < 0.0f) << j;
+      if (want_l1) acc[j] += static_cast<double>(std::fabs(x[8 * full + j]));
+    }
+    out[full] = static_cast<std::byte>(byte);
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+FRUGAL_INLINE void AddSignsBody(const std::byte* bits, size_t n, float pos, float neg, float* out) {
+  size_t full = n / 8;
+  for (size_t b = 0; b < full; ++b) {
+    unsigned byte = std::to_integer<unsigned>(bits[b]);
+    float* o = out + 8 * b;
+    for (int j = 0; j < 8; ++j) o[j] += ((byte >> j) & 1u) ? neg : pos;
+  }
+  for (size_t i = 8 * full; i < n; ++i) {
+    out[i] += ((std::to_integer<unsigned>(bits[i / 8]) >> (i % 8)) & 1u) ? neg : pos;
+  }
+}
+
+double PackSignsGeneric(const float* x, size_t n, std::byte* out, bool l1) {
+  return PackSignsBody(x, n, out, l1);
+}
+void AddSignsGeneric(const std::byte* bits, size_t n, float pos, float neg, float* out) {
+  AddSignsBody(bits, n, pos, neg, out);
+}
+
+#if defined(FRUGAL_X86)
+FRUGAL_TARGET_V3 double PackSignsV3(const float* x, size_t n, std::byte* out, bool want_l1) {
+  // Same accumulation order as PackSignsBody: lane j of acc holds the sum of |x[8b + j]|.
+  __m256d acc_lo = _mm256_setzero_pd();
+  __m256d acc_hi = _mm256_setzero_pd();
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  size_t full = n / 8;
+  for (size_t b = 0; b < full; ++b) {
+    __m256 v = _mm256_loadu_ps(x + 8 * b);
+    out[b] = static_cast<std::byte>(_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ)));
+    if (want_l1) {
+      __m256 a = _mm256_and_ps(v, abs_mask);
+      acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+      acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+    }
+  }
+  alignas(32) double acc[8];
+  _mm256_store_pd(acc, acc_lo);
+  _mm256_store_pd(acc + 4, acc_hi);
+  size_t rest = n - 8 * full;
+  if (rest > 0) {
+    unsigned byte = 0;
+    for (size_t j = 0; j < rest; ++j) {
+      byte |= static_cast<unsigned>(x[8 * full + j] < 0.0f) << j;
+      if (want_l1) acc[j] += static_cast<double>(std::fabs(x[8 * full + j]));
+    }
+    out[full] = static_cast<std::byte>(byte);
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+FRUGAL_TARGET_V3 void AddSignsV3(const std::byte* bits, size_t n, float pos, float neg,
+                                 float* out) {
+  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256 vpos = _mm256_set1_ps(pos);
+  const __m256 vneg = _mm256_set1_ps(neg);
+  size_t full = n / 8;
+  for (size_t b = 0; b < full; ++b) {
+    __m256i byte = _mm256_set1_epi32(std::to_integer<int>(bits[b]));
+    __m256i set = _mm256_cmpeq_epi32(_mm256_and_si256(byte, lane_bit), lane_bit);
+    __m256 v = _mm256_blendv_ps(vpos, vneg, _mm256_castsi256_ps(set));
+    _mm256_storeu_ps(out + 8 * b, _mm256_add_ps(_mm256_loadu_ps(out + 8 * b), v));
+  }
+  for (size_t i = 8 * full; i < n; ++i) {
+    out[i] += ((std::to_integer<unsigned>(bits[i / 8]) >> (i % 8)) & 1u) ? neg : pos;
+  }
+}
+#endif
+
+}  // namespace
+
+void PackSigns(const float* x, size_t n, std::byte* out) {
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) {
+    PackSignsV3(x, n, out, false);
+    return;
+  }
+#endif
+  PackSignsGeneric(x, n, out, false);
+}
+
+double PackSignsL1(const float* x, size_t n, std::byte* out) {
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) return PackSignsV3(x, n, out, true);
+#endif
+  return PackSignsGeneric(x, n, out, true);
+}
+
+void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out) {
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) {
+    AddSignsV3(bits, n, pos, neg, out);
+    return;
+  }
+#endif
+  AddSignsGeneric(bits, n, pos, neg, out);
+}
+
+Status CheckSignPadding(const std::byte* bits, size_t n, std::string_view what) {
+  if (n % 8 == 0) return Status::Ok();
+  unsigned last = std::to_integer<unsigned>(bits[n / 8]);
+  if ((last >> (n % 8)) != 0) {
+    return MalformedError(fmt::format("{} payload: padding bits of the sign plane are set", what));
+  }
+  return Status::Ok();
+}
+
+LaneRng::LaneRng(RngStream& seed_stream) {
+  for (int l = 0; l < kLanes; ++l) {
+    for (int w = 0; w < 4; ++w) s_[w][l] = seed_stream.NextU64();
+    if ((s_[0][l] | s_[1][l] | s_[2][l] | s_[3][l]) == 0) s_[0][l] = 1;  // never all zero
+  }
+}
+
+namespace {
+
+FRUGAL_INLINE void LaneFillBody(uint64_t (&s)[4][LaneRng::kLanes], uint32_t* out, size_t count) {
+  constexpr int kL = LaneRng::kLanes;
+  for (size_t k = 0; k + 2 * kL <= count; k += 2 * kL) {
+    for (int l = 0; l < kL; ++l) {
+      uint64_t s1 = s[1][l];
+      uint64_t m = (s1 << 2) + s1;        // s1 * 5
+      uint64_t r = (m << 7) | (m >> 57);  // rotl(., 7)
+      uint64_t result = (r << 3) + r;     // * 9
+      uint64_t t = s1 << 17;
+      s[2][l] ^= s[0][l];
+      s[3][l] ^= s[1][l];
+      s[1][l] ^= s[2][l];
+      s[0][l] ^= s[3][l];
+      s[2][l] ^= t;
+      s[3][l] = (s[3][l] << 45) | (s[3][l] >> 19);
+      out[k + l] = static_cast<uint32_t>(result);
+      out[k + kL + l] = static_cast<uint32_t>(result >> 32);
+    }
+  }
+}
+
+void LaneFillGeneric(uint64_t (&s)[4][LaneRng::kLanes], uint32_t* out, size_t count) {
+  LaneFillBody(s, out, count);
+}
+#if defined(FRUGAL_X86)
+FRUGAL_TARGET_V3 void LaneFillV3(uint64_t (&s)[4][LaneRng::kLanes], uint32_t* out, size_t count) {
+  LaneFillBody(s, out, count);
+}
+#endif
+
+}  // namespace
+
+void LaneRng::Fill(uint32_t* out, size_t count) {
+  FRUGAL_CHECK(count % (2 * kLanes) == 0, "LaneRng::Fill count ", count);
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) {
+    LaneFillV3(s_, out, count);
+    return;
+  }
+#endif
+  LaneFillGeneric(s_, out, count);
+}
+
+}  // namespace frugal::compress_internal

@@ -1,0 +1,173 @@
+// Building blocks shared by the quantizers: a base class for the boilerplate of the Compressor
+// interface, bit-plane packing of signs, fixed-width bit packing, lane-parallel uniform random
+// numbers and run-time dispatch to AVX2 kernels. Internal to frugal_compress.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frugal/compress_wire.h"
+#include "frugal/compressor.h"
+#include "frugal/random.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define FRUGAL_X86 1
+#include <immintrin.h>
+#endif
+
+namespace frugal::compress_internal {
+
+// True when the CPU has AVX2, FMA, BMI2 and F16C (x86-64-v3); the kernels written for them are
+// compiled with FRUGAL_TARGET_V3 and chosen at run time.
+bool HasX86V3();
+
+#if defined(FRUGAL_X86)
+#define FRUGAL_TARGET_V3 __attribute__((target("avx2,fma,bmi,bmi2,f16c,popcnt")))
+#else
+#define FRUGAL_TARGET_V3
+#endif
+
+// Kernel bodies written once and instantiated for the baseline ISA and for FRUGAL_TARGET_V3.
+#define FRUGAL_INLINE inline __attribute__((always_inline))
+
+// The fixed parts of a quantizer: name, id, traits and the canonical parameter list.
+class QuantizerBase : public Compressor {
+ public:
+  // `params` is the canonical "key=value,key=value" list (sorted by key), empty for none.
+  QuantizerBase(std::string_view name, CompressorId id, CompressorTraits traits, std::string params)
+      : name_(name), id_(id), traits_(traits), params_(std::move(params)) {}
+
+  std::string_view name() const override { return name_; }
+  std::string spec() const override { return params_.empty() ? name_ : name_ + ":" + params_; }
+  CompressorId id() const override { return id_; }
+  CompressorTraits traits() const override { return traits_; }
+
+ protected:
+  // CheckError unless input and tensor agree.
+  static void CheckInput(size_t size, const TensorInfo& tensor) {
+    FRUGAL_CHECK_EQ(size, tensor.numel, "buffer size vs. numel of tensor '", tensor.name, "'");
+  }
+
+ private:
+  std::string name_;
+  CompressorId id_;
+  CompressorTraits traits_;
+  std::string params_;
+};
+
+inline size_t SignBytes(size_t n) { return (n + 7) / 8; }
+
+inline void StoreF32(std::byte* at, float v) { std::memcpy(at, &v, sizeof v); }
+inline float LoadF32(const std::byte* at) {
+  float v;
+  std::memcpy(&v, at, sizeof v);
+  return v;
+}
+
+// bit i of out = (x[i] < 0): sign(0) = sign(-0) = sign(NaN) = +. Writes SignBytes(n) bytes; the
+// padding bits of the last byte are 0. Returns sum |x[i]| when `l1` is requested.
+void PackSigns(const float* x, size_t n, std::byte* out);
+double PackSignsL1(const float* x, size_t n, std::byte* out);
+
+// out[i] += bit i ? neg : pos.
+void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out);
+
+// kMalformed when the padding bits after bit n of a sign plane are not zero.
+Status CheckSignPadding(const std::byte* bits, size_t n, std::string_view what);
+
+// Appends fixed-width fields (width <= 32) LSB-first into a byte buffer that has room for them.
+class BitPacker {
+ public:
+  explicit BitPacker(std::byte* out) : out_(out) {}
+  void Put(uint32_t value, int width) {
+    acc_ |= static_cast<uint64_t>(value) << fill_;
+    fill_ += width;
+    if (fill_ >= 32) {
+      uint32_t low = static_cast<uint32_t>(acc_);
+      std::memcpy(out_, &low, 4);
+      out_ += 4;
+      acc_ >>= 32;
+      fill_ -= 32;
+    }
+  }
+  // Writes the remaining bits (zero padded to a byte); returns the end of what was written.
+  std::byte* Flush() {
+    while (fill_ > 0) {
+      *out_++ = static_cast<std::byte>(acc_ & 0xff);
+      acc_ >>= 8;
+      fill_ = fill_ > 8 ? fill_ - 8 : 0;
+    }
+    return out_;
+  }
+
+ private:
+  std::byte* out_;
+  uint64_t acc_ = 0;
+  int fill_ = 0;
+};
+
+// Reads fixed-width fields (width <= 32) LSB-first from a buffer whose size was checked.
+class BitUnpacker {
+ public:
+  BitUnpacker(const std::byte* in, const std::byte* end) : in_(in), end_(end) {}
+  uint32_t Get(int width) {
+    while (fill_ < width) {
+      uint64_t byte = in_ < end_ ? std::to_integer<uint64_t>(*in_++) : 0;
+      acc_ |= byte << fill_;
+      fill_ += 8;
+    }
+    uint32_t v = static_cast<uint32_t>(acc_ & ((uint64_t{1} << width) - 1));
+    acc_ >>= width;
+    fill_ -= width;
+    return v;
+  }
+  // The bits left in the accumulator after the last field (padding), which must be zero.
+  uint64_t leftover() const { return acc_; }
+
+ private:
+  const std::byte* in_;
+  const std::byte* end_;
+  uint64_t acc_ = 0;
+  int fill_ = 0;
+};
+
+// Eight interleaved xoshiro256** generators seeded from one RngStream, so that blocks of uniform
+// numbers can be made with SIMD. Deterministic for a given stream.
+class LaneRng {
+ public:
+  static constexpr int kLanes = 8;
+  explicit LaneRng(RngStream& seed_stream);
+  // Fills out[0, count) with 32-bit uniform integers; count a multiple of 2 * kLanes.
+  void Fill(uint32_t* out, size_t count);
+
+ private:
+  alignas(64) uint64_t s_[4][kLanes];
+};
+
+// Uniform float in [0, 1) from the top 24 bits of a 32-bit random integer.
+inline float ToUnit(uint32_t r) { return static_cast<float>(r >> 8) * (1.0f / 16777216.0f); }
+
+// Registration of each quantizer file's compressors (called by RegisterQuantizers).
+void RegisterNone(CompressorRegistry& registry);
+void RegisterFloat16(CompressorRegistry& registry);  // fp16, bf16
+void RegisterMinMax8(CompressorRegistry& registry);
+void RegisterQsgd(CompressorRegistry& registry);
+void RegisterTernGrad(CompressorRegistry& registry);
+void RegisterOneBit(CompressorRegistry& registry);
+void RegisterSign(CompressorRegistry& registry);  // sign, signum, efsign
+void RegisterNatural(CompressorRegistry& registry);
+
+// Registers an entry; a duplicate name is a bug of frugal itself.
+void MustRegister(CompressorRegistry& registry, CompressorEntry entry);
+
+// Body-size arithmetic that refuses to overflow: kMalformed when numel is absurd for a payload.
+inline bool BodyFits(uint64_t numel) { return numel <= (uint64_t{1} << 40); }
+
+}  // namespace frugal::compress_internal

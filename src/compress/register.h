@@ -1,0 +1,16 @@
+// Registration hooks of the compressor families, called by DefaultCompressorRegistry().
+// Internal to frugal_compress.
+#pragma once
+
+#include "frugal/compressor.h"
+
+namespace frugal {
+
+// Defined in src/compress/sparse_register.cc: randomk, topk, threshold, dgc, gtopk, ...
+void RegisterSparsifiers(CompressorRegistry& registry);
+// Defined in src/compress/lowrank_register.cc: powersgd.
+void RegisterLowRank(CompressorRegistry& registry);
+// Defined in src/compress/sketch_register.cc: countsketch.
+void RegisterSketches(CompressorRegistry& registry);
+
+}  // namespace frugal
