@@ -1,0 +1,118 @@
+// Hierarchical all-reduce: reduce inside each host, all-reduce across hosts, broadcast inside
+// each host (the two-level scheme of Horovod's and NCCL's hierarchical all-reduce, with one
+// leader per host).
+//
+// Hosts: with ranks_per_host = k > 0, rank r is on host r / k; with 0, every rank's
+// Transport::hostname() is gathered with Allgatherv and ranks with equal names share a host,
+// numbered by their lowest rank. Two Splits build the groups: `local` (color = host, key = rank:
+// the ranks of one host in rank order, its rank 0 being the host's leader) and `leaders`
+// (color 0 for the leaders, 1 for the rest, key = rank). Steps:
+//   1. intra-host reduce: a TreePipeline without broadcast over HeapTree(local size, local rank,
+//      0) leaves the host's sum on its leader, pipelined in segments of `segment_bytes`;
+//   2. inter-host all-reduce: the leaders all-reduce their host sums with `inner_algorithm`
+//      (InnerOptions: a plain sum, no second length check), then scale by 1/n for kAverage;
+//   3. intra-host broadcast: the leader sends the result to its host's ranks (pipelined binomial
+//      tree, BinomialBroadcast).
+// Only the leaders' traffic crosses hosts, N bytes each way per host instead of per rank. The
+// inner all-reduce is deterministic and the broadcast copies, so results are bit-identical on all
+// ranks. Errors inside a group name its ranks in both numberings ("rank 1 (world rank 5)").
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "collectives/tree.h"
+
+namespace frugal::coll {
+namespace {
+
+// host[r] for every rank r, numbered by the lowest rank on each host.
+StatusOr<std::vector<int>> HostOfEachRank(Transport& t, int ranks_per_host, Duration timeout) {
+  const int n = t.size();
+  std::vector<int> host(static_cast<size_t>(n));
+  if (ranks_per_host > 0) {
+    for (int r = 0; r < n; ++r) host[static_cast<size_t>(r)] = r / ranks_per_host;
+    return host;
+  }
+  const std::string mine = t.hostname();
+  std::vector<std::byte> names;
+  std::vector<size_t> sizes;
+  CollectiveOptions gather_options;
+  gather_options.timeout = timeout;
+  FRUGAL_RETURN_IF_ERROR(
+      Allgatherv(t, std::as_bytes(std::span<const char>(mine)), names, sizes, gather_options)
+          .Annotate("gathering host names"));
+  std::map<std::string, int> first_rank;
+  size_t offset = 0;
+  for (int r = 0; r < n; ++r) {
+    const size_t len = sizes[static_cast<size_t>(r)];
+    std::string name(reinterpret_cast<const char*>(names.data()) + offset, len);
+    offset += len;
+    host[static_cast<size_t>(r)] = first_rank.emplace(std::move(name), r).first->second;
+  }
+  return host;
+}
+
+}  // namespace
+
+Status HierarchicalAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options) {
+  const int n = t.size();
+  const int r = t.rank();
+  if (options.ranks_per_host < 0) {
+    return InvalidArgumentError(
+        fmt::format("ranks_per_host must be >= 0, got {}", options.ranks_per_host));
+  }
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<int> host,
+                          HostOfEachRank(t, options.ranks_per_host, options.timeout));
+  std::vector<int> local_members;
+  std::vector<int> leaders;
+  for (int q = 0; q < n; ++q) {
+    if (host[static_cast<size_t>(q)] == host[static_cast<size_t>(r)]) local_members.push_back(q);
+    if (q == 0 || std::find(host.begin(), host.begin() + q, host[static_cast<size_t>(q)]) ==
+                      host.begin() + q) {
+      leaders.push_back(q);
+    }
+  }
+  const bool leader = local_members.front() == r;
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> local,
+                          t.Split(host[static_cast<size_t>(r)], r, options.timeout));
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> cross,
+                          t.Split(leader ? 0 : 1, r, options.timeout));
+  FRUGAL_INTERNAL_ASSERT(local->size() == static_cast<int>(local_members.size()));
+
+  if (local->size() > 1) {
+    TreePipeline reduce(*local, HeapTree(local->size(), local->rank(), 0), data,
+                        SegmentElems(options.segment_bytes), kTagHierReduce, options.timeout, 1.0f,
+                        /*broadcast=*/false);
+    Status status = reduce.Start();
+    for (size_t s = 0; status.ok() && s < reduce.segments(); ++s) status = reduce.Step(s);
+    if (status.ok()) status = reduce.Finish();
+    if (!status.ok()) {
+      return status.Annotate(
+          fmt::format("intra-host reduce over {}", DescribeRanks(local_members)));
+    }
+  }
+  if (leader) {
+    if (cross->size() > 1) {
+      Status status = Allreduce(*cross, data, InnerOptions(options));
+      if (!status.ok()) {
+        return status.Annotate(
+            fmt::format("inter-host allreduce over leaders {}", DescribeRanks(leaders)));
+      }
+    }
+    if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
+  }
+  if (local->size() > 1) {
+    Status status =
+        BinomialBroadcast(*local, FloatBytes(data), 0, kTagHierBroadcast,
+                          SegmentBytesOf(SegmentElems(options.segment_bytes)), options.timeout);
+    if (!status.ok()) {
+      return status.Annotate(
+          fmt::format("intra-host broadcast over {}", DescribeRanks(local_members)));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace frugal::coll

@@ -1,0 +1,62 @@
+// Recursive-doubling all-reduce (Thakur, Rabenseifner and Gropp 2005, section 4.4).
+//
+// Let p be the largest power of two <= n and rem = n - p. Pre-step (only when n is not a power
+// of two): among the first 2*rem ranks each even rank r sends its whole buffer to r + 1 and
+// takes no part in the main loop; the odd rank adds it into its own. The p ranks left get
+// virtual ranks vr (r / 2 for the odd ranks below 2*rem, r - rem for the others). Main loop: for
+// mask = 1, 2, ..., p/2, virtual ranks vr and vr ^ mask exchange their whole buffers and both
+// add the other's into their own (ExchangeReduce: received in chunks of `segment_bytes` into a
+// small scratch window, each chunk added as soon as it has arrived and its own send has left).
+// Post-step: each odd rank below 2*rem sends the result to r - 1. log2(p) exchanges of the full
+// buffer: latency-optimal, for small buffers.
+//
+// Determinism: both partners of an exchange add the same two partial sums; IEEE addition is
+// commutative (a + b == b + a bit for bit), so after each step the two hold identical bits, and
+// at the end all ranks do. Average scales the identical sums by the same 1/n on every rank.
+#include "collectives/internal.h"
+
+namespace frugal::coll {
+
+Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
+                                  const AllreduceOptions& options) {
+  const int n = t.size();
+  const int r = t.rank();
+  const size_t seg = SegmentElems(options.segment_bytes);
+  const Duration timeout = options.timeout;
+  const int tag = kTagRecursiveDoubling;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  Scratch scratch;
+  const std::span<std::byte> bytes = FloatBytes(data);
+  const size_t seg_bytes = SegmentBytesOf(seg);
+
+  int vr = r - rem;
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, bytes, {}, seg_bytes, timeout));
+      vr = -1;
+    } else {
+      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, r - 1, tag, {}, data, seg, timeout, scratch));
+      vr = r / 2;
+    }
+  }
+  if (vr >= 0) {
+    for (int mask = 1; mask < p; mask <<= 1) {
+      const int partner = vr ^ mask;
+      const int peer = partner < rem ? 2 * partner + 1 : partner + rem;
+      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, peer, tag, data, data, seg, timeout, scratch));
+    }
+    if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
+  }
+  if (r < 2 * rem) {
+    if (r % 2 == 1) {
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r - 1, tag, bytes, {}, seg_bytes, timeout));
+    } else {
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, {}, bytes, seg_bytes, timeout));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace frugal::coll

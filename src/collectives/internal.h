@@ -1,0 +1,147 @@
+// Internal helpers shared by the collective algorithms: reserved tags, waits that check sizes,
+// the reduction kernels, chunked point-to-point exchanges and the per-algorithm entry points that
+// Allreduce dispatches to. Not installed.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "frugal/collectives.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+
+namespace frugal::coll {
+
+// Tags of frugal's collectives, in [kReservedTagBase, kMaxTag). kMaxTag itself is left to
+// transports (the in-process transport's split exchange).
+inline constexpr int kTagCheckLength = kReservedTagBase + 0;
+inline constexpr int kTagBroadcast = kReservedTagBase + 1;
+inline constexpr int kTagBarrier = kReservedTagBase + 2;
+inline constexpr int kTagAllgather = kReservedTagBase + 3;
+inline constexpr int kTagAllgathervSizes = kReservedTagBase + 4;
+inline constexpr int kTagAllgatherv = kReservedTagBase + 5;
+inline constexpr int kTagReduceScatter = kReservedTagBase + 6;
+inline constexpr int kTagRingReduceScatter = kReservedTagBase + 7;
+inline constexpr int kTagRingAllgather = kReservedTagBase + 8;
+inline constexpr int kTagRecursiveDoubling = kReservedTagBase + 9;
+inline constexpr int kTagRabenseifner = kReservedTagBase + 10;
+inline constexpr int kTagTree = kReservedTagBase + 11;
+inline constexpr int kTagDoubleTree0 = kReservedTagBase + 12;
+inline constexpr int kTagDoubleTree1 = kReservedTagBase + 13;
+inline constexpr int kTagHierReduce = kReservedTagBase + 14;
+inline constexpr int kTagHierBroadcast = kReservedTagBase + 15;
+inline constexpr int kTagHierHostnames = kReservedTagBase + 16;
+inline constexpr int kTagTorusReduceScatter = kReservedTagBase + 17;
+inline constexpr int kTagTorusAllgather = kReservedTagBase + 18;
+
+// Pipelining granularity of the collectives whose options have no segment size.
+inline constexpr size_t kDefaultSegmentBytes = size_t{1} << 20;
+// Receives a chunked exchange keeps posted ahead (scratch slots).
+inline constexpr size_t kWindow = 4;
+
+// Elements per segment for `segment_bytes` of floats; 0 means "no segmentation".
+size_t SegmentElems(size_t segment_bytes);
+// Bytes of `seg` floats, saturating (SIZE_MAX stays "no segmentation").
+inline size_t SegmentBytesOf(size_t seg) {
+  return seg > SIZE_MAX / sizeof(float) ? SIZE_MAX : seg * sizeof(float);
+}
+// Number of chunks of at most `seg` elements needed for `count` elements.
+inline size_t ChunkCount(size_t count, size_t seg) {
+  return count == 0 ? 0 : 1 + (count - 1) / seg;
+}
+// Chunk `i` of a buffer cut into chunks of exactly `seg` elements (the last one shorter).
+inline Block FixedChunk(size_t count, size_t seg, size_t i) {
+  const size_t offset = i * seg;
+  return Block{offset, std::min(seg, count - offset)};
+}
+inline int Mod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
+
+// dst[i] += src[i]; plain loop over non-aliasing pointers, vectorised at -O2/-O3.
+void AddInto(float* __restrict dst, const float* __restrict src, size_t n);
+// x[i] *= factor.
+void ScaleInPlace(float* __restrict x, size_t n, float factor);
+inline void ScaleForAverage(std::span<float> x, int ranks) {
+  ScaleInPlace(x.data(), x.size(), 1.0f / static_cast<float>(ranks));
+}
+
+// A scratch buffer reused by the steps of one collective call (uninitialised floats).
+class Scratch {
+ public:
+  float* Get(size_t n) {
+    if (n > size_) {
+      buffer_.reset(new float[n]);
+      size_ = n;
+    }
+    return buffer_.get();
+  }
+
+ private:
+  std::unique_ptr<float[]> buffer_;
+  size_t size_ = 0;
+};
+
+// Waits for a receive and checks that exactly `expected_bytes` arrived (kMalformed otherwise,
+// naming the sender).
+Status WaitRecv(Work& work, size_t expected_bytes, Duration timeout);
+// Waits for every non-null Work in order.
+Status WaitAll(std::vector<std::unique_ptr<Work>>& works, Duration timeout);
+
+std::span<const std::byte> FloatBytes(std::span<const float> s);
+std::span<std::byte> FloatBytes(std::span<float> s);
+
+// Sends `send` to `peer` while receiving `recv` (exactly its size) from `peer`, both cut into
+// chunks of `seg_bytes`. Either may be empty. The regions must not overlap.
+Status Exchange(Transport& t, int peer, int tag, std::span<const std::byte> send,
+                std::span<std::byte> recv, size_t seg_bytes, Duration timeout);
+
+// Sends `send` to `peer` while receiving inout.size() floats from `peer` and adding them into
+// `inout`, chunk by chunk (chunks of `seg` elements, kWindow receives posted ahead into
+// `scratch`). `send` may be empty, or may be exactly `inout` (recursive doubling): then a chunk is
+// added to only after its own send has completed.
+Status ExchangeReduce(Transport& t, int peer, int tag, std::span<const float> send,
+                      std::span<float> inout, size_t seg, Duration timeout, Scratch& scratch);
+
+// Ring reduce-scatter over `blocks` (one per rank, disjoint): on return blocks[rank] of `data`
+// holds the sum over all ranks. See reduce_scatter.cc.
+Status RingReduceScatter(Transport& t, std::span<float> data, std::span<const Block> blocks,
+                         int tag, size_t seg, Duration timeout);
+// Ring allgather over `blocks` of bytes (one per rank, disjoint): on entry blocks[rank] of `data`
+// holds this rank's part, on return every block holds its owner's part. See allgather.cc.
+Status RingAllgather(Transport& t, std::span<std::byte> data, std::span<const Block> blocks,
+                     int tag, size_t seg_bytes, Duration timeout);
+// Pipelined binomial-tree broadcast. See broadcast.cc.
+Status BinomialBroadcast(Transport& t, std::span<std::byte> data, int root, int tag,
+                         size_t seg_bytes, Duration timeout);
+
+std::vector<Block> BlockPartitionAll(size_t count, int parts);
+std::vector<Block> ToBytes(std::span<const Block> blocks, size_t element_size);
+
+// "ranks 4, 5, 6" — how a group is named in error messages.
+std::string DescribeRanks(std::span<const int> ranks);
+
+// The all-reduce algorithms. Preconditions (ensured by Allreduce): t.size() > 1, !data.empty(),
+// lengths already checked if asked.
+Status RingAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
+                                  const AllreduceOptions& options);
+Status RabenseifnerAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+Status BinaryTreeAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+Status DoubleBinaryTreeAllreduce(Transport& t, std::span<float> data,
+                                 const AllreduceOptions& options);
+Status HierarchicalAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+Status Torus2DAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+
+// Options for an all-reduce nested in hierarchical or torus: a plain sum with the inner
+// algorithm, no length check (already done), and ring as the next level's inner algorithm.
+AllreduceOptions InnerOptions(const AllreduceOptions& options);
+
+// The number of rows the 2D torus uses for n ranks: `requested` if > 0, else the divisor of n
+// closest to sqrt(n) (the smaller one on a tie).
+int TorusRows(int n, int requested);
+
+}  // namespace frugal::coll

@@ -1,0 +1,416 @@
+// Every all-reduce algorithm against the serial reference, over world sizes, lengths, segment
+// sizes and both ops; bit-identical results on all ranks; hierarchical and torus layouts; length
+// mismatches; absent ranks; bytes on the wire.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "frugal/collectives.h"
+#include "frugal/inproc_transport.h"
+#include "test_util.h"
+
+namespace frugal {
+namespace {
+
+using testing::BitIdentical;
+using testing::ExpectAllOk;
+using testing::FirstMismatch;
+using ::testing::HasSubstr;
+using testing::MakeInput;
+using testing::Reference;
+using testing::Tolerance;
+
+constexpr size_t kLarge = 100003;
+
+struct Result {
+  std::vector<Status> statuses;
+  std::vector<std::vector<float>> outputs;
+};
+
+// Runs Allreduce on `n` threads, rank r starting from MakeInput(r, length).
+Result RunAllreduce(int n, size_t length, const AllreduceOptions& options,
+                    InProcOptions world = {}) {
+  Result result;
+  result.outputs.resize(static_cast<size_t>(n));
+  result.statuses = RunRanks(
+      n,
+      [&](Transport& t) -> Status {
+        std::vector<float> data = MakeInput(t.rank(), length);
+        Status s = Allreduce(t, data, options);
+        result.outputs[static_cast<size_t>(t.rank())] = std::move(data);
+        return s;
+      },
+      world);
+  return result;
+}
+
+void ExpectMatchesReference(const Result& result, int n, size_t length, ReduceOp op,
+                            const std::string& label) {
+  ExpectAllOk(result.statuses);
+  const std::vector<double> want = Reference(n, length, op);
+  const double tolerance = Tolerance(n, op);
+  for (int r = 0; r < n; ++r) {
+    const auto& got = result.outputs[static_cast<size_t>(r)];
+    const int64_t bad = FirstMismatch(got, want, tolerance);
+    EXPECT_EQ(bad, -1) << label << " rank " << r << " element " << bad << ": got "
+                       << (bad >= 0 && static_cast<size_t>(bad) < got.size() ? got[bad] : 0.0f)
+                       << " want " << (bad >= 0 ? want[bad] : 0.0);
+    EXPECT_TRUE(BitIdentical(got, result.outputs[0]))
+        << label << " rank " << r << " differs from rank 0";
+  }
+}
+
+struct Case {
+  AllreduceAlgorithm algorithm;
+  int ranks;
+  size_t length;
+  size_t segment_bytes;
+  ReduceOp op;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return fmt::format("{}_n{}_len{}_seg{}_{}", AllreduceAlgorithmName(c.algorithm), c.ranks,
+                     c.length, c.segment_bytes, c.op == ReduceOp::kSum ? "sum" : "avg");
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (AllreduceAlgorithm a : AllAllreduceAlgorithms()) {
+    for (int n : {1, 2, 3, 4, 5, 7, 8}) {
+      const size_t un = static_cast<size_t>(n);
+      const std::vector<std::pair<size_t, size_t>> shapes = {
+          {0, 1 << 20},   {1, 1 << 20},      {un - 1, 1 << 20}, {un, 1 << 20}, {un + 1, 1 << 20},
+          {kLarge, 4004}, {kLarge, 1 << 20}, {un + 1, 4},       {kLarge, 0},   {3 * un + 2, 8}};
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const auto [length, seg] = shapes[i];
+        if (std::find(shapes.begin(), shapes.begin() + static_cast<ptrdiff_t>(i), shapes[i]) !=
+            shapes.begin() + static_cast<ptrdiff_t>(i)) {
+          continue;  // n - 1 == 0 or n == 1 repeat a shape
+        }
+        // The first seven shapes with both ops; the segment-size variants with one op each.
+        if (i < 7) {
+          cases.push_back({a, n, length, seg, ReduceOp::kSum});
+          cases.push_back({a, n, length, seg, ReduceOp::kAverage});
+        } else {
+          cases.push_back({a, n, length, seg, i % 2 == 0 ? ReduceOp::kAverage : ReduceOp::kSum});
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+class AllreduceTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AllreduceTest, MatchesSerialReferenceOnEveryRank) {
+  const Case& c = GetParam();
+  AllreduceOptions options;
+  options.algorithm = c.algorithm;
+  options.op = c.op;
+  options.segment_bytes = c.segment_bytes;
+  options.timeout = std::chrono::seconds(30);
+  const Result result = RunAllreduce(c.ranks, c.length, options);
+  ExpectMatchesReference(result, c.ranks, c.length, c.op, CaseName({c, 0}));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceTest, ::testing::ValuesIn(AllCases()), CaseName);
+
+TEST(Allreduce, RepeatedCallsOnOneTransport) {
+  // Calls of different algorithms follow each other on the same transport without mixing.
+  const int n = 5;
+  std::vector<std::vector<float>> outputs(n);
+  auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+    std::vector<float> last;
+    for (int iter = 0; iter < 3; ++iter) {
+      for (AllreduceAlgorithm a : AllAllreduceAlgorithms()) {
+        std::vector<float> data = MakeInput(t.rank(), 1001);
+        AllreduceOptions options;
+        options.algorithm = a;
+        options.segment_bytes = 512;
+        FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+        if (!last.empty() && !BitIdentical(last, data) && a == AllreduceAlgorithm::kRing) {
+          return InternalError("ring gave different bits on a repeated call");
+        }
+        if (a == AllreduceAlgorithm::kRing) last = data;
+        const auto want = Reference(n, 1001, ReduceOp::kSum);
+        if (FirstMismatch(data, want, Tolerance(n, ReduceOp::kSum)) != -1) {
+          return InternalError(std::string(AllreduceAlgorithmName(a)) + " wrong");
+        }
+      }
+    }
+    return Status::Ok();
+  });
+  ExpectAllOk(statuses);
+}
+
+// Hierarchical: hosts given by ranks_per_host, or found from (fake) host names.
+struct HierCase {
+  int ranks;
+  int ranks_per_host;
+  bool by_hostname;
+  AllreduceAlgorithm inner;
+};
+
+class HierarchicalTest : public ::testing::TestWithParam<HierCase> {};
+
+TEST_P(HierarchicalTest, MatchesReference) {
+  const HierCase& c = GetParam();
+  AllreduceOptions options;
+  options.algorithm = AllreduceAlgorithm::kHierarchical;
+  options.inner_algorithm = c.inner;
+  options.segment_bytes = 2000;
+  InProcOptions world;
+  if (c.by_hostname) {
+    world.ranks_per_host = c.ranks_per_host;
+  } else {
+    options.ranks_per_host = c.ranks_per_host;
+  }
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+    options.op = op;
+    for (size_t length : {size_t{1}, size_t{7}, size_t{20011}}) {
+      const Result result = RunAllreduce(c.ranks, length, options, world);
+      ExpectMatchesReference(result, c.ranks, length, op, "len " + std::to_string(length));
+    }
+  }
+}
+
+std::vector<HierCase> HierCases() {
+  std::vector<HierCase> cases;
+  for (int n : {2, 3, 5, 7, 8}) {
+    for (int per_host : {1, 2, 3}) {
+      for (bool by_name : {false, true}) {
+        cases.push_back({n, per_host, by_name, AllreduceAlgorithm::kRing});
+      }
+    }
+  }
+  for (AllreduceAlgorithm inner : AllAllreduceAlgorithms()) {
+    if (inner == AllreduceAlgorithm::kRing) continue;  // covered above
+    cases.push_back({7, 2, true, inner});
+    cases.push_back({8, 3, false, inner});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalTest, ::testing::ValuesIn(HierCases()),
+                         [](const ::testing::TestParamInfo<HierCase>& info) {
+                           const HierCase& c = info.param;
+                           return fmt::format("n{}_perhost{}_{}_{}", c.ranks, c.ranks_per_host,
+                                              c.by_hostname ? "byname" : "byoption",
+                                              AllreduceAlgorithmName(c.inner));
+                         });
+
+TEST(Hierarchical, AllRanksOnOneHostByDefault) {
+  AllreduceOptions options;
+  options.algorithm = AllreduceAlgorithm::kHierarchical;
+  const Result result = RunAllreduce(6, 5003, options);
+  ExpectMatchesReference(result, 6, 5003, ReduceOp::kSum, "one host");
+}
+
+TEST(Hierarchical, NegativeRanksPerHostIsInvalidOnEveryRank) {
+  AllreduceOptions options;
+  options.algorithm = AllreduceAlgorithm::kHierarchical;
+  options.ranks_per_host = -1;
+  const Result result = RunAllreduce(3, 10, options);
+  for (const Status& s : result.statuses) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+}
+
+struct TorusCase {
+  int ranks;
+  int rows;
+  AllreduceAlgorithm inner;
+};
+
+class TorusTest : public ::testing::TestWithParam<TorusCase> {};
+
+TEST_P(TorusTest, MatchesReference) {
+  const TorusCase& c = GetParam();
+  AllreduceOptions options;
+  options.algorithm = AllreduceAlgorithm::kTorus2D;
+  options.torus_rows = c.rows;
+  options.inner_algorithm = c.inner;
+  options.segment_bytes = 3000;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+    options.op = op;
+    for (size_t length : {size_t{1}, size_t{5}, size_t{12345}}) {
+      const Result result = RunAllreduce(c.ranks, length, options);
+      ExpectMatchesReference(result, c.ranks, length, op, "len " + std::to_string(length));
+    }
+  }
+}
+
+std::vector<TorusCase> TorusCases() {
+  std::vector<TorusCase> cases;
+  for (int rows : {1, 2, 4, 8}) cases.push_back({8, rows, AllreduceAlgorithm::kRing});
+  for (int rows : {2, 3}) cases.push_back({6, rows, AllreduceAlgorithm::kRing});
+  cases.push_back({9, 3, AllreduceAlgorithm::kRing});
+  cases.push_back({7, 0, AllreduceAlgorithm::kRing});
+  cases.push_back({12, 0, AllreduceAlgorithm::kRing});
+  for (AllreduceAlgorithm inner : AllAllreduceAlgorithms()) {
+    if (inner != AllreduceAlgorithm::kRing) cases.push_back({6, 3, inner});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, TorusTest, ::testing::ValuesIn(TorusCases()),
+                         [](const ::testing::TestParamInfo<TorusCase>& info) {
+                           const TorusCase& c = info.param;
+                           return fmt::format("n{}_rows{}_{}", c.ranks, c.rows,
+                                              AllreduceAlgorithmName(c.inner));
+                         });
+
+TEST(Torus, RowsThatDoNotDivideAreInvalidOnEveryRank) {
+  for (int rows : {3, -1, 9}) {
+    AllreduceOptions options;
+    options.algorithm = AllreduceAlgorithm::kTorus2D;
+    options.torus_rows = rows;
+    const Result result = RunAllreduce(8, 100, options);
+    for (const Status& s : result.statuses) {
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << rows << ": " << s.ToString();
+      EXPECT_THAT(s.message(), HasSubstr("torus_rows"));
+    }
+  }
+}
+
+class PerAlgorithmTest : public ::testing::TestWithParam<AllreduceAlgorithm> {};
+
+TEST_P(PerAlgorithmTest, LengthMismatchFailsOnEveryRank) {
+  for (int n : {2, 3, 5, 8}) {
+    for (int odd_rank : {0, n - 1}) {
+      std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
+        std::vector<float> data(t.rank() == odd_rank ? 101 : 100, 1.0f);
+        AllreduceOptions options;
+        options.algorithm = GetParam();
+        options.timeout = std::chrono::seconds(10);
+        return Allreduce(t, data, options);
+      });
+      for (int r = 0; r < n; ++r) {
+        const Status& s = statuses[static_cast<size_t>(r)];
+        EXPECT_EQ(s.code(), StatusCode::kInvalidArgument)
+            << "n " << n << " rank " << r << ": " << s.ToString();
+        EXPECT_THAT(s.message(), HasSubstr("smallest 100, largest 101"));
+        EXPECT_THAT(s.message(), HasSubstr(AllreduceAlgorithmName(GetParam())));
+      }
+    }
+  }
+}
+
+TEST_P(PerAlgorithmTest, LengthMismatchWithoutCheckIsMalformedNotAHang) {
+  const int n = 4;
+  std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
+    std::vector<float> data(t.rank() == 2 ? 5000 : 4000, 1.0f);
+    AllreduceOptions options;
+    options.algorithm = GetParam();
+    options.check_lengths = false;
+    options.segment_bytes = 1 << 20;
+    options.timeout = std::chrono::milliseconds(300);
+    return Allreduce(t, data, options);
+  });
+  int malformed = 0;
+  for (const Status& s : statuses) {
+    EXPECT_TRUE(s.ok() || s.code() == StatusCode::kMalformed || s.code() == StatusCode::kTimeout)
+        << s.ToString();
+    malformed += s.code() == StatusCode::kMalformed;
+  }
+  EXPECT_GE(malformed, 1);
+}
+
+TEST_P(PerAlgorithmTest, AbsentRankMakesOthersTimeOutNamingIt) {
+  for (int n : {3, 5}) {
+    for (bool check : {true, false}) {
+      const int absent = n - 2;
+      std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
+        if (t.rank() == absent) return Status::Ok();
+        std::vector<float> data(1000, 1.0f);
+        AllreduceOptions options;
+        options.algorithm = GetParam();
+        options.check_lengths = check;
+        options.timeout = std::chrono::milliseconds(100);
+        return Allreduce(t, data, options);
+      });
+      int naming = 0;
+      for (int r = 0; r < n; ++r) {
+        if (r == absent) continue;
+        const Status& s = statuses[static_cast<size_t>(r)];
+        EXPECT_EQ(s.code(), StatusCode::kTimeout) << "rank " << r << ": " << s.ToString();
+        EXPECT_THAT(s.message(), HasSubstr("no message from"));
+        EXPECT_THAT(s.message(), HasSubstr("within 100 ms"));
+        const std::string name = "rank " + std::to_string(absent);
+        if (s.message().find(name + " ") != std::string::npos ||
+            s.message().find("world rank " + std::to_string(absent) + ")") != std::string::npos) {
+          ++naming;
+        }
+      }
+      EXPECT_GE(naming, 1) << "n " << n << " check " << check;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, PerAlgorithmTest, ::testing::ValuesIn(AllAllreduceAlgorithms()),
+                         [](const ::testing::TestParamInfo<AllreduceAlgorithm>& info) {
+                           return std::string(AllreduceAlgorithmName(info.param));
+                         });
+
+// Bytes on the wire, counted by the transport, match what each algorithm must send.
+TEST(Allreduce, BytesSentMatchTheAlgorithms) {
+  const int n = 4;
+  const size_t length = 4000;  // divisible by 4: equal blocks
+  for (AllreduceAlgorithm a : {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kRecursiveDoubling,
+                               AllreduceAlgorithm::kRabenseifner}) {
+    std::vector<uint64_t> sent(n);
+    auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+      std::vector<float> data = MakeInput(t.rank(), length);
+      AllreduceOptions options;
+      options.algorithm = a;
+      options.check_lengths = false;
+      options.segment_bytes = 1000;
+      const uint64_t before = t.bytes_sent();
+      FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+      sent[static_cast<size_t>(t.rank())] = t.bytes_sent() - before;
+      return Status::Ok();
+    });
+    ExpectAllOk(statuses);
+    const uint64_t bytes = length * sizeof(float);
+    for (int r = 0; r < n; ++r) {
+      switch (a) {
+        case AllreduceAlgorithm::kRing:
+        case AllreduceAlgorithm::kRabenseifner:
+          EXPECT_EQ(sent[r], 2 * (n - 1) * bytes / n) << AllreduceAlgorithmName(a);
+          break;
+        default:
+          EXPECT_EQ(sent[r], 2 * bytes) << AllreduceAlgorithmName(a);  // log2(4) full buffers
+      }
+    }
+  }
+}
+
+TEST(Allreduce, RingBytesForUnevenBlocks) {
+  // Ring rank r sends every block but its own in the reduce-scatter and every block but r + 1's
+  // in the allgather.
+  const int n = 3;
+  const size_t length = 10;  // blocks of 4, 3, 3
+  std::vector<uint64_t> sent(n);
+  auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+    std::vector<float> data(length, 1.0f);
+    AllreduceOptions options;
+    options.check_lengths = false;
+    const uint64_t before = t.bytes_sent();
+    FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+    sent[static_cast<size_t>(t.rank())] = t.bytes_sent() - before;
+    return Status::Ok();
+  });
+  ExpectAllOk(statuses);
+  const size_t block[3] = {4, 3, 3};
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(sent[r], (2 * length - block[r] - block[(r + 1) % n]) * sizeof(float));
+  }
+}
+
+}  // namespace
+}  // namespace frugal

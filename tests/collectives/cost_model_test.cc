@@ -1,0 +1,135 @@
+// Cost models: the textbook orderings between algorithms, and the alpha-beta least-squares fit.
+#include "frugal/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "frugal/random.h"
+
+namespace frugal {
+namespace {
+
+CostTerms Cost(AllreduceAlgorithm a, int n, double bytes, double segment = 0, int per_host = 1,
+               int rows = 1) {
+  CostShape shape;
+  shape.ranks = n;
+  shape.bytes = bytes;
+  shape.segment_bytes = segment;
+  shape.ranks_per_host = per_host;
+  shape.torus_rows = rows;
+  return AllreduceCost(a, shape);
+}
+
+TEST(CostModel, TextbookFormulas) {
+  const double N = 1e6;
+  const CostTerms ring = Cost(AllreduceAlgorithm::kRing, 8, N);
+  EXPECT_DOUBLE_EQ(ring.latency_terms, 14);
+  EXPECT_DOUBLE_EQ(ring.bandwidth_bytes, 2 * 7.0 / 8 * N);
+  EXPECT_DOUBLE_EQ(ring.compute_bytes, 7.0 / 8 * N);
+  const CostTerms rd = Cost(AllreduceAlgorithm::kRecursiveDoubling, 8, N);
+  EXPECT_DOUBLE_EQ(rd.latency_terms, 3);
+  EXPECT_DOUBLE_EQ(rd.bandwidth_bytes, 3 * N);
+  EXPECT_DOUBLE_EQ(rd.compute_bytes, 3 * N);
+  const CostTerms rab = Cost(AllreduceAlgorithm::kRabenseifner, 8, N);
+  EXPECT_DOUBLE_EQ(rab.latency_terms, 6);
+  EXPECT_DOUBLE_EQ(rab.bandwidth_bytes, 2 * 7.0 / 8 * N);
+  EXPECT_DOUBLE_EQ(rab.compute_bytes, 7.0 / 8 * N);
+  // Non-powers of two pay the pre- and post-step.
+  const CostTerms rd6 = Cost(AllreduceAlgorithm::kRecursiveDoubling, 6, N);
+  EXPECT_DOUBLE_EQ(rd6.latency_terms, 2 + 2);
+  EXPECT_DOUBLE_EQ(rd6.bandwidth_bytes, 4 * N);
+  const CostTerms rab6 = Cost(AllreduceAlgorithm::kRabenseifner, 6, N);
+  EXPECT_DOUBLE_EQ(rab6.latency_terms, 4 + 2);
+  EXPECT_DOUBLE_EQ(rab6.bandwidth_bytes, 2 * 3.0 / 4 * N + 2 * N);
+  // One rank or nothing to send costs nothing.
+  for (AllreduceAlgorithm a : AllAllreduceAlgorithms()) {
+    EXPECT_EQ(Cost(a, 1, N).Seconds({1, 1, 1}), 0);
+    EXPECT_EQ(Cost(a, 8, 0).Seconds({1, 1, 1}), 0);
+  }
+}
+
+TEST(CostModel, OrderingsBetweenAlgorithms) {
+  for (int n : {8, 16, 64, 256}) {
+    const double N = 64e6;
+    const auto ring = Cost(AllreduceAlgorithm::kRing, n, N);
+    const auto rd = Cost(AllreduceAlgorithm::kRecursiveDoubling, n, N);
+    const auto rab = Cost(AllreduceAlgorithm::kRabenseifner, n, N);
+    // Ring and Rabenseifner are bandwidth-optimal, recursive doubling latency-optimal.
+    EXPECT_LT(ring.bandwidth_bytes, rd.bandwidth_bytes);
+    EXPECT_LE(rab.bandwidth_bytes, ring.bandwidth_bytes + 1e-6);
+    EXPECT_LT(rd.latency_terms, ring.latency_terms);
+    EXPECT_LT(rab.latency_terms, ring.latency_terms);
+    // Pipelined: the double tree moves about half of what one tree moves.
+    const auto tree = Cost(AllreduceAlgorithm::kBinaryTree, n, N, 64e3);
+    const auto dbtree = Cost(AllreduceAlgorithm::kDoubleBinaryTree, n, N, 64e3);
+    EXPECT_LT(dbtree.bandwidth_bytes, 0.6 * tree.bandwidth_bytes);
+    EXPECT_NEAR(dbtree.bandwidth_bytes / N, 2.0, 0.2);
+    // Pipelining a tree cuts its bandwidth term from ~4 h N to ~4 N.
+    const auto tree_whole = Cost(AllreduceAlgorithm::kBinaryTree, n, N);
+    EXPECT_LT(tree.bandwidth_bytes, tree_whole.bandwidth_bytes);
+    // A square torus has far fewer latency terms than a ring of the same ranks.
+    const int rows = static_cast<int>(std::lround(std::sqrt(n)));
+    if (rows * rows == n) {
+      const auto torus = Cost(AllreduceAlgorithm::kTorus2D, n, N, 0, 1, rows);
+      EXPECT_LT(torus.latency_terms, ring.latency_terms);
+      EXPECT_DOUBLE_EQ(torus.latency_terms, 4.0 * (rows - 1));
+    }
+    // Hierarchical with 8 ranks per host sends across hosts only among the leaders.
+    const auto hier = Cost(AllreduceAlgorithm::kHierarchical, n, N, 1e6, 8);
+    EXPECT_GT(hier.bandwidth_bytes, 0);
+  }
+  // Small messages: recursive doubling beats the ring when alpha dominates.
+  const CostParams latency_bound{1e-5, 1e-10, 1e-11};
+  EXPECT_LT(Cost(AllreduceAlgorithm::kRecursiveDoubling, 64, 1024).Seconds(latency_bound),
+            Cost(AllreduceAlgorithm::kRing, 64, 1024).Seconds(latency_bound));
+  // Large messages: the ring beats recursive doubling when beta dominates.
+  const CostParams bandwidth_bound{1e-6, 1e-9, 1e-10};
+  EXPECT_LT(Cost(AllreduceAlgorithm::kRing, 64, 1e8).Seconds(bandwidth_bound),
+            Cost(AllreduceAlgorithm::kRecursiveDoubling, 64, 1e8).Seconds(bandwidth_bound));
+}
+
+TEST(FitAlphaBeta, RecoversKnownParameters) {
+  const double alpha = 7.5e-6;
+  const double beta = 1.0 / 3e9;
+  std::vector<double> sizes, times;
+  for (double m = 8; m <= (1 << 24); m *= 4) {
+    sizes.push_back(m);
+    times.push_back(alpha + beta * m);
+  }
+  auto fit = FitAlphaBeta(sizes, times);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_NEAR(fit->alpha, alpha, 1e-12);
+  EXPECT_NEAR(fit->beta, beta, 1e-18);
+  EXPECT_NEAR(fit->r2, 1.0, 1e-12);
+
+  // With 1% multiplicative noise the fit stays close and r^2 drops a little below 1.
+  RngStream rng(RngKey{.seed = 3});
+  std::vector<double> noisy;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    noisy.push_back(times[i] * (1.0 + 0.01 * (2 * rng.UniformDouble() - 1)));
+  }
+  auto noisy_fit = FitAlphaBeta(sizes, noisy);
+  ASSERT_TRUE(noisy_fit.ok());
+  EXPECT_NEAR(noisy_fit->beta, beta, 0.02 * beta);
+  EXPECT_LT(noisy_fit->r2, 1.0);
+  EXPECT_GT(noisy_fit->r2, 0.99);
+}
+
+TEST(FitAlphaBeta, RejectsDegenerateInput) {
+  const std::vector<double> one = {100};
+  const std::vector<double> t1 = {1e-3};
+  EXPECT_EQ(FitAlphaBeta(one, t1).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<double> same = {100, 100, 100};
+  const std::vector<double> t3 = {1e-3, 2e-3, 3e-3};
+  EXPECT_EQ(FitAlphaBeta(same, t3).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<double> two = {1, 2};
+  EXPECT_EQ(FitAlphaBeta(two, t3).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<double> nan = {1, NAN};
+  EXPECT_EQ(FitAlphaBeta(nan, std::vector<double>{1, 2}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace frugal

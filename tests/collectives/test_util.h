@@ -1,0 +1,67 @@
+// Helpers of the collectives tests: deterministic per-rank inputs and their serial reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "frugal/collectives.h"
+#include "frugal/inproc_transport.h"
+#include "frugal/random.h"
+
+namespace frugal::testing {
+
+// Element i of rank r's input: uniform in [-1, 1) from the stream (seed, r, step, length).
+inline std::vector<float> MakeInput(int rank, size_t length, uint64_t step = 0) {
+  RngStream rng(RngKey{.seed = 20240611, .rank = rank, .step = step, .tensor = length});
+  std::vector<float> v(length);
+  for (float& x : v) x = 2.0f * rng.Uniform() - 1.0f;
+  return v;
+}
+
+// Serial reference: the double-precision sum (or average) of every rank's input.
+inline std::vector<double> Reference(int ranks, size_t length, ReduceOp op, uint64_t step = 0) {
+  std::vector<double> sum(length, 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<float> in = MakeInput(r, length, step);
+    for (size_t i = 0; i < length; ++i) sum[i] += in[i];
+  }
+  if (op == ReduceOp::kAverage) {
+    for (double& x : sum) x /= ranks;
+  }
+  return sum;
+}
+
+// Float tolerance for a sum of n values in [-1, 1): n roundings of partial sums of size <= n.
+inline double Tolerance(int ranks, ReduceOp op) {
+  const double sum_tol = 4.0 * ranks * ranks * 6e-8 + 1e-7;
+  return op == ReduceOp::kAverage ? sum_tol / ranks + 1e-7 : sum_tol;
+}
+
+// Index of the first element outside tolerance, or -1.
+inline int64_t FirstMismatch(const std::vector<float>& got, const std::vector<double>& want,
+                             double tolerance) {
+  if (got.size() != want.size()) return 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::abs(static_cast<double>(got[i]) - want[i]) <= tolerance)) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+inline bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+inline void ExpectAllOk(const std::vector<Status>& statuses) {
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
+  }
+}
+
+}  // namespace frugal::testing
