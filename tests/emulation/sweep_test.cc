@@ -1,0 +1,440 @@
+// The sweep harness: the TOML reader, strict validation of sweep files, grid expansion, the
+// runner with resume and interruption, and the rendered table and plots. The runs are done by a
+// small shell program that writes `frugal train --json` lines whose accuracy is a known function
+// of the flags, so every number in the rendered table can be checked.
+#include "sweep.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "sweep_report.h"
+#include "sweep_toml.h"
+
+namespace frugal::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// ---------------------------------------------------------------------------------------------
+// TOML reader
+
+TEST(ParseToml, ReadsTheSubset) {
+  auto doc = ParseToml(R"(# a sweep
+name = "quick"   # trailing comment
+count = 1_000
+neg = -3
+lr = 0.05
+tiny = 1e-3
+big = 2.5E+3
+on = true
+lit = 'C:\path'
+esc = "a\"b\\c\u00e9"
+[axes]
+lr = [0.01,
+      0.1, # comment inside
+      ]
+empty = []
+names = ["a", 'b']
+)",
+                       "t.toml");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  const TomlTable& root = doc->root;
+  EXPECT_EQ(root.Find("name")->value.string, "quick");
+  EXPECT_EQ(root.Find("count")->value.integer, 1000);
+  EXPECT_EQ(root.Find("count")->value.AsWord(), "1000");
+  EXPECT_EQ(root.Find("neg")->value.integer, -3);
+  EXPECT_EQ(root.Find("lr")->value.type, TomlValue::Type::kFloat);
+  EXPECT_EQ(root.Find("lr")->value.AsWord(), "0.05");
+  EXPECT_DOUBLE_EQ(root.Find("tiny")->value.number, 1e-3);
+  EXPECT_DOUBLE_EQ(root.Find("big")->value.number, 2500);
+  EXPECT_TRUE(root.Find("on")->value.boolean);
+  EXPECT_EQ(root.Find("lit")->value.string, "C:\\path");
+  EXPECT_EQ(root.Find("esc")->value.string, "a\"b\\c\xc3\xa9");
+  const TomlTable* axes = doc->FindTable("axes");
+  ASSERT_NE(axes, nullptr);
+  EXPECT_EQ(axes->Find("lr")->value.elements.size(), 2u);
+  EXPECT_EQ(axes->Find("lr")->value.elements[1].AsWord(), "0.1");
+  EXPECT_TRUE(axes->Find("empty")->value.elements.empty());
+  EXPECT_EQ(axes->Find("names")->value.elements[1].string, "b");
+  EXPECT_EQ(axes->Find("lr")->value.line, 12);
+}
+
+TEST(ParseToml, RefusesWhatItDoesNotKnowWithTheLine) {
+  struct Case {
+    const char* text;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"a = 1\na = 2\n", "t.toml:2: key 'a' appears twice"},
+           Case{"[x]\n[x]\n", "t.toml:2: table [x] appears twice"},
+           Case{"a = \"open\n", "t.toml:1: string is not closed"},
+           Case{"a = [1, 2\n", "t.toml:1: array is not closed"},
+           Case{"a = [1, \"x\"]\n", "mixes integer and string"},
+           Case{"a = [[1]]\n", "nested arrays"},
+           Case{"a = {b = 1}\n", "inline tables"},
+           Case{"[[t]]\n", "arrays of tables"},
+           Case{"a.b = 1\n", "dotted keys"},
+           Case{"[a.b]\n", "dotted table names"},
+           Case{"a = 1 b = 2\n", "one entry per line"},
+           Case{"a = yes\n", "'yes' is not a value"},
+           Case{"a = 007\n", "'007' is not a value"},
+           Case{"a = 1__0\n", "is not a value"},
+           Case{"a = 1.\n", "is not a value"},
+           Case{"a = inf\n", "is not a value"},
+           Case{"a =\n", "missing value"},
+           Case{"= 1\n", "expected a key"},
+           Case{"a = \"x\\q\"\n", "unknown escape"},
+           Case{"a = \"\"\"x\"\"\"\n", "multi-line strings"},
+           Case{"\n\nkey\n", "t.toml:3: expected '=' after key 'key'"},
+       }) {
+    auto doc = ParseToml(c.text, "t.toml");
+    ASSERT_FALSE(doc.ok()) << c.text;
+    EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument) << c.text;
+    EXPECT_THAT(doc.status().message(), HasSubstr(c.says)) << c.text;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sweep files
+
+StatusOr<SweepSpec> Spec(const std::string& text) {
+  auto doc = ParseToml(text, "s.toml");
+  if (!doc.ok()) return doc.status();
+  return SweepSpecFromToml(*doc, "s.toml");
+}
+
+constexpr const char* kGoodSweep = R"(
+name = "demo"
+description = "two methods"
+timeout_minutes = 5
+[base]
+model = "mlp"
+epochs = 3
+fast = true
+[axes]
+compressor = ["none", "topk:ratio=0.01,ef=1"]
+np = [2, 4]
+lr = [0.01, 0.1]
+[report]
+target_accuracy = 0.34
+baseline = "none"
+)";
+
+TEST(SweepSpec, ReadsAGoodFileWithReportDefaults) {
+  auto spec = Spec(kGoodSweep);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "demo");
+  EXPECT_EQ(spec->timeout, std::chrono::minutes(5));
+  EXPECT_EQ(spec->command, std::vector<std::string>{"train"});
+  ASSERT_EQ(spec->base.size(), 3u);
+  ASSERT_EQ(spec->axes.size(), 3u);
+  EXPECT_EQ(spec->report.columns, "lr");
+  EXPECT_EQ(spec->report.workers, "np");
+  EXPECT_EQ(spec->report.methods, std::vector<std::string>{"compressor"});
+  EXPECT_DOUBLE_EQ(spec->report.target_accuracy, 0.34);
+}
+
+TEST(SweepSpec, RefusesBadFilesBeforeAnythingRuns) {
+  struct Case {
+    std::string text;
+    const char* says;
+  };
+  const std::string axes = "[axes]\nlr = [0.1]\n";
+  for (const Case& c : {
+           Case{axes, "needs a name"},
+           Case{"name = \"x\"\n", "no [axes]"},
+           Case{"name = \"x y\"\n" + axes, "name may only hold"},
+           Case{"name = \"x\"\nepochs = 3\n" + axes, "s.toml:2: unknown key 'epochs'"},
+           Case{"name = \"x\"\n[axes]\nlr = []\n", "s.toml:3: [axes] lr is empty"},
+           Case{"name = \"x\"\n[axes]\nlr = 0.1\n", "must be an array"},
+           Case{"name = \"x\"\n[axes]\nlr = [0.1, 0.1]\n", "lists 0.1 twice"},
+           Case{"name = \"x\"\n[base]\nlr = [0.1]\n" + axes, "belong in [axes]"},
+           Case{"name = \"x\"\n[base]\nlr = 0.1\n" + axes, "in both [base] and [axes]"},
+           Case{"name = \"x\"\n[base]\njson = \"a\"\n" + axes, "set by the sweep harness"},
+           Case{"name = \"x\"\n[base]\nLR = 1\n" + axes, "not a long flag name"},
+           Case{"name = \"x\"\n[grid]\n" + axes, "unknown table [grid]"},
+           Case{"name = \"x\"\n" + axes + "[report]\ncolumns = \"np\"\n", "'np' is not an axis"},
+           Case{"name = \"x\"\n" + axes + "[report]\nmethods = [\"model\"]\n", "not an axis"},
+           Case{"name = \"x\"\n" + axes + "[report]\ntarget_accuracy = 88\n", "fraction"},
+           Case{"name = \"x\"\n" + axes + "[report]\ncolour = \"red\"\n", "unknown key 'colour'"},
+           Case{"name = \"x\"\n" + axes + "[report]\nmethods = [\"lr\"]\n", "cannot be a method"},
+           Case{"name = \"x\"\ntimeout_minutes = 0\n" + axes, "timeout_minutes"},
+           Case{"name = \"x\"\ncommand = []\n" + axes, "command must be"},
+       }) {
+    auto spec = Spec(c.text);
+    ASSERT_FALSE(spec.ok()) << c.text;
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.says)) << c.text;
+  }
+}
+
+TEST(ExpandSweep, CartesianProductLastAxisFastest) {
+  auto spec = Spec(kGoodSweep);
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  ASSERT_EQ(points.size(), 8u);
+  EXPECT_EQ(points[0].Describe(), "compressor=none np=2 lr=0.01");
+  EXPECT_EQ(points[1].Describe(), "compressor=none np=2 lr=0.1");
+  EXPECT_EQ(points[2].Describe(), "compressor=none np=4 lr=0.01");
+  EXPECT_EQ(points[7].Describe(), "compressor=topk:ratio=0.01,ef=1 np=4 lr=0.1");
+  EXPECT_EQ(points[7].args,
+            (std::vector<std::string>{"train", "--model=mlp", "--epochs=3", "--fast",
+                                      "--compressor=topk:ratio=0.01,ef=1", "--np=4", "--lr=0.1"}));
+  std::set<std::string> keys, ids;
+  for (const auto& p : points) {
+    keys.insert(p.key);
+    ids.insert(p.id);
+  }
+  EXPECT_EQ(keys.size(), 8u);
+  EXPECT_EQ(ids.size(), 8u);
+}
+
+TEST(ExpandSweep, KeyDependsOnValuesNotOnTheOrderOfLines) {
+  auto a = Spec("name = \"x\"\n[base]\nepochs = 3\nmodel = \"mlp\"\n[axes]\nlr = [0.1]\n");
+  auto b = Spec("name = \"x\"\n[base]\nmodel = \"mlp\"\nepochs = 3\n[axes]\nlr = [0.1]\n");
+  auto c = Spec("name = \"x\"\n[base]\nmodel = \"mlp\"\nepochs = 4\n[axes]\nlr = [0.1]\n");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(ExpandSweep(*a)[0].key, ExpandSweep(*b)[0].key);
+  EXPECT_NE(ExpandSweep(*a)[0].key, ExpandSweep(*c)[0].key);
+}
+
+TEST(FlagWords, BooleansAndValues) {
+  TomlValue yes, no, lr;
+  yes.type = no.type = TomlValue::Type::kBool;
+  yes.boolean = true;
+  yes.literal = "true";
+  no.literal = "false";
+  lr.type = TomlValue::Type::kFloat;
+  lr.literal = "0.05";
+  EXPECT_EQ(FlagWords({{"ef", yes}, {"ef2", no}, {"lr", lr}}),
+            (std::vector<std::string>{"--ef", "--ef2=false", "--lr=0.05"}));
+}
+
+TEST(ValidateSweep, NamesTheRefusedPoint) {
+  auto spec = Spec(kGoodSweep);
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  Status s = ValidateSweep(points, [](const std::vector<std::string>& args) {
+    for (const auto& a : args) {
+      if (a.rfind("--compressor=topk", 0) == 0) return InvalidArgumentError("unknown compressor");
+    }
+    return Status::Ok();
+  });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("point 4 (compressor=topk:ratio=0.01,ef=1 np=2 lr=0.01)"));
+  EXPECT_THAT(s.message(), HasSubstr("unknown compressor"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runner, resume, report
+
+// Stands in for `frugal train`: 3 epochs, accuracy 0.1*epoch + lr (+0.05 for top-k), 1 s of
+// "wall time" per epoch, 1e6 bytes per epoch for none and 1e4 for top-k. Records each call.
+constexpr const char* kFakeTrain = R"(#!/bin/sh
+calls="$1"; shift
+json=""; lr=0; comp=none
+for a in "$@"; do
+  case "$a" in
+    --json=*) json="${a#--json=}" ;;
+    --lr=*) lr="${a#--lr=}" ;;
+    --compressor=*) comp="${a#--compressor=}" ;;
+  esac
+done
+echo "$*" >> "$calls"
+case "$comp" in fail*) echo "boom: bad run" >&2; exit 3 ;; sleep*) sleep 30 ;; esac
+bonus=0; bytes=1000000
+case "$comp" in topk*) bonus=0.05; bytes=10000 ;; esac
+for e in 1 2 3; do
+  acc=$(awk "BEGIN{print 0.1*$e + $lr + $bonus}")
+  b=$(awk "BEGIN{print $bytes*$e}")
+  echo "{\"epoch\":$e,\"test_accuracy\":$acc,\"wall_seconds\":$e.0,\"bytes_per_worker\":$b}" >> "$json"
+done
+acc=$(awk "BEGIN{print 0.3 + $lr + $bonus}")
+echo "{\"event\":\"summary\",\"test_accuracy\":$acc,\"wall_seconds\":3.0,\"bytes_per_worker\":$(awk "BEGIN{print $bytes*3}")}" >> "$json"
+)";
+
+class SweepRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / fmt::format("frugal-sweep-test-{}", ::getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fake_ = dir_ / "fake-train.sh";
+    std::ofstream(fake_) << kFakeTrain;
+    calls_ = dir_ / "calls.txt";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  SweepRunOptions Options() const {
+    SweepRunOptions o;
+    o.self = {"/bin/sh", fake_.string(), calls_.string()};
+    o.out_dir = dir_ / "out";
+    return o;
+  }
+  int Calls() const {
+    std::ifstream in(calls_);
+    int n = 0;
+    std::string line;
+    while (std::getline(in, line)) ++n;
+    return n;
+  }
+
+  fs::path dir_, fake_, calls_;
+  Logger logger_{LogLevel::kError};
+};
+
+TEST_F(SweepRun, RunsEveryPointThenResumesWithoutRerunning) {
+  auto spec = Spec(kGoodSweep);
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  auto code = RunSweep(*spec, points, Options(), logger_);
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(Calls(), 8);
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 8u);
+  for (const auto& r : *records) {
+    EXPECT_TRUE(IsCompleted(r)) << r.dump();
+    EXPECT_EQ(r["epochs"].size(), 3u);
+  }
+  // The command carries every flag and --json.
+  std::ifstream in(calls_);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_THAT(first, HasSubstr("train --model=mlp --epochs=3 --fast --compressor=none --np=2 "
+                               "--lr=0.01 --json="));
+
+  // Resume: nothing runs again.
+  code = RunSweep(*spec, points, Options(), logger_);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(Calls(), 8);
+
+  // A new axis value runs only the new points.
+  auto bigger =
+      Spec(std::string(kGoodSweep)
+               .replace(std::string(kGoodSweep).find("[0.01, 0.1]"), 11, "[0.01, 0.1, 0.2]"));
+  ASSERT_TRUE(bigger.ok());
+  code = RunSweep(*bigger, ExpandSweep(*bigger), Options(), logger_);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(Calls(), 12);
+}
+
+TEST_F(SweepRun, FailedPointsAreRecordedAndRetried) {
+  auto spec = Spec("name = \"f\"\n[axes]\ncompressor = [\"none\", \"fail\"]\nlr = [0.1]\n");
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  auto code = RunSweep(*spec, points, Options(), logger_);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 1);
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 2u);
+  EXPECT_EQ((*records)[1]["exit_code"], 3);
+  EXPECT_THAT((*records)[1]["error"].get<std::string>(), HasSubstr("boom: bad run"));
+  SweepRunOptions no_retry = Options();
+  no_retry.retry_failed = false;
+  ASSERT_TRUE(RunSweep(*spec, points, no_retry, logger_).ok());
+  EXPECT_EQ(Calls(), 2);
+  ASSERT_TRUE(RunSweep(*spec, points, Options(), logger_).ok());
+  EXPECT_EQ(Calls(), 3);  // only the failed one again
+}
+
+TEST_F(SweepRun, ATruncatedResultsLineIsIgnored) {
+  auto spec = Spec("name = \"t\"\n[axes]\nlr = [0.1, 0.2]\n");
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  fs::create_directories(dir_ / "out");
+  std::ofstream(dir_ / "out" / "results.jsonl") << "{\"key\": \"trunc";
+  auto code = RunSweep(*spec, points, Options(), logger_);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(Calls(), 2);
+}
+
+TEST_F(SweepRun, ASignalStopsTheSweepAndTheRunIsNotRecorded) {
+  auto spec = Spec("name = \"s\"\n[axes]\ncompressor = [\"none\", \"sleep\", \"none2\"]\n");
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto code = RunSweep(*spec, points, Options(), logger_);
+    ::_exit(code.ok() ? *code : 100);
+  }
+  // Wait until the sleeping point has started.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (Calls() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(Calls(), 2);
+  auto start = std::chrono::steady_clock::now();
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  ASSERT_TRUE(records.ok());
+  EXPECT_EQ(records->size(), 1u);  // the first point only
+  EXPECT_EQ(Calls(), 2);           // the third never started
+}
+
+TEST_F(SweepRun, TableHasTheSurveysShape) {
+  auto spec = Spec(kGoodSweep);
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  ASSERT_TRUE(RunSweep(*spec, points, Options(), logger_).ok());
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  ASSERT_TRUE(records.ok());
+  std::string table = RenderMarkdownTable(*spec, points, *records);
+  // Rows: method x workers; columns: lr; cells: final accuracy in percent (0.3 + lr + bonus).
+  EXPECT_THAT(table, HasSubstr("| compressor | np | lr=0.01 | lr=0.1 | MB/worker | compression | "
+                               "wall (s) | time to 34% (s) |"));
+  EXPECT_THAT(table, HasSubstr("| none | 2 | 31.00 | **40.00** | 3.00 | 1.00x | 3.0 | 3.0 |"));
+  EXPECT_THAT(table, HasSubstr("| none | 4 | 31.00 | **40.00** |"));
+  // top-k at lr 0.1: 25%, 35%, 45% per epoch, so 34% is reached after 2 s.
+  EXPECT_THAT(table, HasSubstr("| topk:ratio=0.01,ef=1 | 2 | 36.00 | **45.00** | 0.03 | 100x | "
+                               "3.0 | 2.0 |"));
+}
+
+TEST_F(SweepRun, PlotsArePngs) {
+  if (std::system("gnuplot --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
+  auto spec = Spec(kGoodSweep);
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  ASSERT_TRUE(RunSweep(*spec, points, Options(), logger_).ok());
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  auto files = RenderReport(*spec, points, *records, dir_ / "out", logger_);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_EQ(files->plots.size(), 6u);  // 3 kinds x (np=2, np=4)
+  for (const auto& png : files->plots) {
+    std::ifstream in(png, std::ios::binary);
+    char magic[8] = {};
+    in.read(magic, 8);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG") << png;
+    EXPECT_GT(fs::file_size(png), 2000u) << png;
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "accuracy_vs_bytes_np_4.png"));
+  // The data behind the lines: one file per method with 3 epochs.
+  std::ifstream data(dir_ / "out" / "plots" / "np_2_1.dat");
+  std::string header, line;
+  std::getline(data, header);
+  EXPECT_THAT(header, HasSubstr("topk:ratio=0.01,ef=1"));
+  std::getline(data, line);
+  EXPECT_EQ(line, "1 25 1 0.01");
+}
+
+}  // namespace
+}  // namespace frugal::apps
