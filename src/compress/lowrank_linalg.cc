@@ -1,5 +1,6 @@
 #include "compress/lowrank_linalg.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -32,35 +33,44 @@ double Dot(const float* a, const float* b, size_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// Elements of row i present in a row-major buffer of `size` elements (the rest is zero padding).
+size_t RowLength(size_t size, size_t i, size_t cols) {
+  size_t start = i * cols;
+  return start >= size ? 0 : std::min(cols, size - start);
+}
+
 }  // namespace
 
 void MultiplyMQ(std::span<const float> m, size_t rows, size_t cols, std::span<const float> q, int r,
                 std::span<float> p) {
-  FRUGAL_CHECK_EQ(m.size(), rows * cols);
+  FRUGAL_CHECK_LE(m.size(), rows * cols);
   FRUGAL_CHECK_EQ(q.size(), cols * static_cast<size_t>(r));
   FRUGAL_CHECK_EQ(p.size(), rows * static_cast<size_t>(r));
   for (size_t i = 0; i < rows; ++i) {
+    const size_t len = RowLength(m.size(), i, cols);
     const float* row = m.data() + i * cols;
     for (int c = 0; c < r; ++c) {
       p[static_cast<size_t>(c) * rows + i] =
-          static_cast<float>(Dot(row, q.data() + static_cast<size_t>(c) * cols, cols));
+          len == 0 ? 0.0f
+                   : static_cast<float>(Dot(row, q.data() + static_cast<size_t>(c) * cols, len));
     }
   }
 }
 
 void MultiplyMtP(std::span<const float> m, size_t rows, size_t cols, std::span<const float> p,
                  int r, std::span<float> q) {
-  FRUGAL_CHECK_EQ(m.size(), rows * cols);
+  FRUGAL_CHECK_LE(m.size(), rows * cols);
   FRUGAL_CHECK_EQ(p.size(), rows * static_cast<size_t>(r));
   FRUGAL_CHECK_EQ(q.size(), cols * static_cast<size_t>(r));
   std::vector<double> acc(cols * static_cast<size_t>(r), 0.0);
   for (size_t i = 0; i < rows; ++i) {
+    const size_t len = RowLength(m.size(), i, cols);
     const float* row = m.data() + i * cols;
     for (int c = 0; c < r; ++c) {
       double w = p[static_cast<size_t>(c) * rows + i];
       if (w == 0) continue;
       double* out = acc.data() + static_cast<size_t>(c) * cols;
-      for (size_t j = 0; j < cols; ++j) out[j] += w * row[j];
+      for (size_t j = 0; j < len; ++j) out[j] += w * row[j];
     }
   }
   for (size_t j = 0; j < acc.size(); ++j) q[j] = static_cast<float>(acc[j]);
@@ -92,14 +102,15 @@ void AddOuterProducts(std::span<const float> p, std::span<const float> q, size_t
                       int r, float scale, std::span<float> out) {
   FRUGAL_CHECK_EQ(p.size(), rows * static_cast<size_t>(r));
   FRUGAL_CHECK_EQ(q.size(), cols * static_cast<size_t>(r));
-  FRUGAL_CHECK_EQ(out.size(), rows * cols);
+  FRUGAL_CHECK_LE(out.size(), rows * cols);
   for (size_t i = 0; i < rows; ++i) {
+    const size_t len = RowLength(out.size(), i, cols);
     float* row = out.data() + i * cols;
     for (int c = 0; c < r; ++c) {
       float w = scale * p[static_cast<size_t>(c) * rows + i];
       if (w == 0.0f) continue;
       const float* qc = q.data() + static_cast<size_t>(c) * cols;
-      for (size_t j = 0; j < cols; ++j) row[j] += w * qc[j];
+      for (size_t j = 0; j < len; ++j) row[j] += w * qc[j];
     }
   }
 }
