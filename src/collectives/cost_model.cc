@@ -69,8 +69,7 @@ CostTerms Ring(int n, double bytes) {
   return {2.0 * (n - 1), 2.0 * f * bytes, f * bytes};
 }
 
-// Pipelined tree of the given height over `bytes`, segments of `segment` bytes: `per_stage`
-// messages per stage in each direction.
+// A pipeline of the given height over `bytes` in segments of `segment` bytes.
 struct Pipeline {
   double m;       // bytes per segment
   double stages;  // h + S - 1
@@ -133,10 +132,11 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
         c.latency_terms += 2 * reduce.stages;
         c.bandwidth_bytes += 2 * reduce.stages * reduce.m;
         c.compute_bytes += 2 * reduce.stages * reduce.m;
-        const Pipeline bcast = Segmented(bytes, shape.segment_bytes, 0);
-        const double sends = CeilLog2(local) * (bcast.stages + 1);  // root: each segment per level
+        // Binomial broadcast: the leader sends each of the S segments once per level.
+        const double segments = reduce.stages - h + 1;
+        const double sends = CeilLog2(local) * segments;
         c.latency_terms += sends;
-        c.bandwidth_bytes += sends * bcast.m;
+        c.bandwidth_bytes += sends * reduce.m;
       }
       return c;
     }
