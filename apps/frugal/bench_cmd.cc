@@ -1,0 +1,200 @@
+// `frugal bench pingpong` and `frugal bench allreduce`: flags to options, then the benchmark
+// (bench/) on every rank; rank 0 prints the table and writes the JSON lines.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "allreduce_bench.h"
+#include "bench_util.h"
+#include "commands.h"
+#include "pingpong.h"
+
+namespace frugal::apps {
+namespace {
+
+// The directory of `path` must exist (checked before anything is launched).
+Status CheckJsonPath(const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent)) {
+    return InvalidArgumentError(
+        fmt::format("--json {}: directory '{}' does not exist", path, parent.string()));
+  }
+  if (std::filesystem::is_directory(path)) {
+    return InvalidArgumentError(fmt::format("--json {}: is a directory", path));
+  }
+  return Status::Ok();
+}
+
+Status Publish(const RankContext& context, const std::string& table,
+               const std::vector<nlohmann::json>& records, const std::string& json_path) {
+  if (!context.is_root()) return Status::Ok();
+  std::fputs(table.c_str(), stdout);
+  std::fflush(stdout);
+  if (!json_path.empty()) FRUGAL_RETURN_IF_ERROR(bench::WriteJsonLines(json_path, records));
+  return Status::Ok();
+}
+
+struct PingPongFlags {
+  std::string sizes;
+  int iters = 0;
+  int warmup = 2;
+  bool all_pairs = false;
+  int timeout_ms = 60000;
+  std::string json;
+};
+
+struct AllreduceFlags {
+  std::string sizes = "4K,64K,1M,16M,64M";
+  std::string algorithms = "all";
+  int iters = 10;
+  int warmup = 2;
+  int timeout_ms = 60000;
+  std::string segment = "1M";
+  int ranks_per_host = 0;
+  int torus_rows = 0;
+  std::string gloo_algorithm = "ring_chunked";
+  std::string gloo_store_dir;
+  std::string gloo_iface;
+  std::string json;
+};
+
+StatusOr<bench::PingPongOptions> ToOptions(const PingPongFlags& flags) {
+  bench::PingPongOptions options;
+  if (flags.sizes.empty()) {
+    options.sizes = bench::DefaultPingPongSizes();
+  } else {
+    FRUGAL_ASSIGN_OR_RETURN(options.sizes, bench::ParseByteSizeList(flags.sizes));
+  }
+  if (flags.iters < 0) return InvalidArgumentError("--iters must not be negative");
+  if (flags.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
+  if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
+  options.iters = flags.iters;
+  options.warmup = flags.warmup;
+  options.all_pairs = flags.all_pairs;
+  options.timeout = Duration(flags.timeout_ms);
+  FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
+  return options;
+}
+
+StatusOr<bench::AllreduceBenchOptions> ToOptions(const AllreduceFlags& flags) {
+  bench::AllreduceBenchOptions options;
+  FRUGAL_ASSIGN_OR_RETURN(options.sizes, bench::ParseByteSizeList(flags.sizes));
+  if (flags.algorithms == "all") {
+    options.algorithms = bench::DefaultAllreduceNames();
+  } else {
+    FRUGAL_ASSIGN_OR_RETURN(options.algorithms, bench::ParseNameList(flags.algorithms));
+  }
+  options.iters = flags.iters;
+  options.warmup = flags.warmup;
+  if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
+  options.timeout = Duration(flags.timeout_ms);
+  FRUGAL_ASSIGN_OR_RETURN(options.segment_bytes, bench::ParseByteSize(flags.segment));
+  options.ranks_per_host = flags.ranks_per_host;
+  options.torus_rows = flags.torus_rows;
+  FRUGAL_ASSIGN_OR_RETURN(options.gloo.algorithm, bench::ParseGlooAlgorithm(flags.gloo_algorithm));
+  options.gloo.store_dir = flags.gloo_store_dir;
+  options.gloo.iface = flags.gloo_iface;
+  FRUGAL_RETURN_IF_ERROR(bench::ValidateAllreduceBenchOptions(options));
+  FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
+  return options;
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher) {
+  CLI::App* bench = app.add_subcommand("bench", "Measure the transport and the collectives");
+  bench->require_subcommand(1);
+  AddBenchPingPongCommand(*bench, dispatcher);
+  AddBenchAllreduceCommand(*bench, dispatcher);
+}
+
+void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher) {
+  auto flags = std::make_shared<PingPongFlags>();
+  CLI::App* cmd = bench.add_subcommand(
+      "pingpong", "Ping-pong latency and bandwidth between ranks, with an alpha-beta fit");
+  cmd->add_option("--sizes", flags->sizes,
+                  "Message sizes, e.g. 1,1K,64K,1M (default: powers of two from 1 B to 64M)")
+      ->type_name("LIST");
+  cmd->add_option("--iters", flags->iters, "Round trips timed per size (0: about 0.2 s worth)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", flags->warmup, "Untimed round trips per size")->capture_default_str();
+  cmd->add_flag("--all-pairs", flags->all_pairs,
+                "Every pair of ranks, not only rank 0 with others");
+  cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
+      ->capture_default_str();
+  cmd->add_option("--json", flags->json, "Write one JSON object per line to FILE")
+      ->type_name("FILE");
+  cmd->callback([flags, &dispatcher] {
+    Action action;
+    action.name = "bench pingpong";
+    action.validate = [flags] { return ToOptions(*flags).status(); };
+    action.check_world = [](const Transport& world) {
+      if (world.size() < 2) {
+        return InvalidArgumentError("bench pingpong needs at least 2 ranks (e.g. --np 2)");
+      }
+      return Status::Ok();
+    };
+    action.run = [flags](RankContext& context) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(bench::PingPongOptions options, ToOptions(*flags));
+      FRUGAL_ASSIGN_OR_RETURN(std::vector<bench::PingPongPair> pairs,
+                              bench::RunPingPong(context.world, options));
+      return Publish(context, bench::PingPongTable(pairs), bench::PingPongJson(pairs), flags->json);
+    };
+    dispatcher.Select(std::move(action));
+  });
+}
+
+void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
+  auto flags = std::make_shared<AllreduceFlags>();
+  CLI::App* cmd = bench.add_subcommand(
+      "allreduce", "frugal's all-reduce algorithms against MPI_Allreduce and Gloo");
+  cmd->add_option("--sizes", flags->sizes, "Buffer sizes in bytes (K, M, G suffixes)")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--algorithms", flags->algorithms,
+                  "ring, rd, rabenseifner, tree, dbtree, hier, torus, mpi, gloo, or all")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--iters", flags->iters, "Timed iterations per size and algorithm")
+      ->capture_default_str();
+  cmd->add_option("--warmup", flags->warmup, "Untimed iterations before them")
+      ->capture_default_str();
+  cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
+      ->capture_default_str();
+  cmd->add_option("--segment-bytes", flags->segment, "Pipelining segment of ring, tree, dbtree")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  cmd->add_option("--ranks-per-host", flags->ranks_per_host,
+                  "hier: ranks per host (0: group by host name)")
+      ->capture_default_str();
+  cmd->add_option("--torus-rows", flags->torus_rows, "torus: rows (0: closest to a square)")
+      ->capture_default_str();
+  cmd->add_option("--gloo-algorithm", flags->gloo_algorithm, "ring_chunked or halving_doubling")
+      ->capture_default_str();
+  cmd->add_option("--gloo-store-dir", flags->gloo_store_dir,
+                  "Directory for Gloo's rendezvous files, shared by all hosts (default: /tmp)")
+      ->type_name("DIR");
+  cmd->add_option("--gloo-iface", flags->gloo_iface, "Network interface for Gloo's TCP transport")
+      ->type_name("IFACE");
+  cmd->add_option("--json", flags->json, "Write one JSON object per (algorithm, size) to FILE")
+      ->type_name("FILE");
+  cmd->callback([flags, &dispatcher] {
+    Action action;
+    action.name = "bench allreduce";
+    action.validate = [flags] { return ToOptions(*flags).status(); };
+    action.run = [flags](RankContext& context) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(bench::AllreduceBenchOptions options, ToOptions(*flags));
+      FRUGAL_ASSIGN_OR_RETURN(bench::AllreduceBenchReport report,
+                              bench::RunAllreduceBench(context.world, options, context.logger));
+      return Publish(context, bench::AllreduceTable(report), bench::AllreduceJson(report),
+                     flags->json);
+    };
+    dispatcher.Select(std::move(action));
+  });
+}
+
+}  // namespace frugal::apps

@@ -1,0 +1,82 @@
+// Subcommands of the `frugal` command.
+//
+// A subcommand is one file that defines one registration function declared here, e.g.
+// AddBenchCommand in bench_cmd.cc or AddTrainCommand in train_cmd.cc, and main.cc calls it.
+// The function adds a CLI11 subcommand with its flags (stored in objects its callbacks own) and,
+// from the subcommand's callback, hands the Dispatcher an Action. main.cc then, for every
+// subcommand alike:
+//   1. runs `validate` (pure checks of the flags that CLI11 cannot do: names, combinations);
+//      a failure prints one line and exits 2 before anything is launched;
+//   2. with --np and not under mpirun, re-runs itself under mpirun (launcher.h) and exits with
+//      mpirun's code;
+//   3. otherwise initialises MPI (a single rank when not under mpirun), runs `check_world` on
+//      every rank (checks that need the world size; every rank must reach the same verdict, so
+//      a failure exits 2 on every rank without aborting the job), then `run` on every rank;
+//   4. a rank whose `run` fails prints one line naming its rank and ends the whole job
+//      (MpiRuntime::Abort), so no rank waits for it.
+// Commands that never use MPI themselves (they start other processes) set `run_local` instead
+// of `run`.
+//
+// A measurement of `frugal bench` is a function AddBench<What>Command(CLI::App& bench,
+// Dispatcher&) declared here and called from AddBenchCommand.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "frugal/logging.h"
+#include "frugal/mpi_transport.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+#include "launcher.h"
+
+namespace CLI {
+class App;
+}
+
+namespace frugal::apps {
+
+// Flags of the `frugal` command itself, accepted before or after the subcommand.
+struct GlobalOptions {
+  LaunchOptions launch;
+  LogLevel log_level = LogLevel::kWarning;
+};
+
+// What `run` gets on each rank.
+struct RankContext {
+  MpiRuntime& runtime;
+  Transport& world;  // over a duplicate of MPI_COMM_WORLD
+  Logger logger;     // at --log-level, lines prefixed with the rank
+  const GlobalOptions& global;
+  bool is_root() const { return world.rank() == 0; }
+};
+
+struct Action {
+  std::string name;                  // e.g. "bench allreduce", used in messages
+  std::function<Status()> validate;  // optional
+  std::function<Status(const Transport& world)> check_world;  // optional
+  std::function<Status(RankContext& context)> run;
+  // Instead of `run`, for commands that do not use MPI: returns the exit code.
+  std::function<StatusOr<int>(const GlobalOptions& global)> run_local;
+};
+
+// Receives the Action of the subcommand given on the command line.
+class Dispatcher {
+ public:
+  void Select(Action action) { action_ = std::move(action); }
+  const std::optional<Action>& selected() const { return action_; }
+
+ private:
+  std::optional<Action> action_;
+};
+
+// `frugal bench ...` (bench_cmd.cc).
+void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher);
+void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher);
+void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher);
+
+// `frugal train ...` (train_cmd.cc, built when frugal_torch is).
+void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher);
+
+}  // namespace frugal::apps

@@ -1,0 +1,53 @@
+// The launcher shared by every subcommand of `frugal`: with `--np N`, a `frugal` started by hand
+// re-runs itself under `mpirun` and returns mpirun's exit code; under mpirun (or without --np)
+// the process is a rank of the job.
+//
+// Only the command-line layer reads the environment: RunningUnderMpi() looks at the variables
+// Open MPI and PMIx set for every rank.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frugal/logging.h"
+#include "frugal/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace frugal::apps {
+
+struct LaunchOptions {
+  int np = 0;            // ranks to start; 0: do not start mpirun
+  std::string hostfile;  // passed to mpirun as --hostfile
+};
+
+// Adds --np and --hostfile to `app` (global flags, accepted after a subcommand too).
+void AddLaunchOptions(CLI::App& app, LaunchOptions& options);
+
+// True when this process is a rank started by mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK set).
+bool RunningUnderMpi();
+
+// This executable (resolved through /proc/self/exe) followed by argv[1..].
+StatusOr<std::vector<std::string>> SelfCommand(int argc, char** argv);
+
+// mpirun -np N --oversubscribe --mca pml ob1 --mca btl tcp,vader,self [--hostfile F] COMMAND...
+std::vector<std::string> MpirunCommand(const LaunchOptions& options,
+                                       const std::vector<std::string>& command);
+
+// Runs `argv` (argv[0] looked up on PATH) as a child with `extra_env` added to its environment,
+// and waits for it. SIGINT and SIGTERM sent to this process are forwarded to the child (a
+// terminal's Ctrl-C reaches both already and is not sent twice); a child that has not ended
+// 10 s after a forwarded signal is killed. The child gets SIGTERM if this process dies.
+// Returns the exit code a shell would report: the child's exit status, or 128 + signal.
+// kNotFound when the program does not exist, kIoError when it cannot be started.
+StatusOr<int> RunChild(const std::vector<std::string>& argv,
+                       const std::vector<std::pair<std::string, std::string>>& extra_env,
+                       const Logger& logger);
+
+// SelfCommand + MpirunCommand + RunChild with OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1.
+StatusOr<int> RelaunchUnderMpirun(const LaunchOptions& options, int argc, char** argv,
+                                  const Logger& logger);
+
+}  // namespace frugal::apps

@@ -1,0 +1,360 @@
+// The all-reduce benchmark.
+//
+// Calibration: ranks 0 and 1 ping-pong messages of 8 B to 4 MiB (MeasurePair). Alpha is the
+// intercept of FitAlphaBeta over the small messages (8 B to 4 KiB, where latency dominates) and
+// beta the slope of FitAlphaBeta over the large ones (256 KiB to 4 MiB, where bandwidth does):
+// one least-squares line over all sizes would let the large messages dictate alpha (often
+// negative). Rank 0 times `a[i] += b[i]` over 16 MiB for gamma (seconds per byte reduced).
+// AllreduceCost(algorithm, shape).Seconds(model) is the predicted time of each of frugal's
+// algorithms.
+//
+// Measurement, for each size and each name in `algorithms` (in the order given): every rank
+// fills its input with small integers, x_r[i] = (7 i + 13 r + 1) mod 16, so that the sum over
+// ranks is exact in float and the expected result is known. Each of `warmup` + `iters`
+// iterations copies the input into the buffer (untimed), passes a timed Barrier, runs the
+// all-reduce under a Stopwatch and compares the whole buffer with the expected sum (untimed).
+// MaxToRoot gives rank 0 the slowest rank's time of every timed iteration and the largest
+// mismatch count; the row reports their median, algbw = bytes / time and busbw =
+// algbw * 2(n-1)/n (nccl-tests; GB = 1e9 bytes), and `correct` when no rank ever mismatched.
+// ratio_to_best_peer = (fastest correct peer's time) / (this time), so > 1 means faster than
+// every peer.
+//
+// frugal's algorithms run with check_lengths off: every rank passes the same length by
+// construction, and the peers do not check either.
+#include "allreduce_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "bench_util.h"
+#include "frugal/timer.h"
+#include "pingpong.h"
+
+namespace frugal::bench {
+namespace {
+
+float InputValue(size_t i, int rank) {
+  return static_cast<float>((7 * i + 13 * static_cast<size_t>(rank) + 1) % 16);
+}
+
+bool IsPeerName(std::string_view name) { return name == kMpiPeerName || name == kGlooPeerName; }
+
+// Seconds per byte of `a[i] += b[i]` on float32, median of a few passes over 16 MiB.
+double MeasureGamma() {
+  const size_t count = size_t{4} << 20;
+  std::vector<float> a(count, 1.0f);
+  std::vector<float> b(count, 2.0f);
+  std::vector<double> seconds;
+  for (int pass = 0; pass < 7; ++pass) {
+    Stopwatch watch;
+    float* __restrict pa = a.data();
+    const float* __restrict pb = b.data();
+    for (size_t i = 0; i < count; ++i) pa[i] += pb[i];
+    seconds.push_back(watch.Seconds());
+    // Keep the loop from being optimised away.
+    if (a[pass] < 0) a[0] = 0;
+  }
+  return Median(seconds) / static_cast<double>(count * sizeof(float));
+}
+
+// The hosts of the ranks, in rank order.
+StatusOr<std::vector<std::string>> Hostnames(Transport& t, Duration timeout) {
+  std::string host = t.hostname();
+  std::vector<std::byte> all;
+  std::vector<size_t> sizes;
+  FRUGAL_RETURN_IF_ERROR(Allgatherv(t, std::as_bytes(std::span<const char>(host)), all, sizes,
+                                    CollectiveOptions{timeout, false}));
+  std::vector<std::string> hosts;
+  size_t offset = 0;
+  for (size_t size : sizes) {
+    hosts.emplace_back(reinterpret_cast<const char*>(all.data()) + offset, size);
+    offset += size;
+  }
+  return hosts;
+}
+
+std::string Micros(double us) {
+  return us < 10     ? fmt::format("{:.2f}", us)
+         : us < 1000 ? fmt::format("{:.1f}", us)
+                     : fmt::format("{:.0f}", us);
+}
+
+}  // namespace
+
+std::vector<size_t> DefaultAllreduceSizes() {
+  return {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{64} << 20};
+}
+
+std::vector<std::string> DefaultAllreduceNames() {
+  std::vector<std::string> names;
+  for (AllreduceAlgorithm a : AllAllreduceAlgorithms()) {
+    names.emplace_back(AllreduceAlgorithmName(a));
+  }
+  names.emplace_back(kMpiPeerName);
+#ifdef FRUGAL_BENCH_WITH_GLOO
+  names.emplace_back(kGlooPeerName);
+#endif
+  return names;
+}
+
+double AllreduceBusBandwidth(double algbw, int ranks) {
+  return ranks > 0 ? algbw * 2.0 * (ranks - 1) / ranks : 0.0;
+}
+
+Status ValidateAllreduceBenchOptions(const AllreduceBenchOptions& options) {
+  if (options.sizes.empty()) return InvalidArgumentError("no sizes to measure");
+  for (size_t size : options.sizes) {
+    if (size == 0 || size % sizeof(float) != 0) {
+      return InvalidArgumentError(
+          fmt::format("size {} is not a positive multiple of 4 bytes (float32 elements)", size));
+    }
+    if (size / sizeof(float) > static_cast<size_t>(INT32_MAX)) {
+      return InvalidArgumentError(fmt::format("size {} is too large for the peers", size));
+    }
+  }
+  if (options.algorithms.empty()) return InvalidArgumentError("no algorithms to measure");
+  std::set<std::string> seen;
+  for (const auto& name : options.algorithms) {
+#ifndef FRUGAL_BENCH_WITH_GLOO
+    if (name == kGlooPeerName) {
+      return InvalidArgumentError("'gloo' is not available: frugal was built without Gloo");
+    }
+#endif
+    if (!IsPeerName(name)) {
+      auto parsed = ParseAllreduceAlgorithm(name);
+      if (!parsed.ok()) {
+        std::string accepted;
+        for (const auto& n : DefaultAllreduceNames())
+          accepted += (accepted.empty() ? "" : ", ") + n;
+        return InvalidArgumentError(
+            fmt::format("unknown allreduce algorithm '{}' (accepted: {})", name, accepted));
+      }
+    }
+    if (!seen.insert(name).second) {
+      return InvalidArgumentError(fmt::format("algorithm '{}' is listed twice", name));
+    }
+  }
+  if (options.iters < 1) return InvalidArgumentError("--iters must be at least 1");
+  if (options.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
+  if (options.timeout.count() <= 0) return InvalidArgumentError("the timeout must be positive");
+  if (options.segment_bytes == 0) return InvalidArgumentError("--segment-bytes must be positive");
+  if (options.ranks_per_host < 0 || options.torus_rows < 0) {
+    return InvalidArgumentError("--ranks-per-host and --torus-rows must not be negative");
+  }
+  return Status::Ok();
+}
+
+StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBenchOptions& options,
+                                                 const Logger& logger) {
+  FRUGAL_RETURN_IF_ERROR(ValidateAllreduceBenchOptions(options));
+  const int n = t.size();
+  const int rank = t.rank();
+  const CollectiveOptions sync{options.timeout, false};
+  AllreduceBenchReport report;
+  report.ranks = n;
+
+  // 1. Calibrate the model.
+  if (n >= 2) {
+    if (rank <= 1) {
+      PingPongOptions calibration;
+      calibration.sizes = {8, 64, 512, 4 << 10, 256 << 10, 1 << 20, 4 << 20};
+      calibration.warmup = 2;
+      calibration.target_seconds = 0.03;
+      calibration.timeout = options.timeout;
+      FRUGAL_ASSIGN_OR_RETURN(PingPongPair pair, MeasurePair(t, 0, 1, calibration));
+      if (rank == 0) {
+        std::vector<double> small_bytes, small_seconds, large_bytes, large_seconds;
+        for (const auto& sample : pair.samples) {
+          auto& bytes = sample.bytes <= (4 << 10) ? small_bytes : large_bytes;
+          auto& seconds = sample.bytes <= (4 << 10) ? small_seconds : large_seconds;
+          bytes.push_back(static_cast<double>(sample.bytes));
+          seconds.push_back(sample.one_way_seconds);
+        }
+        auto small = FitAlphaBeta(small_bytes, small_seconds);
+        auto large = FitAlphaBeta(large_bytes, large_seconds);
+        if (small.ok() && large.ok()) {
+          report.latency_fit = *small;
+          report.bandwidth_fit = *large;
+          report.fitted = true;
+        }
+      }
+    }
+  }
+  if (rank == 0) {
+    report.model.alpha = std::max(report.latency_fit.alpha, 0.0);
+    report.model.beta = std::max(report.bandwidth_fit.beta, 0.0);
+    report.model.gamma = MeasureGamma();
+  }
+  FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
+
+  // 2. Shape of the job for the model.
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> hosts, Hostnames(t, options.timeout));
+  const int host_count = static_cast<int>(std::set<std::string>(hosts.begin(), hosts.end()).size());
+  const int ranks_per_host = options.ranks_per_host > 0 ? options.ranks_per_host
+                                                        : std::max(1, n / std::max(host_count, 1));
+
+  // 3. Peers, in a fixed order on every rank.
+  std::map<std::string, std::unique_ptr<AllreducePeer>> peers;
+  for (const auto& name : options.algorithms) {
+    if (name == kMpiPeerName) {
+      FRUGAL_ASSIGN_OR_RETURN(peers[name], MakeMpiPeer(t, options.timeout));
+    } else if (name == kGlooPeerName) {
+#ifdef FRUGAL_BENCH_WITH_GLOO
+      GlooPeerOptions gloo = options.gloo;
+      gloo.timeout = options.timeout;
+      FRUGAL_ASSIGN_OR_RETURN(peers[name], MakeGlooPeer(t, gloo));
+#endif
+    }
+  }
+
+  // 4. Measure.
+  for (size_t bytes : options.sizes) {
+    const size_t count = bytes / sizeof(float);
+    std::vector<float> input(count);
+    std::vector<float> expected(count, 0.0f);
+    for (size_t i = 0; i < count; ++i) {
+      input[i] = InputValue(i, rank);
+      for (int r = 0; r < n; ++r) expected[i] += InputValue(i, r);
+    }
+    std::vector<float> data(count);
+    const size_t first_row = report.rows.size();
+    for (const auto& name : options.algorithms) {
+      std::function<Status()> run;
+      std::optional<AllreduceAlgorithm> algorithm;
+      if (IsPeerName(name)) {
+        AllreducePeer* peer = peers.at(name).get();
+        run = [peer, &data] { return peer->Allreduce(data); };
+      } else {
+        algorithm = ParseAllreduceAlgorithm(name).value();
+        AllreduceOptions ar;
+        ar.algorithm = *algorithm;
+        ar.op = ReduceOp::kSum;
+        ar.timeout = options.timeout;
+        ar.check_lengths = false;
+        ar.segment_bytes = options.segment_bytes;
+        ar.ranks_per_host = options.ranks_per_host;
+        ar.torus_rows = options.torus_rows;
+        run = [&t, &data, ar] { return Allreduce(t, data, ar); };
+      }
+      logger.Debug(fmt::format("allreduce {} of {} bytes", name, bytes));
+      std::vector<double> values;  // seconds of each timed iteration, then the mismatch count
+      double mismatches = 0;
+      for (int iter = 0; iter < options.warmup + options.iters; ++iter) {
+        std::copy(input.begin(), input.end(), data.begin());
+        FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
+        Stopwatch watch;
+        Status status = run();
+        const double seconds = watch.Seconds();
+        FRUGAL_RETURN_IF_ERROR(
+            status.Annotate(fmt::format("{} allreduce of {} bytes", name, bytes)));
+        if (std::memcmp(data.data(), expected.data(), bytes) != 0) {
+          for (size_t i = 0; i < count; ++i) mismatches += data[i] != expected[i] ? 1 : 0;
+          logger.Warning(fmt::format("{} allreduce of {} bytes: wrong result in iteration {}", name,
+                                     bytes, iter));
+        }
+        if (iter >= options.warmup) values.push_back(seconds);
+      }
+      values.push_back(mismatches);
+      FRUGAL_RETURN_IF_ERROR(MaxToRoot(t, values, options.timeout));
+      if (rank != 0) continue;
+      AllreduceBenchRow row;
+      row.algorithm = name;
+      row.ranks = n;
+      row.bytes = bytes;
+      row.iters = options.iters;
+      row.correct = values.back() == 0;
+      values.pop_back();
+      const double seconds = Median(values);
+      row.time_us = seconds * 1e6;
+      row.min_us = *std::min_element(values.begin(), values.end()) * 1e6;
+      row.max_us = *std::max_element(values.begin(), values.end()) * 1e6;
+      row.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
+      row.busbw_gbps = AllreduceBusBandwidth(row.algbw_gbps, n);
+      if (algorithm) {
+        CostShape shape;
+        shape.ranks = n;
+        shape.bytes = static_cast<double>(bytes);
+        shape.segment_bytes = static_cast<double>(options.segment_bytes);
+        shape.ranks_per_host = ranks_per_host;
+        shape.torus_rows = options.torus_rows;  // 0: the algorithm's own choice
+        row.predicted_us = AllreduceCost(*algorithm, shape).Seconds(report.model) * 1e6;
+      }
+      report.rows.push_back(row);
+    }
+    if (rank == 0) {
+      std::optional<double> best_peer;
+      for (size_t k = first_row; k < report.rows.size(); ++k) {
+        const auto& row = report.rows[k];
+        if (IsPeerName(row.algorithm) && row.correct) {
+          best_peer = best_peer ? std::min(*best_peer, row.time_us) : row.time_us;
+        }
+      }
+      if (best_peer) {
+        for (size_t k = first_row; k < report.rows.size(); ++k) {
+          report.rows[k].ratio_to_best_peer = *best_peer / report.rows[k].time_us;
+        }
+      }
+    }
+  }
+  return report;
+}
+
+std::string AllreduceTable(const AllreduceBenchReport& report) {
+  std::string out;
+  if (report.fitted) {
+    out += fmt::format(
+        "model (ping-pong 0<->1): alpha = {} us (fit of 8 B-4 KiB, r2 {:.3f}), beta = {:.4f} "
+        "ns/byte = {:.2f} GB/s (fit of 256 KiB-4 MiB, r2 {:.3f}); gamma = {:.4f} ns/byte\n",
+        Micros(report.model.alpha * 1e6), report.latency_fit.r2, report.model.beta * 1e9,
+        report.model.beta > 0 ? 1e-9 / report.model.beta : 0.0, report.bandwidth_fit.r2,
+        report.model.gamma * 1e9);
+  } else {
+    out += fmt::format("model: single rank, gamma = {:.4f} ns/byte\n", report.model.gamma * 1e9);
+  }
+  Table table({"bytes", "algorithm", "ranks", "time_us", "algbw_GB/s", "busbw_GB/s", "predicted_us",
+               "vs_best_peer", "correct"},
+              {false, true});
+  for (const auto& row : report.rows) {
+    table.AddRow({FormatBytes(row.bytes), row.algorithm, fmt::format("{}", row.ranks),
+                  Micros(row.time_us), fmt::format("{:.3f}", row.algbw_gbps),
+                  fmt::format("{:.3f}", row.busbw_gbps),
+                  row.predicted_us ? Micros(*row.predicted_us) : "-",
+                  row.ratio_to_best_peer ? fmt::format("{:.2f}x", *row.ratio_to_best_peer) : "-",
+                  row.correct ? "yes" : "NO"});
+  }
+  out += table.Render();
+  return out;
+}
+
+std::vector<nlohmann::json> AllreduceJson(const AllreduceBenchReport& report) {
+  std::vector<nlohmann::json> records;
+  for (const auto& row : report.rows) {
+    nlohmann::json record = {{"bench", "allreduce"},
+                             {"algorithm", row.algorithm},
+                             {"ranks", row.ranks},
+                             {"bytes", row.bytes},
+                             {"iters", row.iters},
+                             {"time_us", row.time_us},
+                             {"min_us", row.min_us},
+                             {"max_us", row.max_us},
+                             {"algbw_gbps", row.algbw_gbps},
+                             {"busbw_gbps", row.busbw_gbps},
+                             {"predicted_us", nullptr},
+                             {"ratio_to_best_peer", nullptr},
+                             {"correct", row.correct},
+                             {"alpha_us", report.model.alpha * 1e6},
+                             {"beta_s_per_byte", report.model.beta},
+                             {"gamma_s_per_byte", report.model.gamma}};
+    if (row.predicted_us) record["predicted_us"] = *row.predicted_us;
+    if (row.ratio_to_best_peer) record["ratio_to_best_peer"] = *row.ratio_to_best_peer;
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+}  // namespace frugal::bench

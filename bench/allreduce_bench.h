@@ -1,0 +1,79 @@
+// `frugal bench allreduce`: frugal's all-reduce algorithms against MPI_Allreduce and Gloo, with
+// the alpha-beta-gamma model's prediction next to each measurement.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frugal/collectives.h"
+#include "frugal/cost_model.h"
+#include "frugal/logging.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+#include "peers.h"
+
+namespace frugal::bench {
+
+// Names accepted besides frugal's own algorithms (ParseAllreduceAlgorithm).
+inline constexpr std::string_view kMpiPeerName = "mpi";
+inline constexpr std::string_view kGlooPeerName = "gloo";
+
+struct AllreduceBenchOptions {
+  std::vector<size_t> sizes;            // bytes, multiples of sizeof(float)
+  std::vector<std::string> algorithms;  // frugal algorithm names, "mpi", "gloo"
+  int iters = 10;
+  int warmup = 2;
+  Duration timeout = kDefaultTimeout;
+  // Passed to frugal's algorithms (see AllreduceOptions).
+  size_t segment_bytes = 1 << 20;
+  int ranks_per_host = 0;
+  int torus_rows = 0;
+  GlooPeerOptions gloo;
+};
+
+// Default sizes and algorithms of the command.
+std::vector<size_t> DefaultAllreduceSizes();       // 4K, 64K, 1M, 16M, 64M
+std::vector<std::string> DefaultAllreduceNames();  // every frugal algorithm, mpi, gloo
+
+// Checks names, sizes and counts before anything runs (kInvalidArgument naming what is wrong).
+Status ValidateAllreduceBenchOptions(const AllreduceBenchOptions& options);
+
+struct AllreduceBenchRow {
+  std::string algorithm;
+  int ranks = 0;
+  size_t bytes = 0;
+  int iters = 0;
+  double time_us = 0;  // median over iterations of the slowest rank's time
+  double min_us = 0;
+  double max_us = 0;
+  double algbw_gbps = 0;                     // bytes / time, GB = 1e9 bytes
+  double busbw_gbps = 0;                     // algbw * 2(n-1)/n
+  std::optional<double> predicted_us;        // frugal algorithms only
+  std::optional<double> ratio_to_best_peer;  // best peer's time / this time
+  bool correct = false;  // every rank's result equalled the exact sum in every iteration
+};
+
+struct AllreduceBenchReport {
+  int ranks = 0;
+  CostParams model;         // alpha, beta from the start-up ping-pong, gamma from a local reduction
+  LinearFit latency_fit;    // ping-pong fit over small messages: model.alpha = max(alpha, 0)
+  LinearFit bandwidth_fit;  // ping-pong fit over large messages: model.beta = max(beta, 0)
+  bool fitted = false;      // false on a single rank (no ping-pong)
+  std::vector<AllreduceBenchRow> rows;
+};
+
+// Collective over `t` (every rank, same options; `t` must span MPI_COMM_WORLD when "mpi" is
+// asked for). The report is complete on rank 0.
+StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBenchOptions& options,
+                                                 const Logger& logger);
+
+std::string AllreduceTable(const AllreduceBenchReport& report);
+std::vector<nlohmann::json> AllreduceJson(const AllreduceBenchReport& report);
+
+// busbw of nccl-tests for all-reduce: algbw * 2(n-1)/n.
+double AllreduceBusBandwidth(double algbw, int ranks);
+
+}  // namespace frugal::bench

@@ -1,0 +1,51 @@
+// Peers that frugal's all-reduce algorithms are measured against in the same run:
+// MPI_Allreduce of the MPI library that moves frugal's own bytes, and Gloo's ring-chunked or
+// halving-doubling all-reduce over Gloo's TCP transport. These live in bench/ only: they are
+// yardsticks, not part of the library.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "frugal/status.h"
+#include "frugal/transport.h"
+
+namespace frugal::bench {
+
+class AllreducePeer {
+ public:
+  virtual ~AllreducePeer() = default;
+  virtual std::string name() const = 0;
+  // In-place sum over all ranks. Collective: every rank calls it with the same length.
+  virtual Status Allreduce(std::span<float> data) = 0;
+};
+
+// MPI_Allreduce(MPI_IN_PLACE, ..., MPI_FLOAT, MPI_SUM) on a duplicate of MPI_COMM_WORLD. MPI has
+// no timeout for a blocking collective; the benchmark passes a timed Barrier over `t` before
+// every call, so all ranks are known to be there. Precondition: MPI is initialised (MpiRuntime)
+// and `t` spans MPI_COMM_WORLD.
+StatusOr<std::unique_ptr<AllreducePeer>> MakeMpiPeer(Transport& t, Duration timeout);
+
+enum class GlooAlgorithm { kRingChunked, kHalvingDoubling };
+StatusOr<GlooAlgorithm> ParseGlooAlgorithm(
+    std::string_view name);  // ring_chunked, halving_doubling
+
+struct GlooPeerOptions {
+  GlooAlgorithm algorithm = GlooAlgorithm::kRingChunked;
+  // Directory in which rank 0 creates the FileStore rendezvous directory (must be shared by all
+  // hosts of the job); empty: the system's temporary directory.
+  std::string store_dir;
+  // Network interface for Gloo's TCP transport; empty: loopback when every rank is on one host,
+  // else the address the host name resolves to.
+  std::string iface;
+  Duration timeout = kDefaultTimeout;
+};
+
+// Connects a Gloo context of t.size() ranks (collective over `t`): rank 0 creates a fresh
+// directory for gloo::rendezvous::FileStore and broadcasts its path, every rank connects a full
+// mesh through it, and rank 0 removes the directory once all ranks are connected (or on failure).
+StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t, const GlooPeerOptions& options);
+
+}  // namespace frugal::bench
