@@ -7,7 +7,9 @@
 namespace frugal::compress_internal {
 
 bool HasX86V3() {
-#if defined(FRUGAL_X86)
+#if defined(FRUGAL_COMPRESS_NO_SIMD)
+  return false;  // a build that exercises the baseline kernels only
+#elif defined(FRUGAL_X86)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
 #else

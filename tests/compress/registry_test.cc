@@ -1,0 +1,201 @@
+#include <gtest/gtest.h>
+
+#include "compress/test_util.h"
+
+namespace frugal {
+namespace {
+
+using testing_compress::Make;
+
+TEST(CompressorParams, ParsesNameAndParameters) {
+  auto p = CompressorParams::Parse("qsgd:levels=16,bucket=512");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->name(), "qsgd");
+  EXPECT_TRUE(p->Has("levels"));
+  auto levels = p->Int("levels", 1, 1, 100);
+  ASSERT_TRUE(levels.ok());
+  EXPECT_EQ(*levels, 16);
+  auto bucket = p->Int("bucket", 1, 1, 1 << 20);
+  ASSERT_TRUE(bucket.ok());
+  EXPECT_EQ(*bucket, 512);
+  EXPECT_TRUE(p->Finish().ok());
+}
+
+TEST(CompressorParams, BareKeyMeansOne) {
+  auto p = CompressorParams::Parse("onebit:ef");
+  ASSERT_TRUE(p.ok());
+  auto ef = p->Bool("ef", false);
+  ASSERT_TRUE(ef.ok());
+  EXPECT_TRUE(*ef);
+}
+
+TEST(CompressorParams, RejectsSyntaxErrors) {
+  for (const char* bad : {"", ":levels=1", "qsgd:levels=", "qsgd:=3", "qsgd:levels=1,levels=2",
+                          "q sgd", "qsgd:levels=1,,bucket=2"}) {
+    auto p = CompressorParams::Parse(bad);
+    EXPECT_FALSE(p.ok()) << bad;
+    if (!p.ok()) {
+      EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(CompressorParams, RangeAndTypeErrorsNameTheKey) {
+  auto p = CompressorParams::Parse("x:a=abc,b=5,c=maybe,d=nan,e=red");
+  ASSERT_TRUE(p.ok());
+  auto a = p->Int("a", 0, 0, 10);
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(a.status().message().find("a=abc"), std::string::npos);
+  auto b = p->Int("b", 0, 0, 4);
+  EXPECT_NE(b.status().message().find("[0, 4]"), std::string::npos) << b.status().message();
+  EXPECT_FALSE(p->Bool("c", false).ok());
+  EXPECT_FALSE(p->Double("d", 0, -1, 1).ok());
+  auto e = p->Choice("e", "green", {"green", "blue"});
+  EXPECT_NE(e.status().message().find("green, blue"), std::string::npos);
+}
+
+TEST(CompressorRegistry, UnknownNameListsAcceptedNames) {
+  CompressorRegistry registry = DefaultCompressorRegistry();
+  auto c = registry.Create("qsdg");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(c.status().message().find("qsgd"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("none"), std::string::npos);
+}
+
+TEST(CompressorRegistry, UnknownParameterListsAcceptedOnes) {
+  CompressorRegistry registry = DefaultCompressorRegistry();
+  auto c = registry.Create("qsgd:level=4");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("level"), std::string::npos);
+  EXPECT_NE(c.status().message().find("levels"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("bucket"), std::string::npos);
+  auto out_of_range = registry.Create("qsgd:levels=0");
+  EXPECT_EQ(out_of_range.status().code(), StatusCode::kInvalidArgument);
+  auto none_param = registry.Create("fp16:x=1");
+  EXPECT_EQ(none_param.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CompressorRegistry, DuplicateRegistrationFails) {
+  CompressorRegistry registry;
+  RegisterQuantizers(registry);
+  CompressorEntry entry{.name = "qsgd",
+                        .summary = "",
+                        .params = "",
+                        .factory = [](CompressorParams&) -> StatusOr<std::unique_ptr<Compressor>> {
+                          return InternalError("unused");
+                        }};
+  EXPECT_EQ(registry.Register(entry).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CompressorRegistry, EveryQuantizerIsRegistered) {
+  CompressorRegistry registry = DefaultCompressorRegistry();
+  for (const char* name : {"none", "fp16", "bf16", "minmax8", "qsgd", "terngrad", "onebit", "sign",
+                           "signum", "efsign", "natural"}) {
+    EXPECT_TRUE(registry.Contains(name)) << name;
+    const CompressorEntry* e = registry.Find(name);
+    ASSERT_NE(e, nullptr);
+    EXPECT_FALSE(e->summary.empty());
+  }
+}
+
+// The canonical spec builds an identical compressor (same spec, same id, same traits).
+TEST(CompressorRegistry, CanonicalSpecRoundTrips) {
+  for (const char* spec :
+       {"none", "fp16", "bf16", "minmax8", "minmax8:chunk=64,rounding=stochastic", "qsgd",
+        "qsgd:levels=3,bucket=128", "terngrad", "terngrad:clip=0", "onebit", "onebit:ef=1", "sign",
+        "signum:beta=0.5", "efsign", "efsign:ef=0", "natural", "natural:ef"}) {
+    auto c = Make(spec);
+    ASSERT_NE(c, nullptr) << spec;
+    auto again = Make(c->spec());
+    ASSERT_NE(again, nullptr) << c->spec();
+    EXPECT_EQ(again->spec(), c->spec()) << spec;
+    EXPECT_EQ(again->id(), c->id());
+    EXPECT_EQ(again->inner() != nullptr, c->inner() != nullptr) << spec;
+  }
+}
+
+TEST(CompressorRegistry, ErrorFeedbackWrapping) {
+  auto plain = Make("onebit");
+  EXPECT_EQ(plain->inner(), nullptr);
+  EXPECT_TRUE(plain->traits().needs_error_feedback);
+  auto wrapped = Make("onebit:ef=1");
+  ASSERT_NE(wrapped->inner(), nullptr);
+  EXPECT_EQ(wrapped->spec(), "onebit:ef=1");
+  EXPECT_FALSE(wrapped->traits().needs_error_feedback);
+  EXPECT_EQ(wrapped->name(), "onebit");
+  // efsign is defined with error feedback; ef=0 turns it off.
+  auto efsign = Make("efsign");
+  EXPECT_NE(efsign->inner(), nullptr);
+  EXPECT_EQ(efsign->spec(), "efsign:ef=1");
+  EXPECT_EQ(Make("efsign:ef=0")->inner(), nullptr);
+  EXPECT_EQ(Make("efsign:ef=0")->spec(), "efsign:ef=0");
+  EXPECT_THROW(WithErrorFeedback(Make("efsign")), CheckError);
+}
+
+TEST(AggregationPathNames, ParseAndPrint) {
+  for (const char* name : {"auto", "allreduce", "allgather", "twophase", "vote", "custom"}) {
+    auto p = ParseAggregationPath(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_EQ(AggregationPathName(*p), name);
+  }
+  auto bad = ParseAggregationPath("ring");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("twophase"), std::string::npos);
+}
+
+TEST(AggregationPaths, ResolvedFromTraits) {
+  EXPECT_EQ(ResolveAggregationPath(*Make("none"), AggregationPath::kAuto),
+            AggregationPath::kAllreduce);
+  EXPECT_EQ(ResolveAggregationPath(*Make("fp16"), AggregationPath::kAuto),
+            AggregationPath::kTwoPhase);
+  EXPECT_EQ(ResolveAggregationPath(*Make("sign"), AggregationPath::kAuto),
+            AggregationPath::kSignVote);
+  EXPECT_EQ(ResolveAggregationPath(*Make("signum"), AggregationPath::kAuto),
+            AggregationPath::kSignVote);
+  EXPECT_EQ(ResolveAggregationPath(*Make("terngrad"), AggregationPath::kAuto),
+            AggregationPath::kCustom);
+  EXPECT_EQ(ResolveAggregationPath(*Make("terngrad:ef=1"), AggregationPath::kAuto),
+            AggregationPath::kCustom);
+  EXPECT_EQ(ResolveAggregationPath(*Make("qsgd"), AggregationPath::kAllgather),
+            AggregationPath::kAllgather);
+}
+
+TEST(TensorInfo, MatrixView) {
+  TensorInfo flat("b", 10);
+  EXPECT_EQ(flat.rows(), 10u);
+  EXPECT_EQ(flat.cols(), 1u);
+  TensorInfo conv("w", 32 * 3 * 5 * 5, {32, 3, 5, 5});
+  EXPECT_EQ(conv.rows(), 32u);
+  EXPECT_EQ(conv.cols(), 75u);
+  EXPECT_EQ(conv.id, TensorId("w"));
+  EXPECT_THROW(TensorInfo("bad", 10, {3, 3}), CheckError);
+}
+
+TEST(CompressContext, StateIsKeyedByTensorAndSlot) {
+  struct Counter : TensorState {
+    int n = 0;
+  };
+  CompressContext ctx(1, 0, 1);
+  TensorInfo a("a", 4), b("b", 4);
+  ctx.State<Counter>(a, "x").n = 3;
+  ctx.State<Counter>(a, "y").n = 5;
+  EXPECT_EQ(ctx.State<Counter>(a, "x").n, 3);
+  EXPECT_EQ(ctx.State<Counter>(b, "x").n, 0);
+  EXPECT_EQ(ctx.num_states(), 3u);
+  EXPECT_THROW(ctx.State<Counter>(TensorInfo("a", 5), "x"), CheckError);
+  EXPECT_THROW(ctx.State<ResidualState>(a, "x"), CheckError);
+  ctx.Erase("a");
+  EXPECT_EQ(ctx.num_states(), 1u);
+  EXPECT_EQ(ctx.FindState<Counter>("a", "x"), nullptr);
+  ASSERT_NE(ctx.FindState<Counter>("b", "x"), nullptr);
+  RngKey own = ctx.Key(a);
+  RngKey shared = ctx.Key(a, true);
+  EXPECT_EQ(own.rank, 0);
+  EXPECT_EQ(shared.rank, kAnyRank);
+  EXPECT_EQ(own.tensor, TensorId("a"));
+}
+
+}  // namespace
+}  // namespace frugal
