@@ -13,6 +13,8 @@
 //      (InnerOptions: a plain sum, no second length check), then scale by 1/n for kAverage;
 //   3. intra-host broadcast: the leader sends the result to its host's ranks (pipelined binomial
 //      tree, BinomialBroadcast).
+// With a single host the reduce and broadcast are one pipelined tree all-reduce (HeapTree with
+// broadcast, no Split); with one rank per host only step 2 remains, run on the transport itself.
 // Only the leaders' traffic crosses hosts, N bytes each way per host instead of per rank. The
 // inner all-reduce is deterministic and the broadcast copies, so results are bit-identical on all
 // ranks. Errors inside a group name its ranks in both numberings ("rank 1 (world rank 5)").
@@ -75,6 +77,23 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
     }
   }
   const bool leader = local_members.front() == r;
+  const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
+  if (leaders.size() == 1) {
+    // One host: the intra-host reduce and broadcast overlap as in the binary tree.
+    TreePipeline tree(t, HeapTree(n, r, 0), data, SegmentElems(options.segment_bytes),
+                      kTagHierReduce, options.timeout, scale, /*broadcast=*/true);
+    Status status = tree.Start();
+    for (size_t s = 0; status.ok() && s < tree.segments(); ++s) status = tree.Step(s);
+    if (status.ok()) status = tree.Finish();
+    return status.Annotate("intra-host allreduce (one host)");
+  }
+  if (static_cast<int>(leaders.size()) == n) {
+    // One rank per host: only the inter-host level is left.
+    FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, InnerOptions(options))
+                               .Annotate("inter-host allreduce (one rank per host)"));
+    if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
+    return Status::Ok();
+  }
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> local,
                           t.Split(host[static_cast<size_t>(r)], r, options.timeout));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> cross,
