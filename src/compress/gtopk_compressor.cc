@@ -27,7 +27,7 @@ class GTopKCompressor final : public SparseCompressorBase {
             "gtopk", CompressorId::kGTopK,
             CompressorTraits{
                 .needs_error_feedback = true, .variable_size = true, .custom_aggregate = true},
-            fmt::format("{},sample={},select={}", count.Canonical(), FormatParam(sample),
+            fmt::format("ef=0,{},sample={},select={}", count.Canonical(), FormatParam(sample),
                         SelectMethodName(method))),
         count_(count),
         method_(method),

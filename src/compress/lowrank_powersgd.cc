@@ -63,7 +63,7 @@ class PowerSgdCompressor final : public SparseCompressorBase {
                              .shared_seed = true,
                              .variable_size = true,
                              .custom_aggregate = true},
-            fmt::format("min_compression_rate={},rank={},start_iter={},warm_start={}",
+            fmt::format("ef=0,min_compression_rate={},rank={},start_iter={},warm_start={}",
                         FormatParam(p.min_compression_rate), p.rank, p.start_iter,
                         p.warm_start ? 1 : 0)),
         p_(p) {}

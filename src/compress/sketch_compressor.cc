@@ -4,18 +4,21 @@
 // functions come from the shared-seed stream of (seed, step, tensor), so all ranks' sketches are
 // compatible and sum to the sketch of the summed gradient (CountSketch is linear). From the
 // summed sketch every rank recovers the same k heavy hitters (largest estimated magnitudes).
-//   rounds=2 (Aggregate, Sketched-SGD's second round): the ranks all-reduce the sketch, recover
-//     the heavy-hitter indices, then all-reduce their exact values at those k indices; the
-//     aggregate holds those exact sums (divided by P for an average) and the residual is the
-//     input minus the values this rank sent (zero at the k indices, the input elsewhere).
-//     Traffic: rows * cols + k floats per all-reduce participant.
+//   rounds=2 (Aggregate, Sketched-SGD's second round): the ranks all-reduce the sketch and take
+//     the candidates * k indices of largest estimate, then all-reduce their exact values; the k
+//     candidates of largest exact sum form the aggregate (divided by P for an average). Asking
+//     for more candidates than k makes the result robust to the sketch's collisions (an index
+//     whose estimate is inflated by a heavy neighbour is dropped once its exact value is known).
+//     The residual is the input minus the values that made it into the aggregate (zero at those k
+//     indices, the input elsewhere). Traffic: rows * cols + candidates * k floats per all-reduce.
 //   rounds=1 (summable payloads on the all-reduce path): the body is the table itself (rows * cols
 //     float32, summed as it is); Decode recovers the k heavy hitters of the table and adds their
 //     estimates.
-// cols=0 picks 2k columns (at least 16). Error feedback is on by default (Sketched-SGD keeps an
+// cols=0 picks 4k columns (at least 16). Error feedback is on by default (Sketched-SGD keeps an
 // error accumulator); ef=0 turns it off.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "compress/sketch_count.h"
@@ -33,12 +36,13 @@ struct SketchParams {
   int64_t rows = 5;
   int64_t cols = 0;
   int64_t rounds = 2;
+  double candidates = 2.0;
 };
 
 struct SketchScratch : TensorState {
   std::vector<float> table, estimates, values;
   sparse::TopKSelector selector;
-  sparse::SparseVector heavy;
+  sparse::SparseVector heavy, kept;
 };
 
 class SketchCompressor final : public SparseCompressorBase {
@@ -49,13 +53,14 @@ class SketchCompressor final : public SparseCompressorBase {
                                               .needs_error_feedback = true,
                                               .shared_seed = true,
                                               .custom_aggregate = p.rounds == 2},
-                             fmt::format("cols={},{},rounds={},rows={}", p.cols,
+                             fmt::format("candidates={},cols={},ef=0,{},rounds={},rows={}",
+                                         sparse::FormatParam(p.candidates), p.cols,
                                          p.count.Canonical(), p.rounds, p.rows)),
         p_(p) {}
 
   size_t Cols(size_t numel) const {
     if (p_.cols > 0) return static_cast<size_t>(p_.cols);
-    return std::max<size_t>(16, 2 * p_.count.For(numel));
+    return std::max<size_t>(16, 4 * p_.count.For(numel));
   }
 
   CountSketch SketchFor(const TensorInfo& tensor, const CompressContext& ctx) const {
@@ -116,19 +121,23 @@ class SketchCompressor final : public SparseCompressorBase {
     s.table.assign(sketch.table_size(), 0.0f);
     sketch.Accumulate(data, s.table);
     FRUGAL_RETURN_IF_ERROR(Allreduce(t, s.table, sum).Annotate("sketch all-reduce of the table"));
+    const size_t k = p_.count.For(tensor.numel);
+    const size_t candidates = std::min<size_t>(
+        tensor.numel, static_cast<size_t>(std::ceil(p_.candidates * static_cast<double>(k))));
     s.estimates.resize(tensor.numel);
-    sketch.HeavyHitters(s.table, p_.count.For(tensor.numel), s.estimates, s.selector, &s.heavy);
+    sketch.HeavyHitters(s.table, candidates, s.estimates, s.selector, &s.heavy);
     s.values.resize(s.heavy.size());
     for (size_t i = 0; i < s.heavy.size(); ++i) s.values[i] = data[s.heavy.indices[i]];
     FRUGAL_RETURN_IF_ERROR(Allreduce(t, s.values, sum).Annotate("sketch all-reduce of values"));
-    if (!residual.empty()) {
-      std::copy(data.begin(), data.end(), residual.begin());
-      for (uint32_t index : s.heavy.indices) residual[index] = 0.0f;
-    }
+    // The top-k of the exact sums, over the candidates' positions (increasing with the indices).
+    s.selector.SelectExact(s.values, k, &s.kept);
+    if (!residual.empty()) std::copy(data.begin(), data.end(), residual.begin());
     std::fill(data.begin(), data.end(), 0.0f);
     const float divisor = options.op == ReduceOp::kAverage ? static_cast<float>(t.size()) : 1.0f;
-    for (size_t i = 0; i < s.heavy.size(); ++i) {
-      data[s.heavy.indices[i]] = s.values[i] / divisor;
+    for (size_t j = 0; j < s.kept.size(); ++j) {
+      uint32_t index = s.heavy.indices[s.kept.indices[j]];
+      data[index] = s.kept.values[j] / divisor;
+      if (!residual.empty()) residual[index] = 0.0f;
     }
     return Status::Ok();
   }
@@ -149,14 +158,15 @@ void RegisterCountSketch(CompressorRegistry& registry) {
       {.name = "sketch",
        .summary = "count sketch (Sketched-SGD): summed sketches, top-k heavy hitters recovered, "
                   "their exact values in a second round",
-       .params = "ratio=0.01 | k=N, rows=5, cols=0 (2k), rounds=2|1; error feedback on unless "
-                 "ef=0",
+       .params = "ratio=0.005 | k=N, rows=5, cols=0 (4k), rounds=2|1, candidates=2; error "
+                 "feedback on unless ef=0",
        .factory = [](CompressorParams& p) -> StatusOr<std::unique_ptr<Compressor>> {
          SketchParams d;
-         FRUGAL_ASSIGN_OR_RETURN(d.count, sparse::ParseKeepCount(p, 0.01));
+         FRUGAL_ASSIGN_OR_RETURN(d.count, sparse::ParseKeepCount(p, 0.005));
          FRUGAL_ASSIGN_OR_RETURN(d.rows, p.Int("rows", 5, 1, 64));
          FRUGAL_ASSIGN_OR_RETURN(d.cols, p.Int("cols", 0, 0, UINT32_MAX));
          FRUGAL_ASSIGN_OR_RETURN(d.rounds, p.Int("rounds", 2, 1, 2));
+         FRUGAL_ASSIGN_OR_RETURN(d.candidates, p.Double("candidates", 2.0, 1.0, 1e6));
          return std::unique_ptr<Compressor>(std::make_unique<SketchCompressor>(d));
        },
        .error_feedback_by_default = true});

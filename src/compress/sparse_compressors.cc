@@ -184,9 +184,10 @@ class TopKCompressor final : public SparseCompressorBase {
 class ThresholdCompressor final : public SparseCompressorBase {
  public:
   ThresholdCompressor(double tau, bool quantize)
-      : SparseCompressorBase("threshold", CompressorId::kThreshold,
-                             CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             fmt::format("quantize={},tau={}", quantize ? 1 : 0, FormatParam(tau))),
+      : SparseCompressorBase(
+            "threshold", CompressorId::kThreshold,
+            CompressorTraits{.needs_error_feedback = true, .variable_size = true},
+            fmt::format("ef=0,quantize={},tau={}", quantize ? 1 : 0, FormatParam(tau))),
         tau_(static_cast<float>(tau)),
         quantize_(quantize) {}
 
@@ -275,7 +276,7 @@ class AdaptiveCompressor final : public SparseCompressorBase {
   explicit AdaptiveCompressor(double ratio)
       : SparseCompressorBase("adaptive", CompressorId::kAdaptiveThreshold,
                              CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             fmt::format("ratio={}", FormatParam(ratio))),
+                             fmt::format("ef=0,ratio={}", FormatParam(ratio))),
         ratio_(ratio) {}
 
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
@@ -327,7 +328,7 @@ class SbcCompressor final : public SparseCompressorBase {
   explicit SbcCompressor(KeepCount count)
       : SparseCompressorBase("sbc", CompressorId::kSbc,
                              CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             count.Canonical()),
+                             "ef=0," + count.Canonical()),
         count_(count) {}
 
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
@@ -370,7 +371,7 @@ class StcCompressor final : public SparseCompressorBase {
   StcCompressor(KeepCount count, SelectMethod method, double sample)
       : SparseCompressorBase("stc", CompressorId::kStc,
                              CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             fmt::format("{},sample={},select={}", count.Canonical(),
+                             fmt::format("ef=0,{},sample={},select={}", count.Canonical(),
                                          FormatParam(sample), SelectMethodName(method))),
         count_(count),
         method_(method),

@@ -19,6 +19,8 @@
 // momentum=0 turns the correction off for use under an optimizer with momentum. dgc keeps its
 // own residual (v), so it refuses the generic error feedback (ef=1), which would count the unsent
 // gradient twice.
+#include "compress/sparse_dgc.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -28,10 +30,6 @@
 
 namespace frugal::sparse {
 namespace {
-
-struct DgcState : TensorState {
-  std::vector<float> u, v;
-};
 
 struct DgcParams {
   double ratio = 0.001;
@@ -67,7 +65,7 @@ class DgcCompressor final : public SparseCompressorBase {
     CheckSize(input.size(), tensor);
     FRUGAL_RETURN_IF_ERROR(CheckIndexable(tensor));
     const size_t n = input.size();
-    auto& state = ctx.State<DgcState>(tensor, "dgc");
+    auto& state = ctx.State<DgcState>(tensor, kDgcSlot);
     state.u.resize(n, 0.0f);
     state.v.resize(n, 0.0f);
     float scale = 1.0f;

@@ -102,7 +102,7 @@ TEST(IndexCodingTest, FixedCodeMatchesBitWriter) {
   const uint64_t n = 1000;
   std::vector<uint32_t> indices;
   for (uint32_t i = 0; i < n; i += 3) indices.push_back(i);
-  IndexCodePlan plan{IndexCoding::kFixed, 0, indices.size() * BitsFor(n)};
+  IndexCodePlan plan{IndexCoding::kFixed, 0, indices.size() * static_cast<uint64_t>(BitsFor(n))};
   std::vector<std::byte> buf(IndexSectionBytes(plan));
   WriteIndexSection(indices, n, plan, buf.data());
   std::vector<std::byte> want;
@@ -152,7 +152,9 @@ TEST(IndexCodingTest, RejectsMalformedSections) {
     std::span<const std::byte> cut(good.data(), len);
     auto r = ReadIndexSection(cut, n, indices.size(), &back);
     EXPECT_FALSE(r.ok()) << len;
-    if (!r.ok()) EXPECT_EQ(r.status().code(), StatusCode::kMalformed);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kMalformed);
+    }
   }
   auto bad = good;
   bad[0] = std::byte{7};  // unknown coding
@@ -166,7 +168,7 @@ TEST(IndexCodingTest, RejectsMalformedSections) {
   // Fixed code with a repeated index.
   std::vector<uint32_t> dense(1000);
   for (uint32_t i = 0; i < 1000; ++i) dense[i] = i;
-  IndexCodePlan plan{IndexCoding::kFixed, 0, 1000 * BitsFor(1000)};
+  IndexCodePlan plan{IndexCoding::kFixed, 0, uint64_t{1000} * BitsFor(1000)};
   std::vector<std::byte> fixed(IndexSectionBytes(plan));
   WriteIndexSection(dense, 1000, plan, fixed.data());
   ASSERT_TRUE(ReadIndexSection(fixed, 1000, 1000, &back).ok());
@@ -193,7 +195,9 @@ TEST(IndexCodingTest, CorruptedSectionsStayInBounds) {
     EXPECT_LE(*r, buf.size());
     for (size_t i = 0; i < back.size(); ++i) {
       ASSERT_LT(back[i], n);
-      if (i > 0) ASSERT_GT(back[i], back[i - 1]);
+      if (i > 0) {
+        ASSERT_GT(back[i], back[i - 1]);
+      }
     }
   }
 }
