@@ -40,7 +40,8 @@ std::vector<std::string> MpirunCommand(const LaunchOptions& options,
 // and waits for it. SIGINT and SIGTERM sent to this process are forwarded to the child (a
 // terminal's Ctrl-C reaches both already and is not sent twice); a child that has not ended
 // 10 s after a forwarded signal is killed. The child gets SIGTERM if this process dies.
-// Returns the exit code a shell would report: the child's exit status, or 128 + signal.
+// Returns the exit code a shell would report: 128 + the signal when this process got SIGINT or
+// SIGTERM, else the child's exit status (128 + signal when a signal ended it).
 // kNotFound when the program does not exist, kIoError when it cannot be started.
 StatusOr<int> RunChild(const std::vector<std::string>& argv,
                        const std::vector<std::pair<std::string, std::string>>& extra_env,
