@@ -8,11 +8,12 @@
 // AllreduceCost(algorithm, shape).Seconds(model) is the predicted time of each of frugal's
 // algorithms.
 //
-// Measurement, for each size and each name in `algorithms` (in the order given): every rank
-// fills its input with small integers, x_r[i] = (7 i + 13 r + 1) mod 16, so that the sum over
-// ranks is exact in float and the expected result is known. Each of `warmup` + `iters`
-// iterations copies the input into the buffer (untimed), passes a timed Barrier, runs the
-// all-reduce under a Stopwatch and compares the whole buffer with the expected sum (untimed).
+// Measurement, for each size: every rank fills its input with small integers,
+// x_r[i] = (7 i + 13 r + 1) mod 16, so that the sum over ranks is exact in float and the expected
+// result is known. In each of `warmup` + `iters` rounds every name in `algorithms` takes its turn
+// (interleaved, so that the load of a shared machine affects them alike): copy the input into
+// the buffer (untimed), pass a timed Barrier, run the all-reduce under a Stopwatch and compare
+// the whole buffer with the expected sum (untimed).
 // MaxToRoot gives rank 0 the slowest rank's time of every timed iteration and the largest
 // mismatch count; the row reports their median, algbw = bytes / time and busbw =
 // algbw * 2(n-1)/n (nccl-tests; GB = 1e9 bytes), and `correct` when no rank ever mismatched.
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -223,66 +225,80 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
     }
     std::vector<float> data(count);
     const size_t first_row = report.rows.size();
-    for (const auto& name : options.algorithms) {
-      std::function<Status()> run;
-      std::optional<AllreduceAlgorithm> algorithm;
+    const size_t cases = options.algorithms.size();
+    std::vector<std::function<Status()>> runs(cases);
+    std::vector<std::optional<AllreduceAlgorithm>> algorithms(cases);
+    for (size_t c = 0; c < cases; ++c) {
+      const std::string& name = options.algorithms[c];
       if (IsPeerName(name)) {
         AllreducePeer* peer = peers.at(name).get();
-        run = [peer, &data] { return peer->Allreduce(data); };
+        runs[c] = [peer, &data] { return peer->Allreduce(data); };
       } else {
-        algorithm = ParseAllreduceAlgorithm(name).value();
+        algorithms[c] = ParseAllreduceAlgorithm(name).value();
         AllreduceOptions ar;
-        ar.algorithm = *algorithm;
+        ar.algorithm = *algorithms[c];
         ar.op = ReduceOp::kSum;
         ar.timeout = options.timeout;
         ar.check_lengths = false;
         ar.segment_bytes = options.segment_bytes;
         ar.ranks_per_host = options.ranks_per_host;
         ar.torus_rows = options.torus_rows;
-        run = [&t, &data, ar] { return Allreduce(t, data, ar); };
+        runs[c] = [&t, &data, ar] { return Allreduce(t, data, ar); };
       }
-      logger.Debug(fmt::format("allreduce {} of {} bytes", name, bytes));
-      std::vector<double> values;  // seconds of each timed iteration, then the mismatch count
-      double mismatches = 0;
-      for (int iter = 0; iter < options.warmup + options.iters; ++iter) {
+    }
+    // values[c * (iters + 1) + k]: seconds of timed iteration k of case c; the last slot of each
+    // case counts mismatching elements.
+    const size_t stride = static_cast<size_t>(options.iters) + 1;
+    std::vector<double> values(cases * stride, 0.0);
+    for (int iter = 0; iter < options.warmup + options.iters; ++iter) {
+      // The cases take turns, so that a change of load on the machine affects them alike.
+      for (size_t c = 0; c < cases; ++c) {
+        const std::string& name = options.algorithms[c];
+        logger.Debug(fmt::format("allreduce {} of {} bytes, iteration {}", name, bytes, iter));
         std::copy(input.begin(), input.end(), data.begin());
         FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
         Stopwatch watch;
-        Status status = run();
+        Status status = runs[c]();
         const double seconds = watch.Seconds();
         FRUGAL_RETURN_IF_ERROR(
             status.Annotate(fmt::format("{} allreduce of {} bytes", name, bytes)));
         if (std::memcmp(data.data(), expected.data(), bytes) != 0) {
-          for (size_t i = 0; i < count; ++i) mismatches += data[i] != expected[i] ? 1 : 0;
-          logger.Warning(fmt::format("{} allreduce of {} bytes: wrong result in iteration {}", name,
-                                     bytes, iter));
+          double wrong = 0;
+          for (size_t i = 0; i < count; ++i) wrong += data[i] != expected[i] ? 1 : 0;
+          values[c * stride + stride - 1] += wrong;
+          logger.Warning(fmt::format("{} allreduce of {} bytes: {} wrong elements in iteration {}",
+                                     name, bytes, wrong, iter));
         }
-        if (iter >= options.warmup) values.push_back(seconds);
+        if (iter >= options.warmup) {
+          values[c * stride + static_cast<size_t>(iter - options.warmup)] = seconds;
+        }
       }
-      values.push_back(mismatches);
-      FRUGAL_RETURN_IF_ERROR(MaxToRoot(t, values, options.timeout));
-      if (rank != 0) continue;
+    }
+    FRUGAL_RETURN_IF_ERROR(MaxToRoot(t, values, options.timeout));
+    for (size_t c = 0; c < cases && rank == 0; ++c) {
+      std::vector<double> times(
+          values.begin() + static_cast<std::ptrdiff_t>(c * stride),
+          values.begin() + static_cast<std::ptrdiff_t>(c * stride + stride - 1));
       AllreduceBenchRow row;
-      row.algorithm = name;
+      row.algorithm = options.algorithms[c];
       row.ranks = n;
       row.bytes = bytes;
       row.iters = options.iters;
-      row.correct = values.back() == 0;
-      values.pop_back();
-      const double seconds = Median(values);
+      row.correct = values[c * stride + stride - 1] == 0;
+      const double seconds = Median(times);
       row.time_us = seconds * 1e6;
-      row.min_us = *std::min_element(values.begin(), values.end()) * 1e6;
-      row.max_us = *std::max_element(values.begin(), values.end()) * 1e6;
+      row.min_us = *std::min_element(times.begin(), times.end()) * 1e6;
+      row.max_us = *std::max_element(times.begin(), times.end()) * 1e6;
       row.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
       row.busbw_gbps = AllreduceBusBandwidth(row.algbw_gbps, n);
-      if (algorithm) {
+      if (algorithms[c]) {
         CostShape shape;
         shape.ranks = n;
         shape.bytes = static_cast<double>(bytes);
         shape.segment_bytes = static_cast<double>(options.segment_bytes);
         shape.ranks_per_host = ranks_per_host;
         shape.torus_rows = options.torus_rows;  // 0: the algorithm's own choice
-        row.predicted_us = AllreduceCost(*algorithm, shape).Seconds(report.model) * 1e6;
+        row.predicted_us = AllreduceCost(*algorithms[c], shape).Seconds(report.model) * 1e6;
       }
       report.rows.push_back(row);
     }
