@@ -5,6 +5,9 @@
 // asynchronous progress: one thread at a time owns the transport and drives it) and finalises it
 // when destroyed. Waits poll MPI_Test until done or the timeout; on expiry they return kTimeout
 // naming the peer. After a timeout the job cannot continue safely: call Abort().
+// Split bounds its wait for the other ranks by its timeout (they exchange (color, key) first),
+// then calls MPI_Comm_split, which MPI cannot bound: a rank that dies between the two steps can
+// still block the others there. Messages longer than INT_MAX bytes are sent as one MPI message.
 #pragma once
 
 #include <memory>
