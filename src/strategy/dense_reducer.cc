@@ -1,0 +1,189 @@
+// Dense gradient reducers: the exact average of every bucket.
+//
+// AllreduceReducer runs frugal's Allreduce over the transport with ReduceOp::kAverage and the
+// chosen AllreduceAlgorithm; its bytes_sent() is the growth of Transport::bytes_sent() across
+// its own calls, so it counts exactly what this reducer put on the wire.
+//
+// MpiReducer hands the bucket to Open MPI's MPI_Iallreduce (MPI_SUM) on its own duplicate of
+// MPI_COMM_WORLD (made with MPI_Comm_idup so that even the set-up wait is bounded), polls
+// MPI_Test until the request completes or `timeout` passes, then divides by the number of ranks.
+// MPI picks its own algorithm and its bytes cannot be observed, so bytes_sent() adds, per bucket,
+// what the ring algorithm sends from this rank: in the reduce-scatter phase every block of the
+// BlockPartition except block (rank+1) mod n, in the allgather phase every block except block
+// (rank+2) mod n, which totals 2 (n-1)/n of the bucket; bytes_counted_by() says "model:ring".
+// The C API only; Open MPI's deprecated C++ bindings are not used.
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+#include <sched.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "frugal/collectives.h"
+#include "frugal/reducer.h"
+#include "frugal/timer.h"
+
+namespace frugal {
+namespace {
+
+class AllreduceReducer final : public GradientReducer {
+ public:
+  AllreduceReducer(Transport& t, AllreduceOptions options)
+      : transport_(t), options_(std::move(options)) {}
+
+  Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
+    FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
+    const uint64_t before = transport_.bytes_sent();
+    Status status = Allreduce(transport_, data, options_);
+    bytes_sent_ += transport_.bytes_sent() - before;
+    return status.Annotate("allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) +
+                           ")");
+  }
+
+  std::string name() const override {
+    return "allreduce:" + std::string(AllreduceAlgorithmName(options_.algorithm));
+  }
+  uint64_t bytes_sent() const override { return bytes_sent_; }
+  std::string bytes_counted_by() const override { return "transport"; }
+
+ private:
+  Transport& transport_;
+  AllreduceOptions options_;
+  uint64_t bytes_sent_ = 0;
+};
+
+// Polls `request` until it completes or `timeout` passes: pure polling for the first 200 us,
+// then with sched_yield (ranks sharing a core let each other compute) up to 20 ms, then with
+// 100 us sleeps.
+Status WaitRequest(MPI_Request* request, Duration timeout, const std::string& what) {
+  const auto start = Clock::now();
+  const auto deadline = start + timeout;
+  while (true) {
+    int done = 0;
+    if (MPI_Test(request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+      return PeerLostError(what + ": MPI_Test failed");
+    }
+    if (done) return Status::Ok();
+    if (Clock::now() >= deadline) {
+      return TimeoutError(what + ": not completed within " + std::to_string(timeout.count()) +
+                          " ms (MPI does not say which rank is missing)");
+    }
+    const auto waited = Clock::now() - start;
+    if (waited > std::chrono::milliseconds(20)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    } else if (waited > std::chrono::microseconds(200)) {
+      sched_yield();
+    }
+  }
+}
+
+class MpiReducer final : public GradientReducer {
+ public:
+  MpiReducer(MPI_Comm comm, int rank, int size, Duration timeout)
+      : comm_(comm), rank_(rank), size_(size), timeout_(timeout) {}
+  ~MpiReducer() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+  Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
+    FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
+    FRUGAL_CHECK_LE(data.size(), static_cast<size_t>(INT32_MAX), "bucket ", bucket.name);
+    if (size_ == 1 || data.empty()) return Status::Ok();
+    const std::string what =
+        "MPI_Allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) + ")";
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
+                       comm_, &request) != MPI_SUCCESS) {
+      return PeerLostError(what + ": MPI_Iallreduce failed");
+    }
+    FRUGAL_RETURN_IF_ERROR(WaitRequest(&request, timeout_, what));
+    const float scale = 1.0f / static_cast<float>(size_);
+    for (float& v : data) v *= scale;
+    bytes_sent_ += RingBytes(data.size());
+    return Status::Ok();
+  }
+
+  std::string name() const override { return "mpi"; }
+  uint64_t bytes_sent() const override { return bytes_sent_; }
+  std::string bytes_counted_by() const override { return "model:ring"; }
+
+ private:
+  uint64_t RingBytes(size_t count) const {
+    const size_t skip_rs = BlockPartition(count, size_, (rank_ + 1) % size_).count;
+    const size_t skip_ag = BlockPartition(count, size_, (rank_ + 2) % size_).count;
+    return (2 * count - skip_rs - skip_ag) * sizeof(float);
+  }
+
+  MPI_Comm comm_;
+  int rank_;
+  int size_;
+  Duration timeout_;
+  uint64_t bytes_sent_ = 0;
+};
+
+StatusOr<std::unique_ptr<GradientReducer>> MakeMpiReducer(Transport& t, Duration timeout) {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) {
+    return FailedPreconditionError(
+        "the mpi all-reduce needs a run under MPI (start it with mpirun or --np)");
+  }
+  int world_rank = 0;
+  int world_size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (world_rank != t.rank() || world_size != t.size()) {
+    return FailedPreconditionError(
+        "the mpi all-reduce needs a transport that spans MPI_COMM_WORLD in rank order (rank " +
+        std::to_string(t.rank()) + " of " + std::to_string(t.size()) + " vs. world rank " +
+        std::to_string(world_rank) + " of " + std::to_string(world_size) + ")");
+  }
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request) != MPI_SUCCESS) {
+    return PeerLostError("MPI_Comm_idup failed");
+  }
+  FRUGAL_RETURN_IF_ERROR(WaitRequest(&request, timeout, "duplicating MPI_COMM_WORLD"));
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  return std::unique_ptr<GradientReducer>(
+      std::make_unique<MpiReducer>(comm, world_rank, world_size, timeout));
+}
+
+}  // namespace
+
+std::vector<std::string> DenseReducerAlgorithms() {
+  std::vector<std::string> names;
+  for (AllreduceAlgorithm algorithm : AllAllreduceAlgorithms()) {
+    names.emplace_back(AllreduceAlgorithmName(algorithm));
+  }
+  names.emplace_back("mpi");
+  return names;
+}
+
+StatusOr<std::unique_ptr<GradientReducer>> MakeDenseReducer(Transport& t,
+                                                            const DenseReducerOptions& options) {
+  if (options.algorithm == "mpi") return MakeMpiReducer(t, options.timeout);
+  StatusOr<AllreduceAlgorithm> algorithm = ParseAllreduceAlgorithm(options.algorithm);
+  if (!algorithm.ok()) {
+    std::string known;
+    for (const std::string& name : DenseReducerAlgorithms()) {
+      known += (known.empty() ? "" : ", ") + name;
+    }
+    return InvalidArgumentError("unknown all-reduce algorithm '" + options.algorithm +
+                                "' (known: " + known + ")");
+  }
+  AllreduceOptions allreduce = options.allreduce;
+  allreduce.algorithm = *algorithm;
+  allreduce.op = ReduceOp::kAverage;
+  allreduce.timeout = options.timeout;
+  return std::unique_ptr<GradientReducer>(std::make_unique<AllreduceReducer>(t, allreduce));
+}
+
+}  // namespace frugal

@@ -1,0 +1,182 @@
+// Bucket planning and the dense gradient reducers against a serial average, over world sizes
+// 1..5 and every all-reduce algorithm, with ranks as threads.
+#include "frugal/reducer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "frugal/inproc_transport.h"
+#include "frugal/random.h"
+
+namespace frugal {
+namespace {
+
+std::vector<BucketInfo> Plan(const std::vector<TensorSpec>& tensors, size_t cap_bytes) {
+  return PlanBuckets(tensors, cap_bytes);
+}
+
+TEST(PlanBuckets, FillsBucketsInOrderUpToTheCap) {
+  const std::vector<TensorSpec> tensors = {{"a", 10},    {"b", 20}, {"empty", 0}, {"c", 5},
+                                           {"big", 100}, {"d", 1},  {"e", 30}};
+  const std::vector<BucketInfo> plan = PlanBuckets(tensors, 35 * sizeof(float));
+  ASSERT_EQ(plan.size(), 3u);
+  // a + b + c = 35 fits exactly; big exceeds the cap alone; d + e = 31.
+  EXPECT_EQ(plan[0].count, 35u);
+  ASSERT_EQ(plan[0].entries.size(), 3u);
+  EXPECT_EQ(plan[0].entries[1].name, "b");
+  EXPECT_EQ(plan[0].entries[1].offset, 10u);
+  EXPECT_EQ(plan[0].entries[2].name, "c");
+  EXPECT_EQ(plan[0].entries[2].offset, 30u);
+  EXPECT_EQ(plan[1].entries.size(), 1u);
+  EXPECT_EQ(plan[1].entries[0].name, "big");
+  EXPECT_EQ(plan[1].count, 100u);
+  EXPECT_EQ(plan[2].count, 31u);
+  EXPECT_EQ(plan[2].entries[1].offset, 1u);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(plan[i].id, static_cast<int>(i));
+    EXPECT_EQ(plan[i].name, "bucket" + std::to_string(i));
+  }
+}
+
+TEST(PlanBuckets, DefaultCapIs25MegabytesAndEmptyInputGivesNoBuckets) {
+  EXPECT_EQ(kDefaultBucketCapBytes, 25u * 1024 * 1024);
+  EXPECT_TRUE(Plan({}, kDefaultBucketCapBytes).empty());
+  const std::vector<TensorSpec> tensors = {{"x", 4 << 20}, {"y", 3 << 20}};  // 16 MB + 12 MB
+  const auto plan = PlanBuckets(tensors, kDefaultBucketCapBytes);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_THROW(PlanBuckets(tensors, 0), CheckError);
+}
+
+TEST(PlanFingerprint, ChangesWithNamesSizesAndOrder) {
+  const std::vector<TensorSpec> base = {{"w", 10}, {"b", 2}};
+  const uint64_t h = PlanFingerprint(PlanBuckets(base, 1024));
+  EXPECT_EQ(h, PlanFingerprint(PlanBuckets(base, 1024)));
+  EXPECT_NE(h, PlanFingerprint(Plan({{"w", 10}, {"c", 2}}, 1024)));
+  EXPECT_NE(h, PlanFingerprint(Plan({{"w", 11}, {"b", 2}}, 1024)));
+  EXPECT_NE(h, PlanFingerprint(Plan({{"b", 2}, {"w", 10}}, 1024)));
+  EXPECT_NE(h, PlanFingerprint(PlanBuckets(base, 40)));
+}
+
+TEST(VerifySamePlan, AgreesOrNamesTheRanksThatDiffer) {
+  for (int n : {1, 2, 5}) {
+    auto statuses = RunRanks(n, [](Transport& t) -> Status {
+      return VerifySamePlan(t, Plan({{"w", 7}}, 64), std::chrono::seconds(10));
+    });
+    for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  auto statuses = RunRanks(5, [](Transport& t) -> Status {
+    const size_t count = (t.rank() == 1 || t.rank() == 3) ? 8 : 7;
+    return VerifySamePlan(t, Plan({{"w", count}}, 64), std::chrono::seconds(10));
+  });
+  for (const Status& s : statuses) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("rank(s) 1, 3"), std::string::npos) << s.ToString();
+  }
+}
+
+std::vector<float> RankValues(int rank, size_t count) {
+  RngStream rng(RngKey{42, rank, 0, 7});
+  std::vector<float> v(count);
+  for (float& x : v) x = static_cast<float>(rng.Normal());
+  return v;
+}
+
+TEST(DenseReducer, EveryAlgorithmAveragesLikeASerialSum) {
+  const size_t count = 1000;
+  const BucketInfo bucket = Plan({{"grad", count}}, kDefaultBucketCapBytes)[0];
+  for (const std::string& algorithm : DenseReducerAlgorithms()) {
+    if (algorithm == "mpi") continue;
+    for (int n : {1, 2, 3, 4, 5}) {
+      std::vector<double> expected(count, 0.0);
+      for (int r = 0; r < n; ++r) {
+        const std::vector<float> v = RankValues(r, count);
+        for (size_t i = 0; i < count; ++i) expected[i] += v[i];
+      }
+      std::vector<std::vector<float>> results(static_cast<size_t>(n));
+      std::vector<uint64_t> bytes(static_cast<size_t>(n));
+      InProcOptions world_options;
+      world_options.ranks_per_host = 2;  // hier: several hosts
+      auto statuses = RunRanks(
+          n,
+          [&](Transport& t) -> Status {
+            DenseReducerOptions options;
+            options.algorithm = algorithm;
+            options.timeout = std::chrono::seconds(20);
+            FRUGAL_ASSIGN_OR_RETURN(auto reducer, MakeDenseReducer(t, options));
+            std::vector<float> data = RankValues(t.rank(), count);
+            FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, data));
+            results[static_cast<size_t>(t.rank())] = data;
+            bytes[static_cast<size_t>(t.rank())] = reducer->bytes_sent();
+            if (reducer->bytes_counted_by() != "transport") {
+              return InternalError("counted by " + reducer->bytes_counted_by());
+            }
+            return Status::Ok();
+          },
+          world_options);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(statuses[r].ok()) << algorithm << " n=" << n << ": " << statuses[r].ToString();
+        for (size_t i = 0; i < count; ++i) {
+          ASSERT_NEAR(results[r][i], expected[i] / n, 1e-5)
+              << algorithm << " n=" << n << " rank " << r << " i=" << i;
+        }
+        // Every algorithm reduces in a fixed order: the same bits on every rank.
+        EXPECT_EQ(results[r], results[0]) << algorithm << " n=" << n;
+        if (n == 1) {
+          EXPECT_EQ(bytes[r], 0u) << algorithm;
+        } else {
+          EXPECT_GT(bytes[r], 0u) << algorithm << " n=" << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(DenseReducer, RingCountsTwoTimesNMinusOneOverNOfTheBucket) {
+  const size_t count = 4000;
+  const BucketInfo bucket = Plan({{"grad", count}}, kDefaultBucketCapBytes)[0];
+  std::vector<uint64_t> bytes(4);
+  auto statuses = RunRanks(4, [&](Transport& t) -> Status {
+    DenseReducerOptions options;
+    options.algorithm = "ring";
+    options.allreduce.check_lengths = false;
+    FRUGAL_ASSIGN_OR_RETURN(auto reducer, MakeDenseReducer(t, options));
+    std::vector<float> data(count, 1.0f);
+    FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, data));
+    bytes[static_cast<size_t>(t.rank())] = reducer->bytes_sent();
+    return Status::Ok();
+  });
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_TRUE(statuses[r].ok()) << statuses[r].ToString();
+    EXPECT_EQ(bytes[r], 2u * 3 * (count / 4) * sizeof(float)) << r;
+  }
+}
+
+TEST(DenseReducer, RejectsUnknownNamesAndMpiOutsideMpi) {
+  auto statuses = RunRanks(1, [](Transport& t) -> Status {
+    DenseReducerOptions options;
+    options.algorithm = "nccl";
+    auto unknown = MakeDenseReducer(t, options);
+    if (unknown.status().code() != StatusCode::kInvalidArgument) {
+      return InternalError("nccl: " + unknown.status().ToString());
+    }
+    if (unknown.status().message().find("ring") == std::string::npos) {
+      return InternalError("the message does not list the known names");
+    }
+    options.algorithm = "mpi";
+    auto mpi = MakeDenseReducer(t, options);
+    if (mpi.status().code() != StatusCode::kFailedPrecondition) {
+      return InternalError("mpi: " + mpi.status().ToString());
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  const std::vector<std::string> names = DenseReducerAlgorithms();
+  EXPECT_EQ(names.back(), "mpi");
+  EXPECT_EQ(names.front(), "ring");
+}
+
+}  // namespace
+}  // namespace frugal

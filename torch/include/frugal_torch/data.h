@@ -1,0 +1,100 @@
+// Fashion-MNIST and how the training set is split across ranks.
+//
+// LoadFashionMnist reads the four IDX files (gzip) of Debian's dataset-fashion-mnist package and
+// returns the images normalised with the training set's mean and standard deviation. A missing
+// directory or file is kNotFound naming the package; a file that is not a valid IDX file of the
+// expected kind is kMalformed. No torch types: the adapter wraps the buffers in tensors.
+//
+// ShardSampler tells each rank which training samples it uses in each epoch and in which order:
+//  - iid (default): every epoch, a permutation of the whole training set drawn from (seed,
+//    epoch), the same on every rank; rank r takes positions r, r+n, r+2n, ... of it (as PyTorch's
+//    DistributedSampler), floor(N/n) samples each. Batch k of rank r thus holds the samples
+//    that a single rank with batch n*b would see in its batch k; the n shards of an epoch are
+//    disjoint and cover the set (all of it when n divides N).
+//  - dirichlet:ALPHA: non-IID shards fixed for the whole run: for each class, the proportions
+//    going to each rank are drawn from Dirichlet(ALPHA) (small ALPHA: few classes per rank).
+//    Every epoch each rank reshuffles its shard (from seed, epoch, rank) and cycles through it so
+//    that every rank runs the same number of full batches, ceil(floor(N/n) / b).
+// Everything is computed from the seed, without communication; all ranks agree.
+// Thread safety: const methods may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frugal/status.h"
+
+namespace frugal_torch {
+
+inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
+inline constexpr char kFashionMnistPackage[] = "dataset-fashion-mnist";
+// Mean and standard deviation of the Fashion-MNIST training pixels scaled to [0, 1].
+inline constexpr float kFashionMnistMean = 0.2860f;
+inline constexpr float kFashionMnistStd = 0.3530f;
+
+struct ImageSet {
+  int64_t count = 0;
+  int rows = 0;
+  int cols = 0;
+  std::vector<float> images;    // count * rows * cols, normalised, row-major
+  std::vector<uint8_t> labels;  // count, in [0, 10)
+};
+
+struct FashionMnist {
+  ImageSet train;
+  ImageSet test;
+};
+
+frugal::StatusOr<FashionMnist> LoadFashionMnist(const std::string& dir = kFashionMnistDir);
+
+// Reads one IDX file (gzip or plain): its dimensions and raw uint8 payload.
+struct IdxFile {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;
+};
+frugal::StatusOr<IdxFile> ReadIdxFile(const std::string& path);
+
+enum class PartitionKind { kIid, kDirichlet };
+
+struct PartitionSpec {
+  PartitionKind kind = PartitionKind::kIid;
+  double alpha = 0;  // dirichlet only, > 0
+};
+
+// "iid" or "dirichlet:ALPHA" with ALPHA > 0; kInvalidArgument otherwise.
+frugal::StatusOr<PartitionSpec> ParsePartition(std::string_view spec);
+std::string PartitionName(const PartitionSpec& spec);
+
+class ShardSampler {
+ public:
+  // `labels` of the training set; batch_size > 0, 0 <= rank < world; world <= labels.size().
+  ShardSampler(const std::vector<uint8_t>& labels, int rank, int world, int64_t batch_size,
+               PartitionSpec partition, uint64_t seed);
+
+  int64_t batch_size() const { return batch_size_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  // Samples this rank uses per epoch (iid: floor(N/n); dirichlet: steps * batch).
+  int64_t samples_per_epoch() const;
+  // dirichlet: the fixed shard of this rank (sorted); iid: empty.
+  const std::vector<int64_t>& shard() const { return shard_; }
+
+  // This rank's sample indices for `epoch`, in the order they are used.
+  std::vector<int64_t> EpochOrder(int64_t epoch) const;
+  // Slice `step` of EpochOrder(epoch) (the last iid batch may be shorter).
+  static std::vector<int64_t> BatchOf(const std::vector<int64_t>& order, int64_t step,
+                                      int64_t batch_size);
+
+ private:
+  int64_t total_;
+  int rank_;
+  int world_;
+  int64_t batch_size_;
+  PartitionSpec partition_;
+  uint64_t seed_;
+  std::vector<int64_t> shard_;
+  int64_t steps_per_epoch_ = 0;
+};
+
+}  // namespace frugal_torch

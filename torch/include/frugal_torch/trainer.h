@@ -1,0 +1,114 @@
+// Data-parallel training of a Fashion-MNIST classifier with BSP gradient averaging: the loop
+// behind `frugal train`. Torch-free interface, so that the command-line layer stays light.
+//
+// Train() runs on every rank with that rank's transport and gradient reducer. It builds the model
+// from the seed, broadcasts the parameters from rank 0, wraps SGD in a DistributedOptimizer,
+// trains `epochs` epochs (or stops after max_steps steps in total) on this rank's shard, and after
+// every epoch evaluates the full test set (each rank a slice, the sums exchanged) and exchanges
+// the metrics, so every rank returns the same records. Global batch = batch_size x ranks.
+//
+// Callbacks run on the calling thread of every rank (install them on rank 0 only for output).
+// Every collective is bounded by options.timeout; on any error Train returns it (kTimeout names
+// the peers that did not answer) and the caller should end the job.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "frugal/reducer.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+#include "frugal_torch/data.h"
+#include "frugal_torch/schedule.h"
+
+namespace frugal_torch {
+
+// Names accepted by MakeModel: mlp, cnn, resnet20, vgg.
+std::vector<std::string> ModelNames();
+
+struct TrainOptions {
+  std::string model = "cnn";
+  int64_t epochs = 1;
+  int64_t batch_size = 64;  // per rank
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0;
+  bool nesterov = false;
+  LrScheduleKind schedule = LrScheduleKind::kConstant;
+  double warmup_epochs = 0;
+  std::vector<double> lr_milestones;  // epochs (kStep)
+  double lr_gamma = 0.1;
+  PartitionSpec partition;
+  uint64_t seed = 1;
+  int threads = 1;        // torch intra-op threads of this rank
+  int64_t max_steps = 0;  // > 0: stop after this many steps in total, then evaluate
+  size_t bucket_cap_bytes = frugal::kDefaultBucketCapBytes;
+  frugal::Duration timeout = std::chrono::seconds(20);
+  int64_t eval_batch_size = 1000;
+};
+
+// kInvalidArgument naming the first bad option (unknown model, lr <= 0, ...).
+frugal::Status ValidateTrainOptions(const TrainOptions& options);
+
+struct StepProgress {
+  int64_t epoch = 0;           // 1-based
+  int64_t epochs = 0;          // epochs that will run
+  int64_t step = 0;            // 1-based within the epoch
+  int64_t steps_in_epoch = 0;  // steps this epoch will run
+  int64_t global_step = 0;     // 1-based over the run
+  double loss = 0;             // this rank's mean training loss so far in the epoch
+  double lr = 0;
+  double samples_per_second = 0;  // all ranks, over the epoch so far
+  double epoch_seconds = 0;
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;  // 1-based
+  int64_t steps = 0;  // steps run in this epoch
+  double train_loss = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double lr = 0;                  // rate of the epoch's last step
+  double epoch_seconds = 0;       // training part of the epoch, without evaluation
+  double wall_seconds = 0;        // since training started, evaluation included
+  double samples_per_second = 0;  // all ranks, training part of the epoch
+  uint64_t bytes_sent = 0;        // per worker (mean over ranks), cumulative
+};
+
+struct TrainSummary {
+  std::string model;
+  int64_t params = 0;
+  int workers = 1;
+  int64_t epochs = 0;  // epochs run (the last one may be partial with max_steps)
+  int64_t steps = 0;
+  int64_t global_batch = 0;
+  std::string reducer;
+  double train_loss = 0;  // of the last epoch
+  double test_loss = 0;
+  double test_accuracy = 0;
+  uint64_t bytes_sent_per_worker = 0;  // mean over ranks, whole run
+  std::string bytes_counted_by;        // "transport" or "transport+model:ring"
+  double wall_seconds = 0;             // training and evaluation, after set-up
+  double compute_seconds = 0;          // mean over ranks: forward, backward, optimizer, data
+  double comm_seconds = 0;             // mean over ranks: gradient reduction
+  double eval_seconds = 0;             // mean over ranks: evaluation and metric exchange
+  double samples_per_second = 0;       // all ranks, training parts only
+  bool params_consistent = false;
+  uint32_t parameter_hash = 0;  // this rank's
+  std::vector<EpochRecord> history;
+};
+
+struct TrainCallbacks {
+  std::function<void(const StepProgress&)> on_step;
+  std::function<void(const EpochRecord&)> on_epoch;
+  // After the last epoch: every parameter of the final model, flattened in registration order.
+  std::function<void(const std::vector<float>&)> on_final_parameters;
+};
+
+frugal::StatusOr<TrainSummary> Train(frugal::Transport& t, frugal::GradientReducer& reducer,
+                                     const FashionMnist& data, const TrainOptions& options,
+                                     const TrainCallbacks& callbacks = {});
+
+}  // namespace frugal_torch

@@ -1,0 +1,306 @@
+// The BSP training loop.
+//
+// Set-up: the model is built from options.seed on every rank and BroadcastParameters makes rank
+// 0's copy everyone's (so ranks agree even if their builds differed); torch's SGD (momentum,
+// Nesterov, weight decay) is wrapped in a DistributedOptimizer whose bucket plan is verified
+// across ranks, and BroadcastOptimizerState aligns the optimizer state.
+//
+// Each step: the ShardSampler's batch `step` of the epoch is gathered from the in-memory training
+// tensors with index_select, the learning rate of the schedule for the global step is written
+// into every parameter group, forward + cross-entropy + backward run, then
+// DistributedOptimizer::Step averages the gradients over the ranks and steps SGD. The step's
+// wall time minus the reducer's time is compute time. Global batch = batch_size x ranks, and the
+// averaged gradient is the gradient of the mean loss over the global batch.
+//
+// Each epoch ends with an evaluation: batch-norm buffers are broadcast from rank 0 (as DDP does
+// before forward) so that every rank evaluates the same model, rank r evaluates block r of the
+// BlockPartition of the 10k test images, and one SumAcrossRanks exchanges the loss and accuracy
+// sums together with the epoch's training loss, time and byte counters. Every rank therefore
+// returns the same EpochRecord. The run ends with ParametersConsistent over the final model.
+#include "frugal_torch/trainer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "frugal/collectives.h"
+#include "frugal/timer.h"
+#include "frugal_torch/distributed.h"
+#include "frugal_torch/models.h"
+
+namespace frugal_torch {
+namespace {
+
+using frugal::Status;
+using frugal::StatusOr;
+
+torch::Tensor ImagesTensor(const ImageSet& set) {
+  return torch::from_blob(const_cast<float*>(set.images.data()), {set.count, 1, set.rows, set.cols},
+                          torch::TensorOptions().dtype(torch::kFloat));
+}
+
+torch::Tensor LabelsTensor(const ImageSet& set) {
+  return torch::from_blob(const_cast<uint8_t*>(set.labels.data()), {set.count},
+                          torch::TensorOptions().dtype(torch::kUInt8))
+      .to(torch::kLong);
+}
+
+struct EvalSums {
+  double loss_sum = 0;
+  double correct = 0;
+  double count = 0;
+};
+
+EvalSums Evaluate(Classifier& model, const torch::Tensor& images, const torch::Tensor& labels,
+                  int rank, int world, int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const frugal::Block block =
+      frugal::BlockPartition(static_cast<size_t>(images.size(0)), world, rank);
+  EvalSums sums;
+  for (int64_t begin = static_cast<int64_t>(block.offset);
+       begin < static_cast<int64_t>(block.offset + block.count); begin += batch_size) {
+    const int64_t end = std::min<int64_t>(begin + batch_size, block.offset + block.count);
+    const torch::Tensor x = images.slice(0, begin, end);
+    const torch::Tensor y = labels.slice(0, begin, end);
+    const torch::Tensor logits = model.forward(x);
+    sums.loss_sum +=
+        torch::nn::functional::cross_entropy(
+            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .item<double>();
+    sums.correct += logits.argmax(1).eq(y).sum().item<double>();
+    sums.count += static_cast<double>(end - begin);
+  }
+  model.train();
+  return sums;
+}
+
+StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& reducer,
+                                 const FashionMnist& data, const TrainOptions& options,
+                                 const TrainCallbacks& callbacks) {
+  FRUGAL_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  torch::set_num_threads(options.threads);
+  const int rank = t.rank();
+  const int world = t.size();
+  const frugal::Duration timeout = options.timeout;
+  if (data.train.count < world) {
+    return frugal::InvalidArgumentError("more ranks than training samples");
+  }
+
+  FRUGAL_ASSIGN_OR_RETURN(std::shared_ptr<Classifier> model,
+                          MakeModel(options.model, options.seed));
+  FRUGAL_RETURN_IF_ERROR(BroadcastParameters(t, *model, 0, timeout));
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(options.lr)
+                                                       .momentum(options.momentum)
+                                                       .weight_decay(options.weight_decay)
+                                                       .nesterov(options.nesterov));
+  DistributedOptimizerOptions dist_options;
+  dist_options.bucket_cap_bytes = options.bucket_cap_bytes;
+  dist_options.timeout = timeout;
+  FRUGAL_ASSIGN_OR_RETURN(
+      std::unique_ptr<DistributedOptimizer> dist,
+      DistributedOptimizer::Create(t, reducer, *model, optimizer, dist_options));
+  FRUGAL_RETURN_IF_ERROR(BroadcastOptimizerState(t, optimizer, 0, timeout));
+
+  const torch::Tensor train_images = ImagesTensor(data.train);
+  const torch::Tensor train_labels = LabelsTensor(data.train);
+  const torch::Tensor test_images = ImagesTensor(data.test);
+  const torch::Tensor test_labels = LabelsTensor(data.test);
+  const ShardSampler sampler(data.train.labels, rank, world, options.batch_size, options.partition,
+                             options.seed);
+  const int64_t steps_per_epoch = sampler.steps_per_epoch();
+  int64_t total_steps = options.epochs * steps_per_epoch;
+  if (options.max_steps > 0) total_steps = std::min(total_steps, options.max_steps);
+  const int64_t epochs_to_run = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
+
+  LrSchedule schedule;
+  schedule.kind = options.schedule;
+  schedule.base_lr = options.lr;
+  schedule.warmup_steps =
+      std::llround(options.warmup_epochs * static_cast<double>(steps_per_epoch));
+  for (double epoch : options.lr_milestones) {
+    schedule.milestones.push_back(std::llround(epoch * static_cast<double>(steps_per_epoch)));
+  }
+  std::sort(schedule.milestones.begin(), schedule.milestones.end());
+  schedule.gamma = options.lr_gamma;
+  schedule.total_steps = options.epochs * steps_per_epoch;
+
+  TrainSummary summary;
+  summary.model = options.model;
+  summary.params = CountParameters(*model);
+  summary.workers = world;
+  summary.global_batch = options.batch_size * world;
+  summary.reducer = reducer.name();
+  summary.bytes_counted_by = reducer.bytes_counted_by() == "transport"
+                                 ? "transport"
+                                 : "transport+" + reducer.bytes_counted_by();
+  const bool count_reducer_bytes = reducer.bytes_counted_by() != "transport";
+  const uint64_t transport_bytes_start = t.bytes_sent();
+  const uint64_t reducer_bytes_start = reducer.bytes_sent();
+  auto bytes_so_far = [&]() {
+    uint64_t bytes = t.bytes_sent() - transport_bytes_start;
+    if (count_reducer_bytes) bytes += reducer.bytes_sent() - reducer_bytes_start;
+    return bytes;
+  };
+
+  const frugal::Stopwatch wall;
+  double compute_seconds = 0;
+  double eval_seconds = 0;
+  int64_t global_step = 0;
+  model->train();
+  for (int64_t epoch = 1; epoch <= epochs_to_run; ++epoch) {
+    const std::vector<int64_t> order = sampler.EpochOrder(epoch - 1);
+    const int64_t steps_this_epoch = std::min(steps_per_epoch, total_steps - global_step);
+    const frugal::Stopwatch epoch_watch;
+    double loss_sum = 0;
+    double samples = 0;
+    double lr = options.lr;
+    for (int64_t step = 0; step < steps_this_epoch; ++step) {
+      const frugal::Stopwatch step_watch;
+      const double comm_before = dist->comm_seconds();
+      std::vector<int64_t> batch = ShardSampler::BatchOf(order, step, options.batch_size);
+      const torch::Tensor index =
+          torch::from_blob(batch.data(), {static_cast<int64_t>(batch.size())},
+                           torch::TensorOptions().dtype(torch::kLong));
+      const torch::Tensor x = train_images.index_select(0, index);
+      const torch::Tensor y = train_labels.index_select(0, index);
+      lr = LearningRate(schedule, global_step);
+      for (auto& group : optimizer.param_groups()) {
+        static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+      }
+      dist->ZeroGrad();
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+      loss.backward();
+      FRUGAL_RETURN_IF_ERROR(dist->Step());
+      loss_sum += loss.item<double>();
+      samples += static_cast<double>(batch.size());
+      ++global_step;
+      compute_seconds += step_watch.Seconds() - (dist->comm_seconds() - comm_before);
+      if (callbacks.on_step) {
+        StepProgress progress;
+        progress.epoch = epoch;
+        progress.epochs = epochs_to_run;
+        progress.step = step + 1;
+        progress.steps_in_epoch = steps_this_epoch;
+        progress.global_step = global_step;
+        progress.loss = loss_sum / static_cast<double>(step + 1);
+        progress.lr = lr;
+        progress.epoch_seconds = epoch_watch.Seconds();
+        progress.samples_per_second = samples * world / std::max(progress.epoch_seconds, 1e-9);
+        callbacks.on_step(progress);
+      }
+    }
+    const double epoch_seconds = epoch_watch.Seconds();
+
+    const frugal::Stopwatch eval_watch;
+    const double eval_watch_start_total = eval_seconds;
+    FRUGAL_RETURN_IF_ERROR(BroadcastBuffers(t, *model, 0, timeout));
+    const EvalSums eval =
+        Evaluate(*model, test_images, test_labels, rank, world, options.eval_batch_size);
+    const double mean_loss = steps_this_epoch > 0 ? loss_sum / steps_this_epoch : 0.0;
+    eval_seconds += eval_watch.Seconds();
+    const double local[] = {mean_loss,
+                            eval.loss_sum,
+                            eval.correct,
+                            eval.count,
+                            samples,
+                            epoch_seconds,
+                            static_cast<double>(bytes_so_far()),
+                            compute_seconds,
+                            dist->comm_seconds(),
+                            eval_seconds};
+    FRUGAL_ASSIGN_OR_RETURN(std::vector<double> sums, SumAcrossRanks(t, local, timeout));
+    // The exchange itself counts as evaluation time (reported from the next epoch on).
+    eval_seconds = eval_watch_start_total + eval_watch.Seconds();
+    EpochRecord record;
+    record.epoch = epoch;
+    record.steps = steps_this_epoch;
+    record.train_loss = sums[0] / world;
+    record.test_loss = sums[1] / std::max(sums[3], 1.0);
+    record.test_accuracy = sums[2] / std::max(sums[3], 1.0);
+    record.lr = lr;
+    record.epoch_seconds = sums[5] / world;
+    record.wall_seconds = wall.Seconds();
+    record.samples_per_second = sums[4] / std::max(record.epoch_seconds, 1e-9);
+    record.bytes_sent = static_cast<uint64_t>(std::llround(sums[6] / world));
+    summary.history.push_back(record);
+    summary.compute_seconds = sums[7] / world;
+    summary.comm_seconds = sums[8] / world;
+    summary.eval_seconds = sums[9] / world;
+    if (callbacks.on_epoch) callbacks.on_epoch(record);
+  }
+
+  FRUGAL_ASSIGN_OR_RETURN(summary.params_consistent, ParametersConsistent(t, *model, timeout));
+  summary.parameter_hash = ParameterHash(*model);
+  if (callbacks.on_final_parameters) {
+    std::vector<float> flat;
+    for (const torch::Tensor& p : model->parameters()) {
+      const torch::Tensor c = p.detach().contiguous();
+      flat.insert(flat.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    }
+    callbacks.on_final_parameters(flat);
+  }
+  summary.wall_seconds = wall.Seconds();
+  summary.epochs = static_cast<int64_t>(summary.history.size());
+  summary.steps = global_step;
+  if (!summary.history.empty()) {
+    const EpochRecord& last = summary.history.back();
+    summary.train_loss = last.train_loss;
+    summary.test_loss = last.test_loss;
+    summary.test_accuracy = last.test_accuracy;
+    summary.bytes_sent_per_worker = last.bytes_sent;
+    double samples = 0;
+    double seconds = 0;
+    for (const EpochRecord& r : summary.history) {
+      samples += r.samples_per_second * r.epoch_seconds;
+      seconds += r.epoch_seconds;
+    }
+    summary.samples_per_second = samples / std::max(seconds, 1e-9);
+  }
+  return summary;
+}
+
+}  // namespace
+
+Status ValidateTrainOptions(const TrainOptions& options) {
+  const std::vector<std::string> models = ModelNames();
+  if (std::find(models.begin(), models.end(), options.model) == models.end()) {
+    std::string known;
+    for (const std::string& n : models) known += (known.empty() ? "" : ", ") + n;
+    return frugal::InvalidArgumentError("unknown model '" + options.model + "' (known: " + known +
+                                        ")");
+  }
+  auto bad = [](const std::string& what) { return frugal::InvalidArgumentError(what); };
+  if (options.epochs < 1) return bad("--epochs must be >= 1");
+  if (options.batch_size < 1) return bad("--batch-size must be >= 1");
+  if (!(options.lr > 0) || !std::isfinite(options.lr)) return bad("--lr must be > 0");
+  if (!(options.momentum >= 0 && options.momentum < 1)) return bad("--momentum must be in [0, 1)");
+  if (!(options.weight_decay >= 0)) return bad("--weight-decay must be >= 0");
+  if (options.nesterov && options.momentum <= 0) return bad("--nesterov needs --momentum > 0");
+  if (!(options.warmup_epochs >= 0)) return bad("--warmup-epochs must be >= 0");
+  if (!(options.lr_gamma > 0)) return bad("--lr-gamma must be > 0");
+  for (double m : options.lr_milestones) {
+    if (!(m >= 0)) return bad("--lr-milestones must be >= 0");
+  }
+  if (options.threads < 1) return bad("--threads must be >= 1");
+  if (options.max_steps < 0) return bad("--max-steps must be >= 0");
+  if (options.bucket_cap_bytes < sizeof(float)) return bad("--bucket-cap-mb must be > 0");
+  if (options.timeout.count() <= 0) return bad("--timeout must be > 0");
+  if (options.eval_batch_size < 1) return bad("eval batch size must be >= 1");
+  return Status::Ok();
+}
+
+StatusOr<TrainSummary> Train(frugal::Transport& t, frugal::GradientReducer& reducer,
+                             const FashionMnist& data, const TrainOptions& options,
+                             const TrainCallbacks& callbacks) {
+  try {
+    return TrainImpl(t, reducer, data, options, callbacks);
+  } catch (const c10::Error& e) {
+    return frugal::InternalError(std::string("torch: ") + e.what_without_backtrace());
+  }
+}
+
+}  // namespace frugal_torch
