@@ -2,11 +2,11 @@
 //
 // Calibration: ranks 0 and 1 ping-pong messages of 8 B to 4 MiB (MeasurePair). Alpha is the
 // intercept of FitAlphaBeta over the small messages (8 B to 4 KiB, where latency dominates) and
-// beta the slope of FitAlphaBeta over the large ones (256 KiB to 4 MiB, where bandwidth does):
-// one least-squares line over all sizes would let the large messages dictate alpha (often
-// negative). Rank 0 times `a[i] += b[i]` over 16 MiB for gamma (seconds per byte reduced).
-// AllreduceCost(algorithm, shape).Seconds(model) is the predicted time of each of frugal's
-// algorithms.
+// beta the slope of FitAlphaBeta over the large ones (256 KiB to 4 MiB, where bandwidth does),
+// see FitByRange: one least-squares line over all sizes would let the large messages dictate
+// alpha (often negative). Rank 0 times `a[i] += b[i]` over 16 MiB for gamma (seconds per byte
+// reduced). AllreduceCost(algorithm, shape).Seconds(model) is the predicted time of each of
+// frugal's algorithms.
 //
 // Measurement, for each size: every rank fills its input with small integers,
 // x_r[i] = (7 i + 13 r + 1) mod 16, so that the sum over ranks is exact in float and the expected
@@ -170,18 +170,10 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
       calibration.timeout = options.timeout;
       FRUGAL_ASSIGN_OR_RETURN(PingPongPair pair, MeasurePair(t, 0, 1, calibration));
       if (rank == 0) {
-        std::vector<double> small_bytes, small_seconds, large_bytes, large_seconds;
-        for (const auto& sample : pair.samples) {
-          auto& bytes = sample.bytes <= (4 << 10) ? small_bytes : large_bytes;
-          auto& seconds = sample.bytes <= (4 << 10) ? small_seconds : large_seconds;
-          bytes.push_back(static_cast<double>(sample.bytes));
-          seconds.push_back(sample.one_way_seconds);
-        }
-        auto small = FitAlphaBeta(small_bytes, small_seconds);
-        auto large = FitAlphaBeta(large_bytes, large_seconds);
-        if (small.ok() && large.ok()) {
-          report.latency_fit = *small;
-          report.bandwidth_fit = *large;
+        RangeFits fits = FitByRange(pair.samples);
+        if (fits.latency && fits.bandwidth) {
+          report.latency_fit = *fits.latency;
+          report.bandwidth_fit = *fits.bandwidth;
           report.fitted = true;
         }
       }

@@ -28,6 +28,20 @@ class AllreducePeer {
 // and `t` spans MPI_COMM_WORLD.
 StatusOr<std::unique_ptr<AllreducePeer>> MakeMpiPeer(Transport& t, Duration timeout);
 
+// Ping-pong over raw MPI: MPI_Isend/MPI_Irecv on a duplicate of MPI_COMM_WORLD, completed by
+// polling MPI_Test without any back-off, bounded by the timeout. The baseline that the
+// transport's own round trips are compared with. Collective (like MakeMpiPeer).
+class PingPongPeer {
+ public:
+  virtual ~PingPongPeer() = default;
+  virtual std::string name() const = 0;
+  // One round trip with `peer`: the initiator sends `message` and receives it back, the other
+  // side receives it and sends it back.
+  virtual Status RoundTrip(int peer, std::span<std::byte> message, bool initiator,
+                           Duration timeout) = 0;
+};
+StatusOr<std::unique_ptr<PingPongPeer>> MakeMpiPingPongPeer(Transport& t, Duration timeout);
+
 enum class GlooAlgorithm { kRingChunked, kHalvingDoubling };
 StatusOr<GlooAlgorithm> ParseGlooAlgorithm(
     std::string_view name);  // ring_chunked, halving_doubling

@@ -4,6 +4,10 @@
 // warm-up round trips so that each size takes about `target_seconds`, and tells `b` the count
 // before timing. FitAlphaBeta then fits one_way = alpha + bytes * beta over all sizes.
 //
+// With a peer (raw MPI round trips), each timed iteration makes one round trip of each kind, the
+// two taking turns going first, so that both see the same conditions; vs_mpi is the MPI time
+// over the transport's.
+//
 // RunPingPong measures the pairs (0, r) for every other rank r, or every pair (i, j), i < j,
 // one at a time: all ranks pass a Barrier after each pair, and the non-zero first rank of a pair
 // sends its samples to rank 0 at the end.
@@ -26,11 +30,12 @@ std::vector<size_t> DefaultPingPongSizes() {
   return sizes;
 }
 
-StatusOr<PingPongPair> MeasurePair(Transport& t, int a, int b, const PingPongOptions& options) {
+StatusOr<PingPongPair> MeasurePair(Transport& t, int a, int b, const PingPongOptions& options,
+                                   PingPongPeer* peer) {
   FRUGAL_CHECK(t.rank() == a || t.rank() == b, "MeasurePair on rank ", t.rank());
   FRUGAL_CHECK(a != b, "a pair of distinct ranks");
   const bool timer = t.rank() == a;
-  const int peer = timer ? b : a;
+  const int other = timer ? b : a;
   size_t largest = 0;
   for (size_t s : options.sizes) largest = std::max(largest, s);
   std::vector<std::byte> buffer(largest, std::byte{0x42});
@@ -39,17 +44,21 @@ StatusOr<PingPongPair> MeasurePair(Transport& t, int a, int b, const PingPongOpt
     std::span<std::byte> message(buffer.data(), size);
     auto round_trip = [&]() -> Status {
       if (timer) {
-        FRUGAL_RETURN_IF_ERROR(Send(t, peer, kPingPongTag, message, options.timeout));
-        return Recv(t, peer, kPingPongTag, message, options.timeout);
+        FRUGAL_RETURN_IF_ERROR(Send(t, other, kPingPongTag, message, options.timeout));
+        return Recv(t, other, kPingPongTag, message, options.timeout);
       }
-      FRUGAL_RETURN_IF_ERROR(Recv(t, peer, kPingPongTag, message, options.timeout));
-      return Send(t, peer, kPingPongTag, message, options.timeout);
+      FRUGAL_RETURN_IF_ERROR(Recv(t, other, kPingPongTag, message, options.timeout));
+      return Send(t, other, kPingPongTag, message, options.timeout);
+    };
+    auto peer_round_trip = [&]() -> Status {
+      return peer->RoundTrip(other, message, timer, options.timeout);
     };
     std::vector<double> warm;
     for (int i = 0; i < std::max(options.warmup, 1); ++i) {
       Stopwatch watch;
       FRUGAL_RETURN_IF_ERROR(round_trip());
       warm.push_back(watch.Seconds());
+      if (peer != nullptr) FRUGAL_RETURN_IF_ERROR(peer_round_trip());
     }
     int iters = options.iters;
     if (iters <= 0) {
@@ -57,24 +66,31 @@ StatusOr<PingPongPair> MeasurePair(Transport& t, int a, int b, const PingPongOpt
       int32_t count = 0;
       if (timer) {
         double per_trip = std::max(*std::min_element(warm.begin(), warm.end()), 1e-7);
+        if (peer != nullptr) per_trip *= 2;
         count = static_cast<int32_t>(std::clamp(options.target_seconds / per_trip, 3.0, 1000.0));
-        FRUGAL_RETURN_IF_ERROR(Send(t, peer, kPingPongTag,
+        FRUGAL_RETURN_IF_ERROR(Send(t, other, kPingPongTag,
                                     AsBytes(std::span<const int32_t>(&count, 1)), options.timeout));
       } else {
-        FRUGAL_RETURN_IF_ERROR(Recv(t, peer, kPingPongTag,
+        FRUGAL_RETURN_IF_ERROR(Recv(t, other, kPingPongTag,
                                     AsWritableBytes(std::span<int32_t>(&count, 1)),
                                     options.timeout));
       }
       iters = count;
     }
     std::vector<double> one_way;
-    one_way.reserve(static_cast<size_t>(iters));
+    std::vector<double> peer_one_way;
     for (int i = 0; i < iters; ++i) {
-      Stopwatch watch;
-      FRUGAL_RETURN_IF_ERROR(round_trip());
-      one_way.push_back(watch.Seconds() / 2);
+      // With a peer, the two take turns going first.
+      for (int turn = 0; turn < (peer != nullptr ? 2 : 1); ++turn) {
+        const bool mine = peer == nullptr || (turn == 0) == (i % 2 == 0);
+        Stopwatch watch;
+        FRUGAL_RETURN_IF_ERROR(mine ? round_trip() : peer_round_trip());
+        (mine ? one_way : peer_one_way).push_back(watch.Seconds() / 2);
+      }
     }
-    pair.samples.push_back({size, Median(one_way), iters});
+    PingPongSample sample{size, Median(one_way), iters, std::nullopt};
+    if (peer != nullptr) sample.peer_one_way_seconds = Median(peer_one_way);
+    pair.samples.push_back(sample);
   }
   if (timer) {
     std::vector<double> bytes;
@@ -100,22 +116,27 @@ StatusOr<std::vector<PingPongPair>> RunPingPong(Transport& t, const PingPongOpti
     }
   }
   const CollectiveOptions sync{options.timeout, false};
+  std::unique_ptr<PingPongPeer> peer;
+  if (options.compare_mpi) {
+    FRUGAL_ASSIGN_OR_RETURN(peer, MakeMpiPingPongPeer(t, options.timeout));
+  }
   std::vector<PingPongPair> pairs;
   for (auto [a, b] : schedule) {
     std::optional<PingPongPair> mine;
     if (t.rank() == a || t.rank() == b) {
-      FRUGAL_ASSIGN_OR_RETURN(PingPongPair pair, MeasurePair(t, a, b, options));
+      FRUGAL_ASSIGN_OR_RETURN(PingPongPair pair, MeasurePair(t, a, b, options, peer.get()));
       if (t.rank() == a) mine = std::move(pair);
     }
     // Rank a (when not 0) sends its samples to rank 0.
     if (a != 0 && (t.rank() == a || t.rank() == 0)) {
-      std::vector<double> flat(options.sizes.size() * 2 + 4);
+      std::vector<double> flat(options.sizes.size() * 3 + 4);
       if (t.rank() == a) {
         for (size_t k = 0; k < mine->samples.size(); ++k) {
-          flat[2 * k] = mine->samples[k].one_way_seconds;
-          flat[2 * k + 1] = mine->samples[k].iters;
+          flat[3 * k] = mine->samples[k].one_way_seconds;
+          flat[3 * k + 1] = mine->samples[k].iters;
+          flat[3 * k + 2] = mine->samples[k].peer_one_way_seconds.value_or(-1);
         }
-        const size_t base = options.sizes.size() * 2;
+        const size_t base = options.sizes.size() * 3;
         flat[base] = mine->fit.alpha;
         flat[base + 1] = mine->fit.beta;
         flat[base + 2] = mine->fit.r2;
@@ -127,10 +148,12 @@ StatusOr<std::vector<PingPongPair>> RunPingPong(Transport& t, const PingPongOpti
             Recv(t, a, kBenchTag, AsWritableBytes(std::span<double>(flat)), options.timeout));
         PingPongPair pair{a, b, {}, {}, false};
         for (size_t k = 0; k < options.sizes.size(); ++k) {
-          pair.samples.push_back(
-              {options.sizes[k], flat[2 * k], static_cast<int>(flat[2 * k + 1])});
+          PingPongSample sample{options.sizes[k], flat[3 * k], static_cast<int>(flat[3 * k + 1]),
+                                std::nullopt};
+          if (flat[3 * k + 2] >= 0) sample.peer_one_way_seconds = flat[3 * k + 2];
+          pair.samples.push_back(sample);
         }
-        const size_t base = options.sizes.size() * 2;
+        const size_t base = options.sizes.size() * 3;
         pair.fit = {flat[base], flat[base + 1], flat[base + 2]};
         pair.fitted = flat[base + 3] != 0;
         mine = std::move(pair);
@@ -140,6 +163,23 @@ StatusOr<std::vector<PingPongPair>> RunPingPong(Transport& t, const PingPongOpti
     FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
   }
   return pairs;
+}
+
+RangeFits FitByRange(const std::vector<PingPongSample>& samples) {
+  std::vector<double> small_bytes, small_seconds, large_bytes, large_seconds;
+  for (const auto& s : samples) {
+    if (s.bytes <= kLatencyRangeBytes) {
+      small_bytes.push_back(static_cast<double>(s.bytes));
+      small_seconds.push_back(s.one_way_seconds);
+    } else if (s.bytes >= kBandwidthRangeBytes) {
+      large_bytes.push_back(static_cast<double>(s.bytes));
+      large_seconds.push_back(s.one_way_seconds);
+    }
+  }
+  RangeFits fits;
+  if (auto f = FitAlphaBeta(small_bytes, small_seconds); f.ok()) fits.latency = *f;
+  if (auto f = FitAlphaBeta(large_bytes, large_seconds); f.ok()) fits.bandwidth = *f;
+  return fits;
 }
 
 namespace {
@@ -156,21 +196,44 @@ std::string Micros(double seconds) {
 std::string PingPongTable(const std::vector<PingPongPair>& pairs) {
   std::string out;
   for (const auto& pair : pairs) {
-    Table table({"pair", "bytes", "iters", "latency_us", "bandwidth_GB/s"}, {true});
+    const bool compared =
+        !pair.samples.empty() && pair.samples.front().peer_one_way_seconds.has_value();
+    std::vector<std::string> header = {"pair", "bytes", "iters", "latency_us", "bandwidth_GB/s"};
+    if (compared) {
+      header.insert(header.end(), {"mpi_latency_us", "mpi_bandwidth_GB/s", "vs_mpi"});
+    }
+    Table table(header, {true});
     for (const auto& s : pair.samples) {
-      table.AddRow({fmt::format("{}<->{}", pair.a, pair.b), FormatBytes(s.bytes),
-                    fmt::format("{}", s.iters), Micros(s.one_way_seconds),
-                    fmt::format("{:.3f}", static_cast<double>(s.bytes) / s.one_way_seconds / 1e9)});
+      std::vector<std::string> row = {
+          fmt::format("{}<->{}", pair.a, pair.b), FormatBytes(s.bytes), fmt::format("{}", s.iters),
+          Micros(s.one_way_seconds),
+          fmt::format("{:.3f}", static_cast<double>(s.bytes) / s.one_way_seconds / 1e9)};
+      if (compared) {
+        const double mpi = s.peer_one_way_seconds.value_or(0);
+        row.insert(row.end(),
+                   {Micros(mpi), fmt::format("{:.3f}", static_cast<double>(s.bytes) / mpi / 1e9),
+                    fmt::format("{:.2f}x", mpi / s.one_way_seconds)});
+      }
+      table.AddRow(row);
     }
     out += table.Render();
+    auto describe = [](const LinearFit& f) {
+      return fmt::format("alpha = {} us, beta = {:.4f} ns/byte ({:.2f} GB/s), r2 = {:.4f}",
+                         Micros(f.alpha), f.beta * 1e9, f.beta > 0 ? 1e-9 / f.beta : 0.0, f.r2);
+    };
     if (pair.fitted) {
-      out += fmt::format(
-          "fit {}<->{}: alpha = {} us, beta = {:.4f} ns/byte ({:.2f} GB/s), r2 = {:.4f}\n\n",
-          pair.a, pair.b, Micros(pair.fit.alpha), pair.fit.beta * 1e9,
-          pair.fit.beta > 0 ? 1e-9 / pair.fit.beta : 0.0, pair.fit.r2);
-    } else {
-      out += "\n";
+      out += fmt::format("fit {}<->{}: {}\n", pair.a, pair.b, describe(pair.fit));
     }
+    RangeFits ranges = FitByRange(pair.samples);
+    if (ranges.latency) {
+      out += fmt::format("fit {}<->{} of sizes <= {}: {}\n", pair.a, pair.b,
+                         FormatBytes(kLatencyRangeBytes), describe(*ranges.latency));
+    }
+    if (ranges.bandwidth) {
+      out += fmt::format("fit {}<->{} of sizes >= {}: {}\n", pair.a, pair.b,
+                         FormatBytes(kBandwidthRangeBytes), describe(*ranges.bandwidth));
+    }
+    out += "\n";
   }
   return out;
 }
@@ -187,6 +250,9 @@ std::vector<nlohmann::json> PingPongJson(const std::vector<PingPongPair>& pairs)
            {"iters", s.iters},
            {"latency_us", s.one_way_seconds * 1e6},
            {"bandwidth_gbps", static_cast<double>(s.bytes) / s.one_way_seconds / 1e9}});
+      if (s.peer_one_way_seconds) {
+        records.back()["mpi_latency_us"] = *s.peer_one_way_seconds * 1e6;
+      }
     }
     if (pair.fitted) {
       records.push_back({{"bench", "pingpong_fit"},
@@ -195,6 +261,11 @@ std::vector<nlohmann::json> PingPongJson(const std::vector<PingPongPair>& pairs)
                          {"alpha_us", pair.fit.alpha * 1e6},
                          {"beta_s_per_byte", pair.fit.beta},
                          {"r2", pair.fit.r2}});
+      RangeFits ranges = FitByRange(pair.samples);
+      if (ranges.latency) records.back()["small_sizes_alpha_us"] = ranges.latency->alpha * 1e6;
+      if (ranges.bandwidth) {
+        records.back()["large_sizes_beta_s_per_byte"] = ranges.bandwidth->beta;
+      }
     }
   }
   return records;

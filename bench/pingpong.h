@@ -4,12 +4,14 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "frugal/cost_model.h"
 #include "frugal/status.h"
 #include "frugal/transport.h"
+#include "peers.h"
 
 namespace frugal::bench {
 
@@ -21,6 +23,8 @@ struct PingPongOptions {
   double target_seconds = 0.2;
   // false: rank 0 with every other rank; true: every pair of ranks.
   bool all_pairs = false;
+  // Also time raw MPI round trips (MakeMpiPingPongPeer), interleaved with the transport's.
+  bool compare_mpi = false;
   Duration timeout = kDefaultTimeout;
 };
 
@@ -31,6 +35,7 @@ struct PingPongSample {
   size_t bytes = 0;
   double one_way_seconds = 0;  // median over round trips of round-trip time / 2
   int iters = 0;
+  std::optional<double> peer_one_way_seconds;  // the same over raw MPI, when compared
 };
 
 struct PingPongPair {
@@ -46,8 +51,22 @@ struct PingPongPair {
 // are complete on rank 0; other ranks get an empty vector.
 StatusOr<std::vector<PingPongPair>> RunPingPong(Transport& t, const PingPongOptions& options);
 
-// Measures one pair (ranks a and b call it, the others must not). Result valid on rank a.
-StatusOr<PingPongPair> MeasurePair(Transport& t, int a, int b, const PingPongOptions& options);
+// Measures one pair (ranks a and b call it, the others must not). Result valid on rank a. With
+// a peer, its round trips alternate with the transport's.
+StatusOr<PingPongPair> MeasurePair(Transport& t, int a, int b, const PingPongOptions& options,
+                                   PingPongPeer* peer = nullptr);
+
+// One least-squares line over sizes from 1 B to 64 MiB is dictated by the large messages (its
+// alpha is often negative). FitByRange fits the small messages (<= kLatencyRangeBytes) for
+// alpha, where latency dominates, and the large ones (>= kBandwidthRangeBytes) for beta, where
+// bandwidth does; each is nullopt with fewer than two sizes in its range.
+inline constexpr size_t kLatencyRangeBytes = 4 << 10;
+inline constexpr size_t kBandwidthRangeBytes = 256 << 10;
+struct RangeFits {
+  std::optional<LinearFit> latency;
+  std::optional<LinearFit> bandwidth;
+};
+RangeFits FitByRange(const std::vector<PingPongSample>& samples);
 
 std::string PingPongTable(const std::vector<PingPongPair>& pairs);
 std::vector<nlohmann::json> PingPongJson(const std::vector<PingPongPair>& pairs);

@@ -43,6 +43,7 @@ struct PingPongFlags {
   int iters = 0;
   int warmup = 2;
   bool all_pairs = false;
+  bool compare_mpi = false;
   int timeout_ms = 60000;
   std::string json;
 };
@@ -75,6 +76,7 @@ StatusOr<bench::PingPongOptions> ToOptions(const PingPongFlags& flags) {
   options.iters = flags.iters;
   options.warmup = flags.warmup;
   options.all_pairs = flags.all_pairs;
+  options.compare_mpi = flags.compare_mpi;
   options.timeout = Duration(flags.timeout_ms);
   FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
   return options;
@@ -122,6 +124,8 @@ void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher) {
   cmd->add_option("--iters", flags->iters, "Round trips timed per size (0: about 0.2 s worth)")
       ->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Untimed round trips per size")->capture_default_str();
+  cmd->add_flag("--compare-mpi", flags->compare_mpi,
+                "Also time raw MPI round trips, interleaved with the transport's");
   cmd->add_flag("--all-pairs", flags->all_pairs,
                 "Every pair of ranks, not only rank 0 with others");
   cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
