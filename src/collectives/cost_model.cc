@@ -8,18 +8,20 @@
 //                 (alpha + N beta + N gamma) and the post-step (alpha + N beta)
 //   rabenseifner  2 log2(p) alpha + 2 (p-1)/p N beta + (p-1)/p N gamma, plus the same pre/post
 //                 steps when n != p
-//   tree          segments of m bytes, S = ceil(N/m), h = height of the heap tree; the pipeline
-//                 takes h + S - 1 stages for the reduce and as many for the broadcast, and an
-//                 interior rank receives two segments per reduce stage and sends two per
-//                 broadcast stage: 4 (h+S-1) alpha + 4 (h+S-1) m beta + 2 (h+S-1) m gamma
-//                 (about 4 N beta for large S)
-//   dbtree        the same with each tree carrying N/2 (m <= N/2) and h the in-order tree's height;
-//                 a rank is interior in one tree and a leaf in the other, so per stage it still
-//                 moves two segments each way: 4 (h+S-1) (alpha + m beta) + 2 (h+S-1) m gamma,
-//                 about 2 N beta for large S, which is the point of two trees
-//   hier          L = ranks_per_host, H = ceil(n/L): intra-host pipelined tree reduce over L
-//                 (2 (hL+S-1) (alpha + m beta + m gamma)), ring across the H leaders on N bytes,
-//                 intra-host pipelined binomial broadcast (ceil(log2 L) S (alpha + m beta))
+//   tree          segments of m bytes, S = ceil(N/m), h = height of the heap tree: the pipeline
+//                 takes h + S - 1 stages; in a stage the busiest rank receives k segments from its
+//                 children and one from its parent and sends the reverse (k = 2 for n >= 3, the
+//                 reduce of one segment overlapping the broadcast of an earlier one) and adds k:
+//                 (k+1) (h+S-1) (alpha + m beta) + k (h+S-1) m gamma, about 3 N beta for many
+//                 segments (N beta for n = 2)
+//   dbtree        the same with each tree carrying N/2 (m <= N/2), h the in-order trees' height and
+//                 the load summed over both trees: a rank interior in one tree and a leaf in the
+//                 other moves 4 half-size segments each way per stage: about 2 N beta, the ring's
+//                 volume, which is the point of two trees
+//   hier          L = ranks_per_host, H = ceil(n/L): intra-host pipelined tree reduce over L, ring
+//                 across the H leaders on N bytes, intra-host pipelined binomial broadcast
+//                 (ceil(log2 L) S (alpha + m beta)); one host (L >= n) is the tree all-reduce, one
+//                 rank per host the ring
 //   torus         R rows, C = n/R columns: ring reduce-scatter over C ((C-1) alpha + (C-1)/C N
 //                 (beta + gamma)), ring all-reduce over R on N/C bytes, ring allgather over C
 //                 ((C-1) alpha + (C-1)/C N beta)
@@ -32,6 +34,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "collectives/internal.h"
 #include "collectives/tree.h"
@@ -51,16 +54,51 @@ int CeilLog2(int n) {
   return k;
 }
 
-// Height (edges on the longest root-to-leaf path) of a tree given by its parent function.
-template <typename ParentOf>
-int TreeHeight(int n, ParentOf parent_of) {
+// What one pipelined stage costs on the busiest rank of one or more trees run side by side:
+// `load` segments on its busier port (full duplex: received and sent proceed at once; a stage
+// carries the reduce of one segment and the broadcast of an earlier one), `adds` segments reduced
+// per stage, and the trees' height.
+struct TreeLoad {
   int height = 0;
-  for (int r = 0; r < n; ++r) {
-    int depth = 0;
-    for (int q = r; parent_of(q) >= 0; q = parent_of(q)) ++depth;
-    height = std::max(height, depth);
+  int load = 0;
+  int adds = 0;
+};
+
+TreeLoad AnalyzeTrees(const std::vector<std::vector<coll::TreeNode>>& trees, bool broadcast) {
+  TreeLoad result;
+  const size_t n = trees.front().size();
+  for (const auto& tree : trees) {
+    for (size_t r = 0; r < n; ++r) {
+      int depth = 0;
+      for (int q = static_cast<int>(r); tree[static_cast<size_t>(q)].parent >= 0;
+           q = tree[static_cast<size_t>(q)].parent) {
+        ++depth;
+      }
+      result.height = std::max(result.height, depth);
+    }
   }
-  return height;
+  for (size_t r = 0; r < n; ++r) {
+    int children = 0;
+    int parents = 0;
+    for (const auto& tree : trees) {
+      for (int c : tree[r].children) children += c >= 0;
+      parents += tree[r].parent >= 0;
+    }
+    // Received: children's segments (reduce) + the parent's (broadcast); sent: the reverse. The
+    // pipeline overlaps the reduce of one segment with the broadcast of an earlier one.
+    const int received = children + (broadcast ? parents : 0);
+    const int sent = parents + (broadcast ? children : 0);
+    const int load = std::max(received, sent);
+    result.load = std::max(result.load, load);
+    result.adds = std::max(result.adds, children);
+  }
+  return result;
+}
+
+std::vector<coll::TreeNode> HeapTreeNodes(int n) {
+  std::vector<coll::TreeNode> nodes;
+  for (int r = 0; r < n; ++r) nodes.push_back(coll::HeapTree(n, r, 0));
+  return nodes;
 }
 
 CostTerms Ring(int n, double bytes) {
@@ -71,13 +109,18 @@ CostTerms Ring(int n, double bytes) {
 
 // A pipeline of the given height over `bytes` in segments of `segment` bytes.
 struct Pipeline {
-  double m;       // bytes per segment
-  double stages;  // h + S - 1
+  double m;         // bytes per segment
+  double segments;  // S
+  double stages;    // h + S - 1
 };
 Pipeline Segmented(double bytes, double segment, int height) {
   const double m = (segment <= 0 || segment >= bytes) ? bytes : segment;
   const double s = std::ceil(bytes / m);
-  return {m, height + s - 1};
+  return {m, s, height + s - 1};
+}
+
+CostTerms TreeCost(const TreeLoad& load, const Pipeline& pl) {
+  return {load.load * pl.stages, load.load * pl.stages * pl.m, load.adds * pl.stages * pl.m};
 }
 
 }  // namespace
@@ -112,31 +155,37 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
       return c;
     }
     case AllreduceAlgorithm::kBinaryTree: {
-      const int h = TreeHeight(n, [n](int r) { return coll::HeapTree(n, r, 0).parent; });
-      const Pipeline pl = Segmented(bytes, shape.segment_bytes, h);
-      return {4 * pl.stages, 4 * pl.stages * pl.m, 2 * pl.stages * pl.m};
+      const TreeLoad load = AnalyzeTrees({HeapTreeNodes(n)}, /*broadcast=*/true);
+      return TreeCost(load, Segmented(bytes, shape.segment_bytes, load.height));
     }
     case AllreduceAlgorithm::kDoubleBinaryTree: {
-      const int h = TreeHeight(n, [n](int r) { return coll::InOrderTree(n, r).parent; });
-      const Pipeline pl = Segmented(bytes / 2, shape.segment_bytes, h);
-      return {4 * pl.stages, 4 * pl.stages * pl.m, 2 * pl.stages * pl.m};
+      std::vector<std::vector<coll::TreeNode>> trees(2);
+      for (int r = 0; r < n; ++r) {
+        const auto both = coll::DoubleTree(n, r);
+        trees[0].push_back(both[0]);
+        trees[1].push_back(both[1]);
+      }
+      const TreeLoad load = AnalyzeTrees(trees, /*broadcast=*/true);
+      return TreeCost(load, Segmented(bytes / 2, shape.segment_bytes, load.height));
     }
     case AllreduceAlgorithm::kHierarchical: {
       const int local = std::clamp(shape.ranks_per_host, 1, n);
+      if (local == n) {
+        // One host: the pipelined tree all-reduce.
+        const TreeLoad load = AnalyzeTrees({HeapTreeNodes(n)}, /*broadcast=*/true);
+        return TreeCost(load, Segmented(bytes, shape.segment_bytes, load.height));
+      }
       const int hosts = (n + local - 1) / local;
       CostTerms c = Ring(hosts, bytes);
       if (local > 1) {
-        const int h =
-            TreeHeight(local, [local](int r) { return coll::HeapTree(local, r, 0).parent; });
-        const Pipeline reduce = Segmented(bytes, shape.segment_bytes, h);
-        c.latency_terms += 2 * reduce.stages;
-        c.bandwidth_bytes += 2 * reduce.stages * reduce.m;
-        c.compute_bytes += 2 * reduce.stages * reduce.m;
+        const TreeLoad load = AnalyzeTrees({HeapTreeNodes(local)}, /*broadcast=*/false);
+        const Pipeline reduce = Segmented(bytes, shape.segment_bytes, load.height);
+        const CostTerms intra = TreeCost(load, reduce);
         // Binomial broadcast: the leader sends each of the S segments once per level.
-        const double segments = reduce.stages - h + 1;
-        const double sends = CeilLog2(local) * segments;
-        c.latency_terms += sends;
-        c.bandwidth_bytes += sends * reduce.m;
+        const double sends = CeilLog2(local) * reduce.segments;
+        c.latency_terms += intra.latency_terms + sends;
+        c.bandwidth_bytes += intra.bandwidth_bytes + sends * reduce.m;
+        c.compute_bytes += intra.compute_bytes;
       }
       return c;
     }

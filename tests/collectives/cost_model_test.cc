@@ -61,11 +61,15 @@ TEST(CostModel, OrderingsBetweenAlgorithms) {
     EXPECT_LE(rab.bandwidth_bytes, ring.bandwidth_bytes + 1e-6);
     EXPECT_LT(rd.latency_terms, ring.latency_terms);
     EXPECT_LT(rab.latency_terms, ring.latency_terms);
-    // Pipelined: the double tree moves about half of what one tree moves.
+    // Pipelined: one tree moves about 3 N on its busiest port, the double tree about 2 N.
     const auto tree = Cost(AllreduceAlgorithm::kBinaryTree, n, N, 64e3);
     const auto dbtree = Cost(AllreduceAlgorithm::kDoubleBinaryTree, n, N, 64e3);
-    EXPECT_LT(dbtree.bandwidth_bytes, 0.6 * tree.bandwidth_bytes);
-    EXPECT_NEAR(dbtree.bandwidth_bytes / N, 2.0, 0.2);
+    EXPECT_NEAR(tree.bandwidth_bytes / N, 3.0, 0.1);
+    EXPECT_NEAR(dbtree.bandwidth_bytes / N, 2.0, 0.1);
+    // Unsegmented, a tree needs 3 log2(n) latency terms, far fewer than the ring's 2 (n - 1).
+    const auto tree_whole_latency = Cost(AllreduceAlgorithm::kBinaryTree, n, N).latency_terms;
+    EXPECT_DOUBLE_EQ(tree_whole_latency, 3.0 * std::floor(std::log2(n)));
+    EXPECT_LT(tree_whole_latency, ring.latency_terms);
     // Pipelining a tree cuts its bandwidth term from ~4 h N to ~4 N.
     const auto tree_whole = Cost(AllreduceAlgorithm::kBinaryTree, n, N);
     EXPECT_LT(tree.bandwidth_bytes, tree_whole.bandwidth_bytes);
@@ -80,6 +84,19 @@ TEST(CostModel, OrderingsBetweenAlgorithms) {
     const auto hier = Cost(AllreduceAlgorithm::kHierarchical, n, N, 1e6, 8);
     EXPECT_GT(hier.bandwidth_bytes, 0);
   }
+  // Two ranks: a pipelined tree or double tree moves N each way, like the ring.
+  for (AllreduceAlgorithm a :
+       {AllreduceAlgorithm::kBinaryTree, AllreduceAlgorithm::kDoubleBinaryTree}) {
+    EXPECT_NEAR(Cost(a, 2, 64e6, 64e3).bandwidth_bytes / 64e6, 1.0, 0.01);
+  }
+  // Hierarchical on one host is the tree; with one rank per host, the ring.
+  EXPECT_DOUBLE_EQ(Cost(AllreduceAlgorithm::kHierarchical, 8, 1e6, 1e5, 8).bandwidth_bytes,
+                   Cost(AllreduceAlgorithm::kBinaryTree, 8, 1e6, 1e5).bandwidth_bytes);
+  EXPECT_DOUBLE_EQ(Cost(AllreduceAlgorithm::kHierarchical, 8, 1e6, 1e5, 1).bandwidth_bytes,
+                   Cost(AllreduceAlgorithm::kRing, 8, 1e6).bandwidth_bytes);
+  // Two hosts of four: the leaders' ring carries N, plus the intra-host tree and broadcast.
+  const auto hier = Cost(AllreduceAlgorithm::kHierarchical, 8, 1e6, 1e6, 4);
+  EXPECT_GT(hier.bandwidth_bytes, Cost(AllreduceAlgorithm::kRing, 2, 1e6).bandwidth_bytes);
   // Small messages: recursive doubling beats the ring when alpha dominates.
   const CostParams latency_bound{1e-5, 1e-10, 1e-11};
   EXPECT_LT(Cost(AllreduceAlgorithm::kRecursiveDoubling, 64, 1024).Seconds(latency_bound),
