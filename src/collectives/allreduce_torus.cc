@@ -13,6 +13,8 @@
 //   3. horizontal allgather: a ring allgather inside each row circulates the finished blocks.
 // The rings are only cols (rows) long, so there are 2 (cols - 1) + the inner algorithm's steps
 // instead of 2 (n - 1): fewer latency terms than a flat ring for the same 2 (n-1)/n-like volume.
+// A 1 x n grid is exactly the ring all-reduce and an n x 1 grid the inner all-reduce; both run on
+// the transport itself, without Split.
 // Block c is summed by one deterministic vertical all-reduce and then copied, so results are
 // bit-identical on all ranks.
 #include <fmt/format.h>
@@ -45,6 +47,13 @@ Status Torus2DAllreduce(Transport& t, std::span<float> data, const AllreduceOpti
   const int cols = n / rows;
   const int row = r / cols;
   const int col = r % cols;
+  if (rows == 1) return RingAllreduce(t, data, options);  // one row: the grid is a ring
+  if (cols == 1) {
+    // One column: only the vertical all-reduce is left, over the transport itself.
+    FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, InnerOptions(options)));
+    if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
+    return Status::Ok();
+  }
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> row_group, t.Split(row, col, options.timeout));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> column_group,
                           t.Split(col, row, options.timeout));
