@@ -101,9 +101,12 @@ Status Allgatherv(Transport& t, std::span<const std::byte> in, std::vector<std::
   std::vector<Block> blocks(static_cast<size_t>(n));
   size_t total = 0;
   for (int i = 0; i < n; ++i) {
-    blocks[static_cast<size_t>(i)] = {total,
-                                      static_cast<size_t>(wire_sizes[static_cast<size_t>(i)])};
-    total += wire_sizes[static_cast<size_t>(i)];
+    const uint64_t size = wire_sizes[static_cast<size_t>(i)];
+    if (size > (uint64_t{1} << 48) || total + size < total) {
+      return MalformedError(fmt::format("allgatherv: rank {} announced {} bytes", i, size));
+    }
+    blocks[static_cast<size_t>(i)] = {total, static_cast<size_t>(size)};
+    total += size;
   }
   out.resize(total);
   if (!in.empty()) std::memcpy(out.data() + blocks[r].offset, in.data(), in.size());
