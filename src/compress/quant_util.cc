@@ -4,14 +4,40 @@
 
 #include <cmath>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace frugal::compress_internal {
+
+namespace {
+
+#if defined(FRUGAL_X86)
+// AVX2, FMA, BMI1/2 and F16C from CPUID, and the AVX register state enabled by the OS (XGETBV).
+bool DetectX86V3() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return false;
+  const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
+             f16c = c & (1u << 29);
+  if (!(fma && osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0x6u) != 0x6u) return false;  // SSE and AVX state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool bmi1 = b & (1u << 3), avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
+  return bmi1 && avx2 && bmi2;
+}
+#endif
+
+}  // namespace
 
 bool HasX86V3() {
 #if defined(FRUGAL_COMPRESS_NO_SIMD)
   return false;  // a build that exercises the baseline kernels only
 #elif defined(FRUGAL_X86)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+  // Computed once; a constant of the machine, not mutable state.
+  static const bool has = DetectX86V3();
+  return has;
 #else
   return false;
 #endif
