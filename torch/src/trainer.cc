@@ -107,8 +107,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
 
   const torch::Tensor train_images = ImagesTensor(data.train);
   const torch::Tensor train_labels = LabelsTensor(data.train);
-  const torch::Tensor test_images = ImagesTensor(data.test);
-  const torch::Tensor test_labels = LabelsTensor(data.test);
+  const int64_t test_count =
+      options.test_samples > 0 ? std::min(options.test_samples, data.test.count) : data.test.count;
+  const torch::Tensor test_images = ImagesTensor(data.test).slice(0, 0, test_count);
+  const torch::Tensor test_labels = LabelsTensor(data.test).slice(0, 0, test_count);
   const ShardSampler sampler(data.train.labels, rank, world, options.batch_size, options.partition,
                              options.seed);
   const int64_t steps_per_epoch = sampler.steps_per_epoch();
@@ -290,6 +292,7 @@ Status ValidateTrainOptions(const TrainOptions& options) {
   if (options.bucket_cap_bytes < sizeof(float)) return bad("--bucket-cap-mb must be > 0");
   if (options.timeout.count() <= 0) return bad("--timeout must be > 0");
   if (options.eval_batch_size < 1) return bad("eval batch size must be >= 1");
+  if (options.test_samples < 0) return bad("test samples must be >= 0");
   return Status::Ok();
 }
 

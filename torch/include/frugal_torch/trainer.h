@@ -47,6 +47,8 @@ struct TrainOptions {
   size_t bucket_cap_bytes = frugal::kDefaultBucketCapBytes;
   frugal::Duration timeout = std::chrono::seconds(20);
   int64_t eval_batch_size = 1000;
+  // Evaluate on the first test_samples test images only (0: the full 10k test set). For tests.
+  int64_t test_samples = 0;
 };
 
 // kInvalidArgument naming the first bad option (unknown model, lr <= 0, ...).
