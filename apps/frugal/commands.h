@@ -76,6 +76,9 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher);
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher);
 
+// `frugal sweep FILE.toml` (sweep_cmd.cc): runs grids of configurations, renders tables/plots.
+void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher);
+
 // `frugal train ...` (train_cmd.cc, built when frugal_torch is).
 void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher);
 

@@ -554,21 +554,31 @@ StatusOr<fs::path> EmulatedNetwork::WriteHostfile(int slots_per_host) const {
 }
 
 StatusOr<fs::path> EmulatedNetwork::WriteRshAgent() const {
+  // The emulated hosts resolve each other's names through a hosts file of their own.
+  std::string hosts = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n";
+  for (const auto& host : hosts_) hosts += fmt::format("{} {}\n", host.address, host.name);
+  fs::path hosts_path = state_dir_ / "hosts";
+  FRUGAL_RETURN_IF_ERROR(WriteFile(hosts_path, hosts,
+                                   fs::perms::owner_read | fs::perms::owner_write |
+                                       fs::perms::group_read | fs::perms::others_read));
   // Open MPI calls the agent like ssh: AGENT [options] HOST WORD...; the words form one command
-  // line for a shell (they carry their own quoting).
+  // line for a shell (they carry their own quoting). `ip netns exec` runs the command in a mount
+  // namespace of its own, so the bind mount over /etc/hosts stays inside the emulated host.
   std::string text = fmt::format(
       "#!/bin/sh\n"
       "# plm_rsh_agent of the emulated network {0}: run a command on an emulated host, inside\n"
-      "# its network namespace and a UTS namespace of its own named after it.\n"
+      "# its network namespace, a UTS namespace of its own named after it, and with {1}\n"
+      "# as /etc/hosts.\n"
       "while [ $# -gt 0 ]; do case \"$1\" in -*) shift ;; *) break ;; esac; done\n"
       "host=\"$1\"; shift\n"
       "case \"$host\" in\n"
       "  {0}-h[0-9]*) ;;\n"
       "  *) echo \"frugal rsh agent: $host is not a host of {0}\" >&2; exit 255 ;;\n"
       "esac\n"
-      "exec ip netns exec \"$host\" unshare --uts sh -c 'hostname \"$0\" && exec sh -c \"$*\"' "
-      "\"$host\" \"$@\"\n",
-      tag_);
+      "exec ip netns exec \"$host\" unshare --uts sh -c "
+      "'h=\"$0\"; f=\"$1\"; shift; mount --bind \"$f\" /etc/hosts && hostname \"$h\" && "
+      "exec sh -c \"$*\"' \"$host\" {1} \"$@\"\n",
+      tag_, hosts_path.string());
   fs::path path = state_dir_ / "rsh-agent.sh";
   FRUGAL_RETURN_IF_ERROR(WriteFile(path, text, fs::perms::owner_all));
   return path;

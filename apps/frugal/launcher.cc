@@ -31,6 +31,8 @@
 #include <cstring>
 #include <string>
 
+#include "emulate.h"
+
 namespace frugal::apps {
 namespace {
 
@@ -60,6 +62,11 @@ void AddLaunchOptions(CLI::App& app, LaunchOptions& options) {
   app.add_option("--hostfile", options.hostfile, "mpirun hostfile, to run across machines")
       ->check(CLI::ExistingFile)
       ->type_name("FILE");
+  // --emulate: see emulate.h.
+  app.add_option("--emulate", options.emulate,
+                 "Run the --np ranks on emulated hosts with rate-limited NICs (needs root), e.g. "
+                 "hosts=4,nic=100mbit[,ranks-per-host=R]")
+      ->type_name("SPEC");
 }
 
 bool RunningUnderMpi() {
@@ -183,6 +190,15 @@ StatusOr<int> RunChild(const std::vector<std::string>& argv,
 StatusOr<int> RelaunchUnderMpirun(const LaunchOptions& options, int argc, char** argv,
                                   const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> self, SelfCommand(argc, argv));
+  if (!options.emulate.empty()) {
+    // --emulate: the emulated network and its own mpirun command line (emulate.h).
+    EmulatedJob job;
+    FRUGAL_ASSIGN_OR_RETURN(job.spec, ParseEmulateSpec(options.emulate));
+    job.np = options.np;
+    job.command = self;
+    job.extra_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+    return RunEmulatedJob(job, logger);
+  }
   std::vector<std::string> command = MpirunCommand(options, self);
   std::string line;
   for (const auto& part : command) line += (line.empty() ? "" : " ") + part;

@@ -21,9 +21,11 @@ namespace frugal::apps {
 struct LaunchOptions {
   int np = 0;            // ranks to start; 0: do not start mpirun
   std::string hostfile;  // passed to mpirun as --hostfile
+  // --emulate hosts=H,nic=RATE[,ranks-per-host=R]: run the ranks on emulated hosts (emulate.h).
+  std::string emulate;
 };
 
-// Adds --np and --hostfile to `app` (global flags, accepted after a subcommand too).
+// Adds --np, --hostfile and --emulate to `app` (global flags, accepted after a subcommand too).
 void AddLaunchOptions(CLI::App& app, LaunchOptions& options);
 
 // True when this process is a rank started by mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK set).

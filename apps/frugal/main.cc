@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "emulate.h"
 #include "launcher.h"
 
 namespace frugal::apps {
@@ -117,6 +118,7 @@ int Main(int argc, char** argv) {
 
   Dispatcher dispatcher;
   AddBenchCommand(app, dispatcher);
+  AddSweepCommand(app, dispatcher);
 #ifdef FRUGAL_HAVE_TRAIN_COMMAND
   AddTrainCommand(app, dispatcher);
 #endif
@@ -149,6 +151,15 @@ int Main(int argc, char** argv) {
     if (!status.ok()) {
       PrintError(status.message());
       return ExitCodeFor(status);
+    }
+  }
+  if (!global.launch.emulate.empty() && !RunningUnderMpi()) {
+    // --emulate (emulate.h): a bad spec, a bad combination or no root/namespaces is a usage error.
+    auto spec = ValidateEmulateFlag(global.launch.emulate, global.launch.np,
+                                    !global.launch.hostfile.empty());
+    if (!spec.ok()) {
+      PrintError(spec.status().message());
+      return kExitUsage;
     }
   }
   const Logger logger(global.log_level);

@@ -311,6 +311,7 @@ TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
   job.np = 4;
   job.command = {"sh", "-c",
                  fmt::format("echo $(hostname) $(ip -4 -o addr show dev eth0 | awk '{{print $4}}') "
+                             "$(getent hosts $(hostname) | awk '{{print $1}}') "
                              "> {}/rank.$OMPI_COMM_WORLD_RANK",
                              dir.string())};
   job.timeout = std::chrono::seconds(120);
@@ -324,10 +325,13 @@ TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
     std::ifstream in(dir / fmt::format("rank.{}", r));
     std::getline(in, lines[r]);
   }
-  // Ranks 0,1 on host 0 and 2,3 on host 1, each named after its namespace.
-  EXPECT_THAT(lines[0], ::testing::MatchesRegex("frg-[0-9]+-[0-9]+-h0 10\\.213\\.0\\.1/24"));
+  // Ranks 0,1 on host 0 and 2,3 on host 1, each named after its namespace, with its name
+  // resolving to its emulated address.
+  EXPECT_THAT(lines[0],
+              ::testing::MatchesRegex("frg-[0-9]+-[0-9]+-h0 10\\.213\\.0\\.1/24 10\\.213\\.0\\.1"));
   EXPECT_EQ(lines[0], lines[1]);
-  EXPECT_THAT(lines[2], ::testing::MatchesRegex("frg-[0-9]+-[0-9]+-h1 10\\.213\\.0\\.2/24"));
+  EXPECT_THAT(lines[2],
+              ::testing::MatchesRegex("frg-[0-9]+-[0-9]+-h1 10\\.213\\.0\\.2/24 10\\.213\\.0\\.2"));
   EXPECT_EQ(lines[2], lines[3]);
   fs::remove_all(dir);
 }
