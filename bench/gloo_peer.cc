@@ -122,6 +122,11 @@ StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
     context = std::make_shared<gloo::rendezvous::Context>(t.rank(), t.size());
     context->setTimeout(options.timeout);
     context->connectFullMesh(store, device);
+    if (options.mode != GlooMode::kAsync) {
+      for (int r = 0; r < t.size(); ++r) {
+        if (r != t.rank()) context->getPair(r)->setSync(true, options.mode == GlooMode::kBusyPoll);
+      }
+    }
   } catch (const std::exception& e) {
     connected = IoError(fmt::format("Gloo rendezvous in '{}': {}", store_path, e.what()));
   }

@@ -119,6 +119,14 @@ StatusOr<GlooAlgorithm> ParseGlooAlgorithm(std::string_view name) {
       fmt::format("unknown Gloo algorithm '{}' (accepted: ring_chunked, halving_doubling)", name));
 }
 
+StatusOr<GlooMode> ParseGlooMode(std::string_view name) {
+  if (name == "async") return GlooMode::kAsync;
+  if (name == "sync") return GlooMode::kSync;
+  if (name == "busypoll") return GlooMode::kBusyPoll;
+  return InvalidArgumentError(
+      fmt::format("unknown Gloo mode '{}' (accepted: async, sync, busypoll)", name));
+}
+
 StatusOr<std::unique_ptr<AllreducePeer>> MakeMpiPeer(Transport& t, Duration timeout) {
   FRUGAL_ASSIGN_OR_RETURN(MPI_Comm comm, DupWorld(t, timeout));
   return std::unique_ptr<AllreducePeer>(std::make_unique<MpiPeer>(comm));
