@@ -334,34 +334,4 @@ StatusOr<size_t> ReadSigns(std::span<const std::byte> in, size_t count,
   return bytes;
 }
 
-void AppendU32(uint32_t v, std::vector<std::byte>* out) {
-  size_t start = out->size();
-  out->resize(start + 4);
-  std::memcpy(out->data() + start, &v, 4);
-}
-
-void AppendF32(float v, std::vector<std::byte>* out) {
-  size_t start = out->size();
-  out->resize(start + 4);
-  std::memcpy(out->data() + start, &v, 4);
-}
-
-StatusOr<uint32_t> ReadU32(std::span<const std::byte> in, size_t offset) {
-  if (offset > in.size() || in.size() - offset < 4) {
-    return MalformedError(fmt::format("need 4 bytes at offset {} of {}", offset, in.size()));
-  }
-  uint32_t v;
-  std::memcpy(&v, in.data() + offset, 4);
-  return v;
-}
-
-StatusOr<float> ReadF32(std::span<const std::byte> in, size_t offset) {
-  if (offset > in.size() || in.size() - offset < 4) {
-    return MalformedError(fmt::format("need 4 bytes at offset {} of {}", offset, in.size()));
-  }
-  float v;
-  std::memcpy(&v, in.data() + offset, 4);
-  return v;
-}
-
 }  // namespace frugal::sparse

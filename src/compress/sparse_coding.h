@@ -72,10 +72,4 @@ void AppendSigns(std::span<const float> values, std::vector<std::byte>* out);
 StatusOr<size_t> ReadSigns(std::span<const std::byte> in, size_t count,
                            std::vector<uint8_t>* negative);
 
-// Little-endian scalar helpers with bounds checks on read.
-void AppendU32(uint32_t v, std::vector<std::byte>* out);
-void AppendF32(float v, std::vector<std::byte>* out);
-StatusOr<uint32_t> ReadU32(std::span<const std::byte> in, size_t offset);
-StatusOr<float> ReadF32(std::span<const std::byte> in, size_t offset);
-
 }  // namespace frugal::sparse
