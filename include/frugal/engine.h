@@ -1,0 +1,209 @@
+// The communication engine: one background thread per rank that owns the transport and the
+// gradient reducer, and through which every gradient of a training step is averaged (Horovod's
+// background loop, PyTorch DDP's reducer, BytePS/ByteScheduler's scheduler).
+//
+// Threads submit named float buffers (Submit) as the framework produces them - from gradient
+// hooks during backward (wait-free backpropagation) - and wait on the returned Work handles. The
+// communication thread:
+//  - negotiates: ranks may submit in different orders, so before moving a tensor every rank
+//    learns which tensors are ready on every rank. Each negotiation cycle exchanges, all to all,
+//    a bit vector over a cache of known tensors plus the full description (name, shape, dtype,
+//    priority) of tensors not yet in the cache or submitted with another description. A tensor is
+//    reduced once every rank has submitted it with the same description. A tensor submitted with
+//    another shape or dtype than on the other ranks fails on every rank (kInvalidArgument naming
+//    the tensor, the ranks and the difference) as soon as every rank has submitted it; when every
+//    rank is blocked waiting and the ranks' pending sets differ (different names), every pending
+//    tensor fails on every rank naming which ranks submitted what.
+//  - fuses: ready tensors are packed into buckets up to a byte threshold (FusionPolicy::kCycle,
+//    Horovod: what is ready in a cycle, one cycle every `cycle_time`), or into the groups of a
+//    merge plan that the MG-WFBP policy computes from the measured backward timing and the
+//    alpha/beta model of reduction times fitted on the engine's own reductions (kMgWfbp).
+//  - schedules: in submission order (kFifo) or by priority (kPriority, P3/ByteScheduler: tensors
+//    split into partitions of `partition_bytes`, lower priority value first - the layer index
+//    counted from the input - renegotiating between partitions so that a tensor of a layer nearer
+//    the input overtakes the partitions of later layers still queued).
+//  - reduces each bucket with the GradientReducer (dense all-reduce, MPI_Allreduce, compressing
+//    reducers) and completes the Work of every tensor whose values have all been reduced.
+//  - inspects stalls: a tensor that some ranks have submitted and others have not for longer than
+//    `stall_warning` is reported (once, by the lowest rank that submitted it) naming the ranks and
+//    tensors; after `stall_shutdown` (if set) the engine fails every pending tensor with kTimeout
+//    and tells its peers, which fail too.
+//  - runs other collectives (Call): evaluation, metric exchange, broadcasts, so that no other
+//    thread needs the transport after start-up.
+//
+// Determinism: every rank executes the same reductions in the same order with the same bucket
+// contents (decided from the exchanged, identical negotiation data), so parameters stay identical
+// across ranks. The composition of buckets under kCycle fusion and kPriority scheduling depends
+// on when tensors became ready, so with three or more ranks the last bits of a sum can differ
+// between runs (the reduction order of an element depends on its place in the bucket); kFifo
+// without fusion and kMgWfbp with a given plan reduce the same buckets in every run.
+//
+// Thread safety: Submit, Call, stats and the Work handles may be used from any thread. After
+// Start returns, the transport and the reducer belong to the engine's thread until Shutdown
+// returns. A buffer given to Submit must stay valid and untouched until its Work completes (or
+// Shutdown returns, after a Wait that timed out).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frugal/cost_model.h"
+#include "frugal/logging.h"
+#include "frugal/reducer.h"
+#include "frugal/status.h"
+#include "frugal/timeline.h"
+#include "frugal/transport.h"
+#include "frugal/work.h"
+
+namespace frugal {
+
+// How a training loop overlaps gradient communication with computation (`--overlap`):
+//   none      all gradients are submitted after backward, in buckets, and waited for at once
+//   wfbp      each gradient is submitted by its hook as backward produces it (wait-free
+//             backpropagation) and reduced on its own, in submission order
+//   fusion    as wfbp, with tensor fusion (FusionPolicy::kMgWfbp by default)
+//   priority  as wfbp, with priority scheduling and partitioning (P3 / ByteScheduler); the next
+//             forward of layer i starts as soon as layer i is updated
+enum class OverlapMode { kNone, kWfbp, kFusion, kPriority };
+std::string_view OverlapModeName(OverlapMode mode);
+StatusOr<OverlapMode> ParseOverlapMode(std::string_view name);  // kInvalidArgument lists names
+
+enum class FusionPolicy {
+  kOff,     // every tensor (or partition) is reduced on its own
+  kCycle,   // Horovod: the tensors that became ready in a cycle, packed up to the threshold
+  kMgWfbp,  // MG-WFBP: merge groups planned from the backward timing and the alpha/beta model
+};
+std::string_view FusionPolicyName(FusionPolicy policy);  // off, cycle, mgwfbp
+StatusOr<FusionPolicy> ParseFusionPolicy(std::string_view name);
+
+enum class SchedulePolicy { kFifo, kPriority };
+
+// Horovod's defaults: a 1 ms cycle and a 64 MB fusion buffer. ByteScheduler's partition: 4 MB.
+inline constexpr Duration kDefaultCycleTime = std::chrono::milliseconds(1);
+inline constexpr size_t kDefaultFusionThresholdBytes = size_t{64} << 20;
+inline constexpr size_t kDefaultPartitionBytes = size_t{4} << 20;
+inline constexpr Duration kDefaultStallWarning = std::chrono::seconds(60);
+
+// Reported by the stall inspector.
+struct StallReport {
+  std::string tensor;
+  std::vector<int> submitted;  // ranks that have submitted the tensor
+  std::vector<int> missing;    // ranks that have not
+  double seconds = 0;          // since this rank submitted it
+  bool shutdown = false;       // true for the report that shuts the engine down
+  // "tensor 'fc.weight' submitted by ranks 0, 2, 3 but not by rank 1 for 61.0 s".
+  std::string ToString() const;
+};
+
+struct EngineOptions {
+  // A negotiation cycle runs at most once per cycle_time while tensors wait for their peers.
+  Duration cycle_time = kDefaultCycleTime;
+  FusionPolicy fusion = FusionPolicy::kOff;
+  // Largest bucket, in bytes of float data (kCycle and kMgWfbp). A larger tensor is reduced alone.
+  size_t fusion_threshold_bytes = kDefaultFusionThresholdBytes;
+  SchedulePolicy schedule = SchedulePolicy::kFifo;
+  // kPriority: tensors are split into partitions of at most this many bytes, and small ready
+  // tensors are packed together up to it (0: no partitioning or packing).
+  size_t partition_bytes = kDefaultPartitionBytes;
+  // kMgWfbp: steps (generations of every tensor) observed before the plan is made; the first
+  // `mgwfbp_warmup_steps` are not used for timing. Until then tensors are reduced on their own.
+  int mgwfbp_warmup_steps = 1;
+  int mgwfbp_profile_steps = 2;
+  // kMgWfbp: alpha (seconds per reduction) and beta (seconds per byte) of one reduction. Absent:
+  // fitted by least squares on the (bytes, seconds) of the reductions of the profiled steps.
+  std::optional<CostParams> reduction_cost;
+  // Bounds every wait for peers: a negotiation cycle whose peers do not all answer within it fails
+  // with kTimeout naming the silent ranks and the pending tensors.
+  Duration timeout = kDefaultTimeout;
+  Duration stall_warning = kDefaultStallWarning;
+  Duration stall_shutdown = Duration::zero();  // zero: never shut down
+  // Called on the engine thread for each stall report; by default reports are logged as warnings.
+  std::function<void(const StallReport&)> on_stall;
+  // Fail every pending tensor when every rank is waiting and no tensor is ready everywhere (the
+  // ranks submitted different names). Assumes the threads that wait are the ones that submit.
+  bool detect_unmatched = true;
+  Logger logger;
+  // Records queue/negotiate/compress/communicate/decompress phases; must outlive the engine.
+  Timeline* timeline = nullptr;
+};
+
+// What a rank submits with a buffer.
+struct TensorRequest {
+  std::string name;
+  std::vector<int64_t> shape;  // its product must equal the buffer's length; empty: flat
+  std::string dtype = "float32";
+  int priority = 0;   // kPriority: lower goes first (the layer index counted from the input)
+  uint64_t step = 0;  // the training step, handed to the reducer in BucketInfo::step
+};
+
+struct EngineStats {
+  uint64_t cycles = 0;      // negotiation cycles
+  uint64_t reductions = 0;  // calls of the reducer (buckets)
+  uint64_t tensors = 0;     // tensors completed
+  uint64_t bytes_reduced = 0;
+  double comm_seconds = 0;       // engine thread inside the reducer
+  double exposed_seconds = 0;    // part of comm_seconds while some thread waited on a tensor
+  double negotiate_seconds = 0;  // engine thread in negotiation cycles
+  // 1 - exposed/comm: the share of communication time that ran while no thread waited for it
+  // (during computation). 0 when nothing was communicated.
+  double hidden_fraction() const;
+  // kMgWfbp: the alpha/beta used for the plan, and the plan (tensor names per group, in the order
+  // backward produces them); empty before the plan is made.
+  std::optional<CostParams> reduction_cost;
+  std::vector<std::vector<std::string>> merge_plan;
+};
+
+class Engine {
+ public:
+  // Collective over `t`: checks that every rank passes the same scheduling options
+  // (kInvalidArgument on every rank naming the ranks that differ), aligns the timeline origin
+  // with a barrier and starts the engine thread. `t` and `reducer` must outlive the engine and
+  // are used only by the engine thread until Shutdown returns.
+  static StatusOr<std::unique_ptr<Engine>> Start(Transport& t, GradientReducer& reducer,
+                                                 EngineOptions options);
+  ~Engine();  // Shutdown()
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues `data` for averaging across ranks (in place). Never blocks on the network. A name may
+  // be submitted again before its previous submission completed; submissions of a name are
+  // reduced in the order they were made. Invalid requests (shape product != data.size(), empty
+  // name) throw CheckError. After a failure or Shutdown the Work fails at once with that status.
+  std::unique_ptr<Work> Submit(TensorRequest request, std::span<float> data);
+
+  // Runs `fn` with the transport on the engine thread once every tensor this rank submitted
+  // before it has completed; tensors submitted after it wait until it has run. Collective calls
+  // in `fn` need every rank to Call in the same order, as any collective.
+  std::unique_ptr<Work> Call(std::string name, std::function<Status(Transport&)> fn);
+
+  // Stops the engine thread: pending tensors fail with kCancelled. Returns the first error the
+  // engine met (OK if none). Idempotent.
+  Status Shutdown();
+
+  EngineStats stats() const;
+  int rank() const;
+  int size() const;
+  const EngineOptions& options() const;
+
+  class Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Sets the scheduling fields of `options` (fusion, schedule) for an overlap mode; kNone and
+// kWfbp reduce tensors on their own in FIFO order, kFusion uses `fusion`, kPriority kPriority.
+void ApplyOverlapMode(OverlapMode mode, EngineOptions& options,
+                      FusionPolicy fusion = FusionPolicy::kMgWfbp);
+
+}  // namespace frugal

@@ -1,0 +1,350 @@
+// Negotiation messages and the evaluation of a cycle (Horovod's coordination, all to all).
+//
+// In each cycle every rank sends every other rank one CycleMessage: a bit vector over the
+// TensorCache (bit i set: the tensor with cache id i is submitted here and not yet reduced, with
+// exactly the cached description) plus the full TensorDescriptor of each pending tensor that is
+// not in the cache or whose description differs from the cached one. Once the tensors of a model
+// are cached, a cycle costs one small vector per peer.
+//
+// EvaluateCycle runs on every rank over the same messages (index = rank), so every rank reaches
+// the same verdicts without further communication:
+//  1. descriptors are added to the cache in rank order (a new name gets the next id);
+//  2. each rank's reported set is its bits plus its descriptors' ids; a tensor reported by every
+//     rank is agreed when every rank's description (the cached one for a bit, its own otherwise)
+//     is the same, and mismatched otherwise - the message groups the ranks by description;
+//  3. a tensor reported by some ranks only is partial (the stall inspector and the detection of
+//     unmatched names use the reporting ranks);
+//  4. all_waiting is the AND of the waiting flags, shutdown the reason of the lowest rank that
+//     shuts down, plan the merge plan of the first message that carries one.
+// DecodeCycleMessage checks every count and length against the bytes that are left before it
+// reads, so a malformed message is an error, never an out-of-bounds read.
+#include "engine/negotiation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace frugal::engine_internal {
+namespace {
+
+constexpr char kMagic[4] = {'F', 'R', 'N', 'G'};
+constexpr uint16_t kVersion = 1;
+constexpr uint16_t kFlagWaiting = 1;
+constexpr uint16_t kFlagShutdown = 2;
+constexpr uint16_t kFlagPlan = 4;
+constexpr size_t kMaxNameBytes = 4096;
+constexpr size_t kMaxDims = 32;
+constexpr uint32_t kMaxCacheSize = 1u << 24;
+constexpr uint32_t kMaxReasonBytes = 1u << 16;
+
+class Writer {
+ public:
+  template <typename T>
+  void Put(T value) {
+    const size_t at = out_.size();
+    out_.resize(at + sizeof(T));
+    std::memcpy(out_.data() + at, &value, sizeof(T));
+  }
+  void Bytes(const void* data, size_t size) {
+    const size_t at = out_.size();
+    out_.resize(at + size);
+    if (size > 0) std::memcpy(out_.data() + at, data, size);
+  }
+  std::vector<std::byte> Take() { return std::move(out_); }
+
+ private:
+  std::vector<std::byte> out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> in) : in_(in) {}
+  template <typename T>
+  bool Get(T& value) {
+    if (in_.size() - at_ < sizeof(T)) return false;
+    std::memcpy(&value, in_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  bool String(size_t size, std::string& value) {
+    if (in_.size() - at_ < size) return false;
+    value.assign(reinterpret_cast<const char*>(in_.data()) + at_, size);
+    at_ += size;
+    return true;
+  }
+  bool Raw(size_t size, std::vector<uint8_t>& value) {
+    if (in_.size() - at_ < size) return false;
+    value.resize(size);
+    if (size > 0) std::memcpy(value.data(), in_.data() + at_, size);
+    at_ += size;
+    return true;
+  }
+  size_t left() const { return in_.size() - at_; }
+
+ private:
+  std::span<const std::byte> in_;
+  size_t at_ = 0;
+};
+
+Status Bad(std::string_view what) {
+  return MalformedError(fmt::format("negotiation message: {}", what));
+}
+
+}  // namespace
+
+std::string TensorDescriptor::Describe() const {
+  return fmt::format("[{}] {}, priority {}", fmt::join(shape, ", "), dtype, priority);
+}
+
+void CycleMessage::SetBit(uint32_t id) {
+  if (bits.size() <= id / 8) bits.resize(id / 8 + 1, 0);
+  bits[id / 8] = static_cast<uint8_t>(bits[id / 8] | (1u << (id % 8)));
+}
+
+std::vector<std::byte> EncodeCycleMessage(const CycleMessage& m) {
+  Writer w;
+  w.Bytes(kMagic, sizeof(kMagic));
+  w.Put<uint16_t>(kVersion);
+  uint16_t flags = 0;
+  if (m.waiting) flags |= kFlagWaiting;
+  if (m.shutdown) flags |= kFlagShutdown;
+  if (m.plan) flags |= kFlagPlan;
+  w.Put<uint16_t>(flags);
+  w.Put<uint64_t>(m.cycle);
+  w.Put<uint32_t>(m.cache_size);
+  std::vector<uint8_t> bits(m.bits);
+  bits.resize((m.cache_size + 7) / 8, 0);
+  w.Bytes(bits.data(), bits.size());
+  if (m.shutdown) {
+    const std::string reason = m.reason.substr(0, kMaxReasonBytes);
+    w.Put<uint32_t>(static_cast<uint32_t>(reason.size()));
+    w.Bytes(reason.data(), reason.size());
+  }
+  w.Put<uint32_t>(static_cast<uint32_t>(m.descriptors.size()));
+  for (const TensorDescriptor& d : m.descriptors) {
+    FRUGAL_CHECK_LE(d.name.size(), kMaxNameBytes, "tensor name too long");
+    FRUGAL_CHECK_LE(d.dtype.size(), size_t{255}, "dtype name too long");
+    FRUGAL_CHECK_LE(d.shape.size(), kMaxDims, "too many dimensions");
+    w.Put<uint16_t>(static_cast<uint16_t>(d.name.size()));
+    w.Bytes(d.name.data(), d.name.size());
+    w.Put<uint16_t>(static_cast<uint16_t>(d.dtype.size()));
+    w.Bytes(d.dtype.data(), d.dtype.size());
+    w.Put<uint8_t>(static_cast<uint8_t>(d.shape.size()));
+    for (int64_t dim : d.shape) w.Put<int64_t>(dim);
+    w.Put<int32_t>(d.priority);
+  }
+  if (m.plan) {
+    w.Put<uint32_t>(static_cast<uint32_t>(m.plan->size()));
+    for (const auto& group : *m.plan) {
+      w.Put<uint32_t>(static_cast<uint32_t>(group.size()));
+      for (uint32_t id : group) w.Put<uint32_t>(id);
+    }
+  }
+  return w.Take();
+}
+
+StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes) {
+  Reader r(bytes);
+  std::string magic;
+  if (!r.String(sizeof(kMagic), magic) || std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0) {
+    return Bad("bad magic");
+  }
+  uint16_t version = 0;
+  uint16_t flags = 0;
+  CycleMessage m;
+  if (!r.Get(version) || version != kVersion) return Bad("unknown version");
+  if (!r.Get(flags) || (flags & ~(kFlagWaiting | kFlagShutdown | kFlagPlan)) != 0) {
+    return Bad("unknown flags");
+  }
+  m.waiting = (flags & kFlagWaiting) != 0;
+  m.shutdown = (flags & kFlagShutdown) != 0;
+  if (!r.Get(m.cycle) || !r.Get(m.cache_size)) return Bad("truncated header");
+  if (m.cache_size > kMaxCacheSize) return Bad("cache size out of range");
+  if (!r.Raw((m.cache_size + 7) / 8, m.bits)) return Bad("truncated bit vector");
+  if (m.cache_size % 8 != 0 && !m.bits.empty() && (m.bits.back() >> (m.cache_size % 8)) != 0) {
+    return Bad("bits set beyond the cache size");
+  }
+  if (m.shutdown) {
+    uint32_t size = 0;
+    if (!r.Get(size) || size > kMaxReasonBytes || !r.String(size, m.reason)) {
+      return Bad("bad shutdown reason");
+    }
+  }
+  uint32_t count = 0;
+  if (!r.Get(count)) return Bad("truncated descriptor count");
+  // Each descriptor takes at least 9 bytes: this bounds the count by the bytes left.
+  if (count > r.left() / 9) return Bad("descriptor count exceeds the message");
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < count; ++i) {
+    TensorDescriptor d;
+    uint16_t name_size = 0;
+    uint16_t dtype_size = 0;
+    uint8_t ndim = 0;
+    if (!r.Get(name_size) || name_size == 0 || name_size > kMaxNameBytes ||
+        !r.String(name_size, d.name)) {
+      return Bad("bad tensor name");
+    }
+    if (!r.Get(dtype_size) || !r.String(dtype_size, d.dtype)) return Bad("bad dtype");
+    if (!r.Get(ndim) || ndim > kMaxDims) return Bad("bad number of dimensions");
+    for (uint8_t k = 0; k < ndim; ++k) {
+      int64_t dim = 0;
+      if (!r.Get(dim) || dim < 0) return Bad("bad dimension");
+      d.shape.push_back(dim);
+    }
+    if (!r.Get(d.priority)) return Bad("truncated priority");
+    if (!names.insert(d.name).second) return Bad("tensor '" + d.name + "' described twice");
+    m.descriptors.push_back(std::move(d));
+  }
+  if ((flags & kFlagPlan) != 0) {
+    uint32_t groups = 0;
+    if (!r.Get(groups) || groups > r.left() / 4) return Bad("bad plan size");
+    std::vector<std::vector<uint32_t>> plan;
+    for (uint32_t g = 0; g < groups; ++g) {
+      uint32_t size = 0;
+      if (!r.Get(size) || size == 0 || size > r.left() / 4) return Bad("bad plan group");
+      std::vector<uint32_t> group(size);
+      for (uint32_t& id : group) {
+        if (!r.Get(id)) return Bad("truncated plan");
+      }
+      plan.push_back(std::move(group));
+    }
+    m.plan = std::move(plan);
+  }
+  if (r.left() != 0) return Bad("trailing bytes");
+  return m;
+}
+
+std::optional<uint32_t> TensorCache::Find(const std::string& name) const {
+  auto it = ids_.find(name);
+  if (it == ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+uint32_t TensorCache::Add(const TensorDescriptor& descriptor) {
+  auto it = ids_.find(descriptor.name);
+  if (it != ids_.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(entries_.size());
+  entries_.push_back(descriptor);
+  ids_.emplace(descriptor.name, id);
+  return id;
+}
+
+std::string JoinRanks(const std::vector<int>& ranks) {
+  return fmt::format("{}", fmt::join(ranks, ", "));
+}
+
+namespace {
+
+std::string RankWord(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", JoinRanks(ranks));
+}
+
+}  // namespace
+
+StatusOr<CycleOutcome> EvaluateCycle(TensorCache& cache, std::span<const CycleMessage> messages) {
+  const int n = static_cast<int>(messages.size());
+  const uint32_t cached_before = cache.size();
+  for (int r = 0; r < n; ++r) {
+    if (messages[r].cache_size != cached_before) {
+      return InternalError(fmt::format(
+          "negotiation: rank {} has {} cached tensors, this rank {} (the caches diverged)", r,
+          messages[r].cache_size, cached_before));
+    }
+  }
+  // 1. New descriptors enter the cache in rank order.
+  for (int r = 0; r < n; ++r) {
+    for (const TensorDescriptor& d : messages[r].descriptors) cache.Add(d);
+  }
+  // 2. Who reported what, with which description.
+  std::map<uint32_t, std::vector<std::pair<int, const TensorDescriptor*>>> reports;
+  for (int r = 0; r < n; ++r) {
+    for (uint32_t id = 0; id < cached_before; ++id) {
+      if (messages[r].Bit(id)) reports[id].emplace_back(r, &cache.at(id));
+    }
+    for (const TensorDescriptor& d : messages[r].descriptors) {
+      const uint32_t id = *cache.Find(d.name);
+      auto& list = reports[id];
+      if (!list.empty() && list.back().first == r) {
+        return MalformedError(fmt::format(
+            "negotiation message of rank {}: tensor '{}' both cached and described", r, d.name));
+      }
+      list.emplace_back(r, &d);
+    }
+  }
+  CycleOutcome outcome;
+  for (auto& [id, list] : reports) {
+    std::sort(list.begin(), list.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (static_cast<int>(list.size()) < n) {
+      std::vector<int> ranks;
+      for (const auto& [rank, d] : list) ranks.push_back(rank);
+      outcome.partial.emplace_back(id, std::move(ranks));
+      continue;
+    }
+    bool same = true;
+    for (const auto& [rank, d] : list) same = same && (*d == *list.front().second);
+    if (same) {
+      outcome.agreed.push_back(id);
+      continue;
+    }
+    // Group the ranks by description, in order of the lowest rank of each group.
+    std::vector<std::pair<const TensorDescriptor*, std::vector<int>>> groups;
+    for (const auto& [rank, d] : list) {
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return *g.first == *d; });
+      if (it == groups.end()) {
+        groups.emplace_back(d, std::vector<int>{rank});
+      } else {
+        it->second.push_back(rank);
+      }
+    }
+    std::string text =
+        fmt::format("tensor '{}' was submitted with different descriptions: ", cache.at(id).name);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      text += fmt::format("{}{} on {}", g == 0 ? "" : " but ", groups[g].first->Describe(),
+                          RankWord(groups[g].second));
+    }
+    outcome.mismatched.emplace_back(id, std::move(text));
+  }
+  outcome.all_waiting = n > 0;
+  for (int r = 0; r < n; ++r) {
+    outcome.all_waiting = outcome.all_waiting && messages[r].waiting;
+    if (messages[r].shutdown && !outcome.shutdown) {
+      outcome.shutdown = fmt::format("rank {} shut down: {}", r, messages[r].reason);
+    }
+    if (messages[r].plan && !outcome.plan) {
+      for (const auto& group : *messages[r].plan) {
+        for (uint32_t id : group) {
+          if (id >= cache.size()) {
+            return MalformedError(fmt::format(
+                "negotiation message of rank {}: plan names unknown tensor id {}", r, id));
+          }
+        }
+      }
+      outcome.plan = messages[r].plan;
+    }
+  }
+  return outcome;
+}
+
+std::string UnmatchedMessage(const TensorCache& cache,
+                             const std::vector<std::pair<uint32_t, std::vector<int>>>& partial,
+                             int world_size) {
+  std::string text =
+      "every rank is waiting, but the ranks submitted different tensors (names differ): ";
+  for (size_t i = 0; i < partial.size(); ++i) {
+    const auto& [id, ranks] = partial[i];
+    std::vector<int> missing;
+    for (int r = 0; r < world_size; ++r) {
+      if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) missing.push_back(r);
+    }
+    text += fmt::format("{}'{}' submitted by {} but not by {}", i == 0 ? "" : "; ",
+                        cache.at(id).name, RankWord(ranks), RankWord(missing));
+  }
+  return text;
+}
+
+}  // namespace frugal::engine_internal
