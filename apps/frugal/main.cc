@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,11 @@ int Main(int argc, char** argv) {
     return *code;
   }
   if (global.launch.np > 0 && !RunningUnderMpi()) {
+    if (!global.launch.hostfile.empty() &&
+        !std::filesystem::is_regular_file(global.launch.hostfile)) {
+      PrintError(fmt::format("--hostfile {}: no such file", global.launch.hostfile));
+      return kExitUsage;
+    }
     auto code = RelaunchUnderMpirun(global.launch, argc, argv, logger);
     if (!code.ok()) {
       PrintError(code.status().ToString());
