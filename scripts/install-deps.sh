@@ -15,6 +15,8 @@ packages=(
   libtorch-dev dataset-fashion-mnist
   # network emulation and plots
   iproute2 util-linux gnuplot-nox
+  # an optimised BLAS for LibTorch (without it Debian's libtorch runs on the reference BLAS)
+  libopenblas0-openmp
 )
 
 missing=()
