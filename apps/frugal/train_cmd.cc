@@ -56,10 +56,15 @@ struct TrainFlags {
   std::string data_dir = frugal_torch::kFashionMnistDir;
   std::string json;
   std::string progress = "auto";
+  std::string config;
 };
 
 void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
-  cmd.set_config("--config", "", "Read these options from a TOML file (key = value per flag)");
+  cmd.add_option("--config", flags.config,
+                 "Read options from a TOML file: one `flag-name = value` per line, an optional "
+                 "[train] section; flags on the command line win")
+      ->check(CLI::ExistingFile)
+      ->type_name("FILE");
   cmd.add_option("--model", flags.model, "mlp, cnn, resnet20 or vgg")->capture_default_str();
   cmd.add_option("--epochs", flags.epochs, "Passes over the training set")->capture_default_str();
   cmd.add_option("--batch-size", flags.batch_size, "Batch size per rank (global: x ranks)")
@@ -101,6 +106,43 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--progress", flags.progress,
                  "bar (redrawn line), lines (one line per 10%), none, or auto (bar on a terminal)")
       ->capture_default_str();
+}
+
+// Applies the `key = value` items of a TOML file to the options of `cmd` that the command line
+// did not set, as if they had been given as --key value. CLI11 reads the file (its TOML
+// formatter); keys may use '-' or '_'. Throws CLI::ConfigError (a bad command line: exit 2) for
+// an unreadable file, an unknown key or a bad value.
+void ApplyConfigFile(CLI::App& cmd, const std::string& path) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const CLI::Error& e) {
+    throw CLI::ConfigError(fmt::format("--config {}: cannot read it: {}", path, e.what()));
+  }
+  if (items.empty() && !std::ifstream(path)) {
+    throw CLI::ConfigError(fmt::format("--config {}: cannot read it", path));
+  }
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // section markers
+    if (!item.parents.empty() && !(item.parents.size() == 1 && item.parents[0] == "train")) {
+      throw CLI::ConfigError(fmt::format("--config {}: unknown key '{}' (only a [train] section)",
+                                         path, item.fullname()));
+    }
+    std::string name = item.name;
+    std::replace(name.begin(), name.end(), '_', '-');
+    CLI::Option* option = cmd.get_option_no_throw("--" + name);
+    if (option == nullptr || name == "config") {
+      throw CLI::ConfigError(fmt::format("--config {}: unknown key '{}'", path, item.name));
+    }
+    if (option->count() > 0) continue;  // the command line wins
+    try {
+      option->add_result(item.inputs);
+      option->run_callback();
+    } catch (const CLI::Error& e) {
+      throw CLI::ConfigError(
+          fmt::format("--config {}: bad value for '{}': {}", path, item.name, e.what()));
+    }
+  }
 }
 
 Status CheckJsonPath(const std::string& path) {
@@ -391,7 +433,8 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a Fashion-MNIST classifier data-parallel with BSP gradient averaging");
   AddTrainFlags(*cmd, *flags);
-  cmd->callback([flags, &dispatcher] {
+  cmd->callback([flags, cmd, &dispatcher] {
+    if (!flags->config.empty()) ApplyConfigFile(*cmd, flags->config);
     if (!RunningUnderMpi()) {
       // Tell rank 0 (whose stderr will be a pipe to mpirun) whether progress can be redrawn.
       setenv(kStderrIsTtyEnv, isatty(STDERR_FILENO) ? "1" : "0", 1);

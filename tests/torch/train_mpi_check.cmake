@@ -66,8 +66,9 @@ foreach(run "ring;40;transport" "mpi;6;transport+model:ring")
   check_number("${summary}" wall_seconds GT 0)
   check_number("${summary}" compute_seconds GT 0)
   check_number("${summary}" comm_seconds GT 0)
-  # Ring all-reduce of the 269322 float gradients between 2 ranks sends half of them per step.
-  math(EXPR ring_bytes "${steps} * 269322 * 4 / 2")
+  # Ring all-reduce between 2 ranks sends 2 (n-1)/n = 1 times the 269322 float gradients per
+  # step; the broadcasts and metric exchanges add a little.
+  math(EXPR ring_bytes "${steps} * 269322 * 4")
   check_number("${summary}" bytes_sent_per_worker GT ${ring_bytes})
   math(EXPR ring_bytes_max "${ring_bytes} * 3 / 2")
   check_number("${summary}" bytes_sent_per_worker LT ${ring_bytes_max})
