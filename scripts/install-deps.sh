@@ -17,6 +17,8 @@ packages=(
   iproute2 util-linux gnuplot-nox
   # an optimised BLAS for LibTorch (without it Debian's libtorch runs on the reference BLAS)
   libopenblas0-openmp
+  # --emulate's rsh agent: mount --bind of the emulated hosts' /etc/hosts, hostname
+  mount hostname
 )
 
 missing=()
