@@ -12,6 +12,13 @@
 // wall time minus the reducer's time is compute time. Global batch = batch_size x ranks, and the
 // averaged gradient is the gradient of the mean loss over the global batch.
 //
+// With options.overlap the communication engine takes the transport after set-up
+// (EngineSession): the step becomes EngineOptimizer's BeginStep / Backward / Step, whose gradient
+// hooks submit each gradient as backward produces it, the pending updates are applied
+// (Synchronize) before each evaluation, and the evaluation's collectives and the final parameter
+// check run on the engine thread. Compute time is then the step's wall time minus the time the
+// training thread was blocked on communication.
+//
 // Each epoch ends with an evaluation: batch-norm buffers are broadcast from rank 0 (as DDP does
 // before forward) so that every rank evaluates the same model, rank r evaluates block r of the
 // BlockPartition of the 10k test images, and one SumAcrossRanks exchanges the loss and accuracy
@@ -29,6 +36,7 @@
 #include "frugal/collectives.h"
 #include "frugal/timer.h"
 #include "frugal_torch/distributed.h"
+#include "frugal_torch/engine_optimizer.h"
 #include "frugal_torch/models.h"
 
 namespace frugal_torch {
@@ -53,6 +61,13 @@ struct EvalSums {
   double correct = 0;
   double count = 0;
 };
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<long>(mid), values.end());
+  return values[mid];
+}
 
 EvalSums Evaluate(Classifier& model, const torch::Tensor& images, const torch::Tensor& labels,
                   int rank, int world, int64_t batch_size) {
@@ -104,6 +119,23 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
       std::unique_ptr<DistributedOptimizer> dist,
       DistributedOptimizer::Create(t, reducer, *model, optimizer, dist_options));
   FRUGAL_RETURN_IF_ERROR(BroadcastOptimizerState(t, optimizer, 0, timeout));
+  // Communication engine (options.overlap): from here on its thread owns the transport, and the
+  // loop's collectives run there through `collective`.
+  std::unique_ptr<EngineSession> session;
+  if (options.overlap) {
+    FRUGAL_ASSIGN_OR_RETURN(
+        session, EngineSession::Start(t, reducer, *model, optimizer, *options.overlap, timeout));
+  }
+  auto collective = [&](const char* name,
+                        const std::function<Status(frugal::Transport&)>& fn) -> Status {
+    return session ? session->Collective(name, fn) : fn(t);
+  };
+  // Time the training thread was blocked on gradient communication, and the communication time.
+  auto blocked_seconds = [&]() {
+    return session ? session->optimizer().wait_seconds() : dist->comm_seconds();
+  };
+  auto comm_seconds = [&]() { return session ? session->comm_seconds() : dist->comm_seconds(); };
+  std::vector<double> step_seconds;
 
   const torch::Tensor train_images = ImagesTensor(data.train);
   const torch::Tensor train_labels = LabelsTensor(data.train);
@@ -162,7 +194,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     double lr = options.lr;
     for (int64_t step = 0; step < steps_this_epoch; ++step) {
       const frugal::Stopwatch step_watch;
-      const double comm_before = dist->comm_seconds();
+      const double comm_before = blocked_seconds();
       std::vector<int64_t> batch = ShardSampler::BatchOf(order, step, options.batch_size);
       const torch::Tensor index =
           torch::from_blob(batch.data(), {static_cast<int64_t>(batch.size())},
@@ -173,14 +205,24 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
       for (auto& group : optimizer.param_groups()) {
         static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
       }
-      dist->ZeroGrad();
-      const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
-      loss.backward();
-      FRUGAL_RETURN_IF_ERROR(dist->Step());
+      torch::Tensor loss;
+      if (session) {
+        EngineOptimizer& engine_optimizer = session->optimizer();
+        engine_optimizer.BeginStep();
+        loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+        FRUGAL_RETURN_IF_ERROR(engine_optimizer.Backward(loss));
+        FRUGAL_RETURN_IF_ERROR(engine_optimizer.Step());
+      } else {
+        dist->ZeroGrad();
+        loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+        loss.backward();
+        FRUGAL_RETURN_IF_ERROR(dist->Step());
+      }
       loss_sum += loss.item<double>();
       samples += static_cast<double>(batch.size());
       ++global_step;
-      compute_seconds += step_watch.Seconds() - (dist->comm_seconds() - comm_before);
+      step_seconds.push_back(step_watch.Seconds());
+      compute_seconds += step_seconds.back() - (blocked_seconds() - comm_before);
       if (callbacks.on_step) {
         StepProgress progress;
         progress.epoch = epoch;
@@ -199,7 +241,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
 
     const frugal::Stopwatch eval_watch;
     const double eval_watch_start_total = eval_seconds;
-    FRUGAL_RETURN_IF_ERROR(BroadcastBuffers(t, *model, 0, timeout));
+    if (session) FRUGAL_RETURN_IF_ERROR(session->optimizer().Synchronize());
+    FRUGAL_RETURN_IF_ERROR(collective("broadcast buffers", [&](frugal::Transport& tt) {
+      return BroadcastBuffers(tt, *model, 0, timeout);
+    }));
     const EvalSums eval =
         Evaluate(*model, test_images, test_labels, rank, world, options.eval_batch_size);
     const double mean_loss = steps_this_epoch > 0 ? loss_sum / steps_this_epoch : 0.0;
@@ -212,9 +257,15 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
                             epoch_seconds,
                             static_cast<double>(bytes_so_far()),
                             compute_seconds,
-                            dist->comm_seconds(),
-                            eval_seconds};
-    FRUGAL_ASSIGN_OR_RETURN(std::vector<double> sums, SumAcrossRanks(t, local, timeout));
+                            comm_seconds(),
+                            eval_seconds,
+                            Median(step_seconds),
+                            session ? session->hidden_fraction() : 0.0};
+    std::vector<double> sums;
+    FRUGAL_RETURN_IF_ERROR(collective("metrics", [&](frugal::Transport& tt) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(sums, SumAcrossRanks(tt, local, timeout));
+      return Status::Ok();
+    }));
     // The exchange itself counts as evaluation time (reported from the next epoch on).
     eval_seconds = eval_watch_start_total + eval_watch.Seconds();
     EpochRecord record;
@@ -232,10 +283,19 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     summary.compute_seconds = sums[7] / world;
     summary.comm_seconds = sums[8] / world;
     summary.eval_seconds = sums[9] / world;
+    summary.step_seconds_median = sums[10] / world;
+    summary.comm_hidden_fraction = sums[11] / world;
     if (callbacks.on_epoch) callbacks.on_epoch(record);
   }
 
-  FRUGAL_ASSIGN_OR_RETURN(summary.params_consistent, ParametersConsistent(t, *model, timeout));
+  FRUGAL_RETURN_IF_ERROR(collective("parameter check", [&](frugal::Transport& tt) -> Status {
+    FRUGAL_ASSIGN_OR_RETURN(summary.params_consistent, ParametersConsistent(tt, *model, timeout));
+    return Status::Ok();
+  }));
+  if (session) {
+    FRUGAL_ASSIGN_OR_RETURN(summary.timeline_json, session->Finish());
+    summary.overlap = std::string(frugal::OverlapModeName(options.overlap->mode));
+  }
   summary.parameter_hash = ParameterHash(*model);
   if (callbacks.on_final_parameters) {
     std::vector<float> flat;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "frugal/status.h"
 #include "frugal/transport.h"
 #include "frugal_torch/data.h"
+#include "frugal_torch/engine_options.h"
 #include "frugal_torch/schedule.h"
 
 namespace frugal_torch {
@@ -49,6 +51,10 @@ struct TrainOptions {
   int64_t eval_batch_size = 1000;
   // Evaluate on the first test_samples test images only (0: the full 10k test set). For tests.
   int64_t test_samples = 0;
+  // Communication engine (frugal_torch/engine_optimizer.h): when set, the gradients go through
+  // frugal's engine thread (overlap with backward, fusion, priority, one-step delay), which owns
+  // the transport during training; unset, the blocking DistributedOptimizer reduces them.
+  std::optional<OverlapOptions> overlap;
 };
 
 // kInvalidArgument naming the first bad option (unknown model, lr <= 0, ...).
@@ -99,6 +105,14 @@ struct TrainSummary {
   double samples_per_second = 0;       // all ranks, training parts only
   bool params_consistent = false;
   uint32_t parameter_hash = 0;  // this rank's
+  // Communication engine: the overlap mode ("off" without the engine), the median wall time of a
+  // training step (mean over ranks of each rank's median), the share of the engine's
+  // communication time that ran while the training thread computed (mean over ranks), and the
+  // Chrome trace of every rank when TrainOptions::overlap->timeline was set.
+  std::string overlap = "off";
+  double step_seconds_median = 0;
+  double comm_hidden_fraction = 0;
+  std::string timeline_json;
   std::vector<EpochRecord> history;
 };
 
