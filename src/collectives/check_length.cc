@@ -7,6 +7,14 @@
 // element-wise (min, max). Post-step: each odd rank below 2*rem sends the final pair back to
 // r - 1. min and max are exact, so every rank holds the same (smallest, largest) and, if they
 // differ, every rank returns the same kInvalidArgument.
+//
+// Failures travel the same schedule. A rank whose wait fails (typically: a peer that never
+// joined) records the peer as `failed_rank`, stops receiving, and sends the notice
+// (kFailedMarker, failed_rank) instead of its pair at every later step of the schedule; a rank
+// that receives a notice does the same. A rank waiting on one that gave up thus usually learns
+// which rank did not answer (when the notice arrives before its own wait expires) instead of
+// only naming the neighbour that gave up. A genuine pair never looks like a notice: its max is
+// >= its min, and a notice has min = UINT64_MAX with max < UINT64_MAX.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,27 +26,52 @@ namespace frugal {
 namespace {
 
 using Pair = std::array<uint64_t, 2>;  // (min, max)
+constexpr uint64_t kFailedMarker = UINT64_MAX;
 
-Status ExchangePair(Transport& t, int peer, bool send, bool recv, Pair& pair, Duration timeout) {
+struct MinMaxState {
+  Pair pair;
+  Status error;          // first local failure, or a notice turned into a status
+  int failed_rank = -1;  // the rank that did not answer
+};
+
+bool IsNotice(const Pair& p) { return p[0] == kFailedMarker && p[1] != kFailedMarker; }
+
+void Exchange(Transport& t, int peer, bool send, bool recv, MinMaxState& state, Duration timeout) {
+  const bool failed = !state.error.ok();
   Pair incoming{};
   std::unique_ptr<Work> r;
-  if (recv) {
+  if (recv && !failed) {
     r = t.IRecv(peer, coll::kTagCheckLength, std::as_writable_bytes(std::span<uint64_t>(incoming)));
   }
   if (send) {
-    FRUGAL_RETURN_IF_ERROR(
-        t.ISend(peer, coll::kTagCheckLength, std::as_bytes(std::span<const uint64_t>(pair)))
-            ->Wait(timeout));
+    const Pair out =
+        failed ? Pair{kFailedMarker, static_cast<uint64_t>(state.failed_rank)} : state.pair;
+    Status sent =
+        t.ISend(peer, coll::kTagCheckLength, std::as_bytes(std::span<const uint64_t>(out)))
+            ->Wait(timeout);
+    if (!sent.ok() && state.error.ok()) {
+      state.error = sent;
+      state.failed_rank = peer;
+    }
   }
-  if (recv) {
-    FRUGAL_RETURN_IF_ERROR(coll::WaitRecv(*r, sizeof(Pair), timeout));
-    pair[0] = std::min(pair[0], incoming[0]);
-    pair[1] = std::max(pair[1], incoming[1]);
+  if (!r) return;
+  Status received = coll::WaitRecv(*r, sizeof(Pair), timeout);
+  if (!state.error.ok()) return;  // the send above failed
+  if (!received.ok()) {
+    state.error = received;
+    state.failed_rank = peer;
+  } else if (IsNotice(incoming)) {
+    state.failed_rank = static_cast<int>(incoming[1]);
+    state.error =
+        TimeoutError(fmt::format("rank {} did not answer within {} ms (reported by rank {})",
+                                 state.failed_rank, timeout.count(), peer));
+  } else {
+    state.pair[0] = std::min(state.pair[0], incoming[0]);
+    state.pair[1] = std::max(state.pair[1], incoming[1]);
   }
-  return Status::Ok();
 }
 
-Status MinMax(Transport& t, Pair& pair, Duration timeout) {
+void MinMax(Transport& t, MinMaxState& state, Duration timeout) {
   const int n = t.size();
   const int r = t.rank();
   int p = 1;
@@ -47,42 +80,41 @@ Status MinMax(Transport& t, Pair& pair, Duration timeout) {
   int vr = r >= 2 * rem ? r - rem : (r % 2 == 1 ? r / 2 : -1);
   if (r < 2 * rem) {
     if (r % 2 == 0) {
-      FRUGAL_RETURN_IF_ERROR(ExchangePair(t, r + 1, true, false, pair, timeout));
+      Exchange(t, r + 1, /*send=*/true, /*recv=*/false, state, timeout);
     } else {
-      FRUGAL_RETURN_IF_ERROR(ExchangePair(t, r - 1, false, true, pair, timeout));
+      Exchange(t, r - 1, /*send=*/false, /*recv=*/true, state, timeout);
     }
   }
   if (vr >= 0) {
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = vr ^ mask;
       const int peer = partner < rem ? 2 * partner + 1 : partner + rem;
-      FRUGAL_RETURN_IF_ERROR(ExchangePair(t, peer, true, true, pair, timeout));
+      Exchange(t, peer, /*send=*/true, /*recv=*/true, state, timeout);
     }
   }
   if (r < 2 * rem) {
     if (r % 2 == 1) {
-      FRUGAL_RETURN_IF_ERROR(ExchangePair(t, r - 1, true, false, pair, timeout));
+      Exchange(t, r - 1, /*send=*/true, /*recv=*/false, state, timeout);
     } else {
-      // The final pair replaces this rank's own: receive into a fresh pair.
-      Pair final_pair = {UINT64_MAX, 0};
-      FRUGAL_RETURN_IF_ERROR(ExchangePair(t, r + 1, false, true, final_pair, timeout));
-      pair = final_pair;
+      // The final pair replaces this rank's own: receive into a neutral one.
+      state.pair = {kFailedMarker, 0};
+      Exchange(t, r + 1, /*send=*/false, /*recv=*/true, state, timeout);
     }
   }
-  return Status::Ok();
 }
 
 }  // namespace
 
 Status CheckSameLength(Transport& t, uint64_t count, std::string_view what, Duration timeout) {
   if (t.size() == 1) return Status::Ok();
-  Pair pair = {count, count};
-  Status status = MinMax(t, pair, timeout);
-  if (!status.ok()) return status.Annotate(fmt::format("{}: length check", what));
-  if (pair[0] != pair[1]) {
+  MinMaxState state;
+  state.pair = {count, count};
+  MinMax(t, state, timeout);
+  if (!state.error.ok()) return state.error.Annotate(fmt::format("{}: length check", what));
+  if (state.pair[0] != state.pair[1]) {
     return InvalidArgumentError(
         fmt::format("{}: ranks disagree on the length: smallest {}, largest {} elements", what,
-                    pair[0], pair[1]));
+                    state.pair[0], state.pair[1]));
   }
   return Status::Ok();
 }

@@ -309,7 +309,7 @@ TEST_P(PerAlgorithmTest, LengthMismatchWithoutCheckIsMalformedNotAHang) {
     options.algorithm = GetParam();
     options.check_lengths = false;
     options.segment_bytes = 1 << 20;
-    options.timeout = std::chrono::milliseconds(300);
+    options.timeout = std::chrono::milliseconds(1000);
     return Allreduce(t, data, options);
   });
   int malformed = 0;
@@ -339,7 +339,10 @@ TEST_P(PerAlgorithmTest, AbsentRankMakesOthersTimeOutNamingIt) {
         if (r == absent) continue;
         const Status& s = statuses[static_cast<size_t>(r)];
         EXPECT_EQ(s.code(), StatusCode::kTimeout) << "rank " << r << ": " << s.ToString();
-        EXPECT_THAT(s.message(), HasSubstr("no message from"));
+        // Either the rank waited on the absent one (or on one that gave up) itself, or it got
+        // the length check's notice of who did not answer.
+        EXPECT_THAT(s.message(),
+                    ::testing::AnyOf(HasSubstr("no message from"), HasSubstr("did not answer")));
         EXPECT_THAT(s.message(), HasSubstr("within 100 ms"));
         const std::string name = "rank " + std::to_string(absent);
         if (s.message().find(name + " ") != std::string::npos ||

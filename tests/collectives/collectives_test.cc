@@ -294,5 +294,24 @@ TEST(CheckSameLength, AbsentRankTimesOutNamingIt) {
   EXPECT_EQ(statuses[3].code(), StatusCode::kTimeout);
 }
 
+TEST(CheckSameLength, RanksWaitingOnOneThatGaveUpLearnWhoIsAbsent) {
+  // Rank 1 never joins. Rank 0 waits for it first and gives up after the timeout; ranks 2 and 3
+  // start later, so rank 2 (which waits on rank 0 next) gets rank 0's notice before its own wait
+  // expires, and rank 3 waits on rank 1 directly.
+  auto statuses = RunRanks(4, [](Transport& t) -> Status {
+    if (t.rank() == 1) return Status::Ok();
+    if (t.rank() >= 2) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    return CheckSameLength(t, 5, "op", std::chrono::milliseconds(300));
+  });
+  EXPECT_THAT(statuses[0].message(),
+              HasSubstr("op: length check: no message from rank 1 within 300 ms"));
+  EXPECT_EQ(statuses[2].code(), StatusCode::kTimeout);
+  EXPECT_THAT(
+      statuses[2].message(),
+      HasSubstr("op: length check: rank 1 did not answer within 300 ms (reported by rank 0)"));
+  EXPECT_THAT(statuses[3].message(),
+              HasSubstr("op: length check: no message from rank 1 within 300 ms"));
+}
+
 }  // namespace
 }  // namespace frugal
