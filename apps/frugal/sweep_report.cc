@@ -274,7 +274,10 @@ std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPo
         fmt::format("Bold: the best `{}` of each row; the columns right of it describe that run.\n",
                     spec.report.columns);
   }
+  // Without row axes the rows (one) are labelled by the sweep's name.
+  const bool name_rows = layout.row_axes.empty();
   out += "\n|";
+  if (name_rows) out += " sweep |";
   for (const auto& a : layout.row_axes) out += fmt::format(" {} |", a);
   for (const auto& c : layout.column_values) {
     out += has_columns ? fmt::format(" {}={} |", spec.report.columns, c) : " test acc. (%) |";
@@ -282,13 +285,16 @@ std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPo
   out += " MB/worker | compression | wall (s) |";
   if (target > 0) out += fmt::format(" time to {:g}% (s) |", target);
   out += "\n|";
-  size_t ncols = layout.row_axes.size() + layout.column_values.size() + 3 + (target > 0 ? 1 : 0);
-  for (size_t i = 0; i < ncols; ++i) out += i < layout.row_axes.size() ? " --- |" : " ---: |";
+  size_t label_cols = name_rows ? 1 : layout.row_axes.size();
+  size_t ncols = label_cols + layout.column_values.size() + 3 + (target > 0 ? 1 : 0);
+  for (size_t i = 0; i < ncols; ++i) out += i < label_cols ? " --- |" : " ---: |";
   out += "\n";
   for (const auto& row : layout.rows) {
     out += "|";
-    for (const auto& a : layout.row_axes)
+    if (name_rows) out += fmt::format(" {} |", Escape(spec.name));
+    for (const auto& a : layout.row_axes) {
       out += fmt::format(" {} |", Escape(row.first->Find(a)->AsWord()));
+    }
     int best = row.Best();
     for (size_t i = 0; i < row.cells.size(); ++i) {
       const Cell& cell = row.cells[i];

@@ -409,6 +409,19 @@ TEST_F(SweepRun, TableHasTheSurveysShape) {
                                "3.0 | 2.0 |"));
 }
 
+TEST_F(SweepRun, ATableWithOnlyColumnsIsLabelledByTheSweep) {
+  auto spec = Spec("name = \"solo\"\n[axes]\nlr = [0.01, 0.1]\n");
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  ASSERT_TRUE(RunSweep(*spec, points, Options(), logger_).ok());
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  ASSERT_TRUE(records.ok());
+  std::string table = RenderMarkdownTable(*spec, points, *records);
+  EXPECT_THAT(table, HasSubstr("| sweep | lr=0.01 | lr=0.1 | MB/worker | compression | wall (s) |\n"
+                               "| --- | ---: | ---: | ---: | ---: | ---: |\n"
+                               "| solo | 31.00 | **40.00** | 3.00 | – | 3.0 |"));
+}
+
 TEST_F(SweepRun, PlotsArePngs) {
   if (std::system("gnuplot --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
   auto spec = Spec(kGoodSweep);
