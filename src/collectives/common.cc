@@ -1,5 +1,5 @@
-// Building blocks of the collectives: waits that check sizes, the reduction kernels and the two
-// chunked pairwise exchanges that recursive doubling and Rabenseifner are made of.
+// Building blocks of the collectives: waits that check sizes and the two chunked pairwise
+// exchanges that recursive doubling and Rabenseifner are made of.
 //
 // Exchange(peer, send, recv) cuts both buffers into chunks of seg_bytes, posts every receive
 // straight into `recv` first, then every send, and waits for all of them. ExchangeReduce(peer,
@@ -22,14 +22,6 @@ namespace frugal::coll {
 size_t SegmentElems(size_t segment_bytes) {
   if (segment_bytes == 0) return SIZE_MAX;
   return std::max<size_t>(1, segment_bytes / sizeof(float));
-}
-
-void AddInto(float* __restrict dst, const float* __restrict src, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] += src[i];
-}
-
-void ScaleInPlace(float* __restrict x, size_t n, float factor) {
-  for (size_t i = 0; i < n; ++i) x[i] *= factor;
 }
 
 Status WaitRecv(Work& work, size_t expected_bytes, Duration timeout) {

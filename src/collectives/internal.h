@@ -35,9 +35,8 @@ inline constexpr int kTagDoubleTree0 = kReservedTagBase + 12;
 inline constexpr int kTagDoubleTree1 = kReservedTagBase + 13;
 inline constexpr int kTagHierReduce = kReservedTagBase + 14;
 inline constexpr int kTagHierBroadcast = kReservedTagBase + 15;
-inline constexpr int kTagHierHostnames = kReservedTagBase + 16;
-inline constexpr int kTagTorusReduceScatter = kReservedTagBase + 17;
-inline constexpr int kTagTorusAllgather = kReservedTagBase + 18;
+inline constexpr int kTagTorusReduceScatter = kReservedTagBase + 16;
+inline constexpr int kTagTorusAllgather = kReservedTagBase + 17;
 
 // Pipelining granularity of the collectives whose options have no segment size.
 inline constexpr size_t kDefaultSegmentBytes = size_t{1} << 20;
@@ -61,7 +60,8 @@ inline Block FixedChunk(size_t count, size_t seg, size_t i) {
 }
 inline int Mod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
 
-// dst[i] += src[i]; plain loop over non-aliasing pointers, vectorised at -O2/-O3.
+// dst[i] += src[i]; plain loop over non-aliasing pointers, vectorised (kernels.cc is always
+// compiled with -O3).
 void AddInto(float* __restrict dst, const float* __restrict src, size_t n);
 // x[i] *= factor.
 void ScaleInPlace(float* __restrict x, size_t n, float factor);
