@@ -15,6 +15,28 @@
 #include <thread>
 
 namespace frugal::apps {
+
+/*
+ * Starting and supervising children.
+ *
+ * ForkExec prepares everything the child needs before fork (the program resolved on PATH, argv
+ * and envp arrays), so the child only makes async-signal-safe calls: it unblocks every signal
+ * (the parent may hold some, see HeldSignals), optionally moves into its own process group and
+ * asks for a parent-death signal (and exits if the parent is already gone), enters the network
+ * namespace given by path (setns), redirects stdin from /dev/null and stdout/stderr to the
+ * given descriptor, and execs. A close-on-exec pipe carries errno back when any step fails, so
+ * the parent learns synchronously whether the exec happened.
+ *
+ * RunCommand reads the child's output through a pipe while polling waitpid(WNOHANG) against a
+ * deadline; past it the child is killed and reaped and kTimeout returned.
+ *
+ * Long-running children are supervised with termination signals held (blocked) by HeldSignals:
+ * Child::Supervise alternates waitpid(WNOHANG) with sigtimedwait on the held set, so a SIGINT,
+ * SIGTERM or SIGHUP that arrives at any moment is seen exactly once. It is forwarded to the
+ * child's process group, which then has `grace` to end before SIGKILL; the same two steps
+ * happen at the deadline. The caller cleans up after Supervise returns and reports the signal.
+ */
+
 namespace {
 
 using std::chrono::milliseconds;
