@@ -246,6 +246,28 @@ TEST(InProcTransport, TimeoutNamesThePeer) {
   EXPECT_THAT(any.message(), HasSubstr("any rank"));
 }
 
+TEST(InProcTransport, HugeTimeoutsWaitForTheMessage) {
+  // Duration::max() must not overflow the deadline into the past.
+  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+    if (t.rank() == 0) {
+      const int first = 1, second = 2;
+      std::this_thread::sleep_for(20ms);
+      FRUGAL_RETURN_IF_ERROR(Send(t, 1, 0, Bytes(first), Duration::max()));
+      std::this_thread::sleep_for(20ms);
+      return Send(t, 1, 1, Bytes(second), Duration::max());
+    }
+    int v = 0;
+    FRUGAL_RETURN_IF_ERROR(Recv(t, 0, 0, WBytes(v), Duration::max()));
+    RANK_EXPECT(v == 1);
+    FRUGAL_ASSIGN_OR_RETURN(ProbeResult p, t.Probe(0, 1, Duration::max()));
+    RANK_EXPECT(p.bytes == sizeof(int));
+    FRUGAL_RETURN_IF_ERROR(Recv(t, 0, 1, WBytes(v), Duration::max()));
+    RANK_EXPECT(v == 2);
+    return Status::Ok();
+  });
+  ExpectAllOk(statuses);
+}
+
 TEST(InProcTransport, DestroyedReceiveIsWithdrawn) {
   InProcWorld world(2);
   auto t0 = world.Connect(0);

@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -94,6 +95,12 @@ struct Comm {
   int joined = 0;  // guarded by the world's mutex
   int left = 0;
 };
+
+// The deadline `timeout` from now; very long timeouts are capped so the addition cannot overflow.
+std::chrono::steady_clock::time_point DeadlineAfter(Duration timeout) {
+  constexpr Duration kLongest = std::chrono::hours(24 * 365);
+  return std::chrono::steady_clock::now() + std::clamp(timeout, Duration::zero(), kLongest);
+}
 
 bool Matches(int want_src, int want_tag, int src, int tag) {
   return (want_src == kAnySource || want_src == src) && want_tag == tag;
@@ -166,7 +173,8 @@ class RecvWork : public Work {
 
   Status Wait(Duration timeout) override {
     std::unique_lock lock(box_->mu);
-    if (box_->cv.wait_for(lock, timeout, [&] { return op_->phase == RecvPhase::kDone; })) {
+    if (box_->cv.wait_until(lock, DeadlineAfter(timeout),
+                            [&] { return op_->phase == RecvPhase::kDone; })) {
       return op_->status;
     }
     if (op_->phase == RecvPhase::kPosted) {
@@ -292,7 +300,7 @@ class InProcTransport : public Transport {
     Mailbox& box = comm_->boxes[static_cast<size_t>(rank_)];
     std::unique_lock lock(box.mu);
     std::optional<ProbeResult> found;
-    box.cv.wait_for(lock, timeout, [&] {
+    box.cv.wait_until(lock, DeadlineAfter(timeout), [&] {
       found = FindUnexpected(box, src, tag);
       return found.has_value();
     });
