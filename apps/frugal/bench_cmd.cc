@@ -15,7 +15,7 @@
 namespace frugal::apps {
 namespace {
 
-// The directory of `path` must exist (checked before anything is launched).
+// The directory of `path` must exist (Action::check_files: where rank 0 writes it).
 Status CheckJsonPath(const std::string& path) {
   if (path.empty()) return Status::Ok();
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -58,6 +58,7 @@ struct AllreduceFlags {
   int ranks_per_host = 0;
   int torus_rows = 0;
   std::string gloo_algorithm = "ring_chunked";
+  std::string gloo_mode = "sync";
   std::string gloo_store_dir;
   std::string gloo_iface;
   std::string json;
@@ -78,7 +79,6 @@ StatusOr<bench::PingPongOptions> ToOptions(const PingPongFlags& flags) {
   options.all_pairs = flags.all_pairs;
   options.compare_mpi = flags.compare_mpi;
   options.timeout = Duration(flags.timeout_ms);
-  FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
   return options;
 }
 
@@ -100,8 +100,8 @@ StatusOr<bench::AllreduceBenchOptions> ToOptions(const AllreduceFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(options.gloo.algorithm, bench::ParseGlooAlgorithm(flags.gloo_algorithm));
   options.gloo.store_dir = flags.gloo_store_dir;
   options.gloo.iface = flags.gloo_iface;
+  FRUGAL_ASSIGN_OR_RETURN(options.gloo.mode, bench::ParseGlooMode(flags.gloo_mode));
   FRUGAL_RETURN_IF_ERROR(bench::ValidateAllreduceBenchOptions(options));
-  FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
   return options;
 }
 
@@ -136,6 +136,7 @@ void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher) {
     Action action;
     action.name = "bench pingpong";
     action.validate = [flags] { return ToOptions(*flags).status(); };
+    action.check_files = [flags] { return CheckJsonPath(flags->json); };
     action.check_world = [](const Transport& world) {
       if (world.size() < 2) {
         return InvalidArgumentError("bench pingpong needs at least 2 ranks (e.g. --np 2)");
@@ -179,6 +180,10 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
       ->capture_default_str();
   cmd->add_option("--gloo-algorithm", flags->gloo_algorithm, "ring_chunked or halving_doubling")
       ->capture_default_str();
+  cmd->add_option("--gloo-mode", flags->gloo_mode,
+                  "How Gloo's pairs wait: async (its I/O thread), sync (blocking receive) or "
+                  "busypoll")
+      ->capture_default_str();
   cmd->add_option("--gloo-store-dir", flags->gloo_store_dir,
                   "Directory for Gloo's rendezvous files, shared by all hosts (default: /tmp)")
       ->type_name("DIR");
@@ -190,6 +195,7 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
     Action action;
     action.name = "bench allreduce";
     action.validate = [flags] { return ToOptions(*flags).status(); };
+    action.check_files = [flags] { return CheckJsonPath(flags->json); };
     action.run = [flags](RankContext& context) -> Status {
       FRUGAL_ASSIGN_OR_RETURN(bench::AllreduceBenchOptions options, ToOptions(*flags));
       FRUGAL_ASSIGN_OR_RETURN(bench::AllreduceBenchReport report,

@@ -5,14 +5,18 @@
 // The function adds a CLI11 subcommand with its flags (stored in objects its callbacks own) and,
 // from the subcommand's callback, hands the Dispatcher an Action. main.cc then, for every
 // subcommand alike:
-//   1. runs `validate` (pure checks of the flags that CLI11 cannot do: names, combinations);
-//      a failure prints one line and exits 2 before anything is launched;
-//   2. with --np and not under mpirun, re-runs itself under mpirun (launcher.h) and exits with
+//   1. runs `validate` (checks of the flags that CLI11 cannot do: names, combinations); it runs
+//      in the process the user started and again on every rank, so it must not depend on the
+//      machine it runs on; a failure prints one line and exits 2 before anything is launched;
+//   2. runs `check_files` (checks of local paths, e.g. that an output file can be created) in
+//      the process the user started, with the same consequence;
+//   3. with --np and not under mpirun, re-runs itself under mpirun (launcher.h) and exits with
 //      mpirun's code;
-//   3. otherwise initialises MPI (a single rank when not under mpirun), runs `check_world` on
-//      every rank (checks that need the world size; every rank must reach the same verdict, so
-//      a failure exits 2 on every rank without aborting the job), then `run` on every rank;
-//   4. a rank whose `run` fails prints one line naming its rank and ends the whole job
+//   4. otherwise initialises MPI (a single rank when not under mpirun); rank 0 runs
+//      `check_files` again and every rank follows its verdict; every rank runs `check_world`
+//      (checks that need the world size; every rank must reach the same verdict); a failure of
+//      either exits 2 on every rank without aborting the job; then `run` on every rank;
+//   5. a rank whose `run` fails prints one line naming its rank and ends the whole job
 //      (MpiRuntime::Abort), so no rank waits for it.
 // Commands that never use MPI themselves (they start other processes) set `run_local` instead
 // of `run`.
@@ -53,8 +57,9 @@ struct RankContext {
 };
 
 struct Action {
-  std::string name;                  // e.g. "bench allreduce", used in messages
-  std::function<Status()> validate;  // optional
+  std::string name;                     // e.g. "bench allreduce", used in messages
+  std::function<Status()> validate;     // optional; must not depend on the machine
+  std::function<Status()> check_files;  // optional; local paths, checked where rank 0 writes
   std::function<Status(const Transport& world)> check_world;  // optional
   std::function<Status(RankContext& context)> run;
   // Instead of `run`, for commands that do not use MPI: returns the exit code.

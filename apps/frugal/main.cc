@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "emulate.h"
+#include "frugal/collectives.h"
 #include "launcher.h"
 
 namespace frugal::apps {
@@ -90,6 +91,17 @@ int RunOnRanks(const Action& action, const GlobalOptions& global, int argc, char
   auto world = mpi.World();
   if (!world.ok()) return fail(world.status().ToString());
   Transport& transport = **world;
+  if (action.check_files && RunningUnderMpi()) {
+    // Rank 0 checks the paths it will write; every rank follows its verdict.
+    Status status = rank == 0 ? action.check_files() : Status::Ok();
+    std::vector<std::byte> verdict = {std::byte{status.ok() ? uint8_t{0} : uint8_t{1}}};
+    Status shared = Broadcast(transport, std::span<std::byte>(verdict), 0, CollectiveOptions{});
+    if (!shared.ok()) return fail(shared.ToString());
+    if (verdict[0] != std::byte{0}) {
+      if (rank == 0) PrintError(status.message());
+      return rank == 0 ? ExitCodeFor(status) : kExitUsage;
+    }
+  }
   if (action.check_world) {
     Status status = action.check_world(transport);
     if (!status.ok()) {
@@ -149,6 +161,13 @@ int Main(int argc, char** argv) {
   const Action& action = *dispatcher.selected();
   if (action.validate) {
     Status status = action.validate();
+    if (!status.ok()) {
+      PrintError(status.message());
+      return ExitCodeFor(status);
+    }
+  }
+  if (action.check_files && !RunningUnderMpi()) {
+    Status status = action.check_files();
     if (!status.ok()) {
       PrintError(status.message());
       return ExitCodeFor(status);
