@@ -28,7 +28,8 @@ class MpiRuntime {
   MpiRuntime& operator=(const MpiRuntime&) = delete;
 
   // A transport over a duplicate of MPI_COMM_WORLD (so frugal's messages never mix with other
-  // users of the world communicator).
+  // users of the world communicator). Collective: it returns once every rank has called it
+  // (MPI_Comm_dup has no timeout). Destroy the transports before the runtime.
   StatusOr<std::unique_ptr<Transport>> World();
 
   int world_rank() const { return world_rank_; }
