@@ -2,7 +2,9 @@
 // gradient averaging. Flags become TrainOptions and a GradientReducer in one place
 // (AddTrainFlags / ToTrainOptions / MakeReducer); every rank then runs frugal_torch::Train, and
 // rank 0 shows a progress bar on stderr, prints the epoch table and the summary on stdout and
-// writes the JSON lines (one "epoch" object per epoch, then one "summary" object).
+// writes the JSON lines (one "epoch" object per epoch, then one "summary" object). The gradients
+// go through the communication engine (ToOverlapOptions: --overlap, --od-sgd, --skip-comm,
+// --timeline, ...), whose Chrome trace rank 0 writes at the end.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "frugal/engine.h"
 #include "frugal/reducer.h"
 #include "frugal/timer.h"
 #include "frugal_torch/data.h"
@@ -57,6 +60,17 @@ struct TrainFlags {
   std::string json;
   std::string progress = "auto";
   std::string config;
+  // Communication engine (frugal/engine.h, frugal_torch/engine_optimizer.h).
+  std::string overlap = "priority";
+  std::string fusion = "mgwfbp";
+  bool od_sgd = false;
+  bool skip_comm = false;
+  double cycle_time_ms = 1;
+  double fusion_threshold_mb = 64;
+  double partition_mb = 4;
+  double stall_warning_s = 60;
+  double stall_shutdown_s = 0;
+  std::string timeline;
 };
 
 void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
@@ -102,6 +116,37 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--data-dir", flags.data_dir, "Fashion-MNIST IDX files")->capture_default_str();
   cmd.add_option("--json", flags.json, "Write one JSON object per epoch and a summary to FILE")
+      ->type_name("FILE");
+  // Communication engine.
+  cmd.add_option("--overlap", flags.overlap,
+                 "Overlap of gradient communication with computation: none (after backward), "
+                 "wfbp (each gradient as backward produces it), fusion (wfbp + tensor fusion), "
+                 "priority (wfbp + priority scheduling with partitions, layer-wise updates)")
+      ->capture_default_str();
+  cmd.add_option("--fusion", flags.fusion,
+                 "--overlap fusion: mgwfbp (merges planned from the alpha/beta model) or cycle "
+                 "(Horovod: what is ready within a cycle)")
+      ->capture_default_str();
+  cmd.add_flag("--od-sgd", flags.od_sgd,
+               "One-step delay: apply the previous step's averaged gradient while this step's "
+               "is communicated");
+  cmd.add_flag("--skip-comm", flags.skip_comm,
+               "Compute only: do not exchange gradients (lower bound of the step time)");
+  cmd.add_option("--cycle-time-ms", flags.cycle_time_ms, "Engine negotiation cycle")
+      ->capture_default_str();
+  cmd.add_option("--fusion-threshold-mb", flags.fusion_threshold_mb, "Largest fused bucket")
+      ->capture_default_str();
+  cmd.add_option("--partition-mb", flags.partition_mb,
+                 "--overlap priority: partition size (0: no partitioning)")
+      ->capture_default_str();
+  cmd.add_option("--stall-warning-s", flags.stall_warning_s,
+                 "Warn when some ranks submitted a gradient and others not for this long (0: off)")
+      ->capture_default_str();
+  cmd.add_option("--stall-shutdown-s", flags.stall_shutdown_s,
+                 "End the job when such a stall lasts this long (0: never)")
+      ->capture_default_str();
+  cmd.add_option("--timeline", flags.timeline,
+                 "Write a Chrome trace (chrome://tracing, Perfetto) of every rank to FILE")
       ->type_name("FILE");
   cmd.add_option("--progress", flags.progress,
                  "bar (redrawn line), lines (one line per 10%), none, or auto (bar on a terminal)")
@@ -158,6 +203,48 @@ Status CheckJsonPath(const std::string& path) {
   return Status::Ok();
 }
 
+// The communication engine's flags.
+Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& options) {
+  frugal_torch::OverlapOptions overlap;
+  FRUGAL_ASSIGN_OR_RETURN(overlap.mode, ParseOverlapMode(flags.overlap));
+  FRUGAL_ASSIGN_OR_RETURN(overlap.fusion, ParseFusionPolicy(flags.fusion));
+  if (overlap.fusion == FusionPolicy::kOff) {
+    return InvalidArgumentError("--fusion must be mgwfbp or cycle (no fusion: --overlap wfbp)");
+  }
+  overlap.od_sgd = flags.od_sgd;
+  overlap.skip_comm = flags.skip_comm;
+  if (flags.od_sgd && flags.skip_comm) {
+    return InvalidArgumentError("--od-sgd and --skip-comm exclude each other");
+  }
+  auto positive = [](double v, double max) { return v > 0 && v <= max; };
+  if (!(flags.cycle_time_ms >= 0 && flags.cycle_time_ms <= 1000)) {
+    return InvalidArgumentError("--cycle-time-ms must be in [0, 1000]");
+  }
+  if (!positive(flags.fusion_threshold_mb, 1e6)) {
+    return InvalidArgumentError("--fusion-threshold-mb must be in (0, 1e6]");
+  }
+  if (!(flags.partition_mb >= 0 && flags.partition_mb <= 1e6)) {
+    return InvalidArgumentError("--partition-mb must be in [0, 1e6]");
+  }
+  if (!(flags.stall_warning_s >= 0) || !(flags.stall_shutdown_s >= 0)) {
+    return InvalidArgumentError("--stall-warning-s and --stall-shutdown-s must be >= 0");
+  }
+  overlap.engine.cycle_time = Duration(std::llround(flags.cycle_time_ms));
+  overlap.engine.fusion_threshold_bytes =
+      static_cast<size_t>(std::llround(flags.fusion_threshold_mb * (1 << 20)));
+  overlap.engine.partition_bytes =
+      static_cast<size_t>(std::llround(flags.partition_mb * (1 << 20)));
+  overlap.engine.stall_warning = Duration(std::llround(flags.stall_warning_s * 1000));
+  overlap.engine.stall_shutdown = Duration(std::llround(flags.stall_shutdown_s * 1000));
+  overlap.timeline = !flags.timeline.empty();
+  if (overlap.timeline) {
+    Status path = CheckJsonPath(flags.timeline);
+    if (!path.ok()) return InvalidArgumentError("--timeline: " + path.message());
+  }
+  options.overlap = overlap;
+  return Status::Ok();
+}
+
 StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags) {
   frugal_torch::TrainOptions options;
   options.model = flags.model;
@@ -193,6 +280,7 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags) {
         fmt::format("unknown --progress '{}' (known: auto, bar, lines, none)", flags.progress));
   }
   FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
+  FRUGAL_RETURN_IF_ERROR(ToOverlapOptions(flags, options));
   return options;
 }
 
@@ -337,7 +425,12 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
           {"comm_seconds", s.comm_seconds},
           {"eval_seconds", s.eval_seconds},
           {"samples_per_second", s.samples_per_second},
-          {"params_consistent", s.params_consistent}};
+          {"params_consistent", s.params_consistent},
+          {"overlap", s.overlap},
+          {"od_sgd", flags.od_sgd},
+          {"skip_comm", flags.skip_comm},
+          {"step_seconds_median", s.step_seconds_median},
+          {"comm_hidden_fraction", s.comm_hidden_fraction}};
 }
 
 std::string EpochTableHeader() {
@@ -372,12 +465,15 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
       fmt::format("{} ({} bytes, counted by {})",
                   FormatBytes(static_cast<double>(s.bytes_sent_per_worker)),
                   s.bytes_sent_per_worker, s.bytes_counted_by));
+  row("overlap", fmt::format("{} (median step {:.1f} ms, {:.0f}% of communication hidden)",
+                             s.overlap, 1e3 * s.step_seconds_median, 100 * s.comm_hidden_fraction));
   row("params consistent", s.params_consistent ? "yes (all ranks hash equal)" : "NO");
   return out;
 }
 
 Status RunTrain(RankContext& context, const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::TrainOptions options, ToTrainOptions(flags));
+  if (options.overlap) options.overlap->engine.logger = context.logger;
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::FashionMnist data,
                           frugal_torch::LoadFashionMnist(flags.data_dir));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<GradientReducer> reducer,
@@ -420,7 +516,12 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   std::fflush(stdout);
   FRUGAL_RETURN_IF_ERROR(json_status);
   FRUGAL_RETURN_IF_ERROR(write_json(SummaryJson(summary, flags)));
-  if (!summary.params_consistent) {
+  if (!flags.timeline.empty()) {
+    std::ofstream trace(flags.timeline, std::ios::trunc);
+    trace << summary.timeline_json;
+    if (!trace) return IoError(fmt::format("cannot write {}", flags.timeline));
+  }
+  if (!summary.params_consistent && !flags.skip_comm) {
     return InternalError("the ranks ended with different parameters");
   }
   return Status::Ok();
