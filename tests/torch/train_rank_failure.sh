@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Tier-3 fault test of `frugal train` under a real mpirun with 3 ranks: rank 2 is killed
+# (SIGKILL) or frozen (SIGSTOP) once training is under way. The job must end with a non-zero
+# exit code within 30 s, with a message naming rank 2.
+#   train_rank_failure.sh FRUGAL MPIRUN kill|stop
+set -uo pipefail
+frugal=$1
+mpirun=$2
+mode=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$mpirun" -np 3 --oversubscribe --mca pml ob1 --mca btl tcp,vader,self --timeout 120 \
+  "$frugal" train --model mlp --batch-size 16 --epochs 5 --progress lines --timeout-ms 4000 \
+  >"$work/out" 2>"$work/err" &
+job=$!
+
+# Wait for training to be under way (rank 0 reports 10% of the first epoch).
+for _ in $(seq 1 600); do
+  grep -q "^epoch 1/5: " "$work/err" && break
+  sleep 0.1
+done
+if ! grep -q "^epoch 1/5: " "$work/err"; then
+  echo "training did not start"; cat "$work/err"; kill -9 $job; exit 1
+fi
+
+victim=""
+for pid in $(pgrep -P $job); do
+  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=2"; then
+    victim=$pid
+  fi
+done
+if [ -z "$victim" ]; then
+  echo "rank 2 not found among the children of mpirun"; kill -9 $job; exit 1
+fi
+
+start_ms=$(($(date +%s%N) / 1000000))
+if [ "$mode" = kill ]; then kill -KILL "$victim"; else kill -STOP "$victim"; fi
+code=""
+for _ in $(seq 1 400); do
+  if ! kill -0 $job 2>/dev/null; then
+    wait $job
+    code=$?
+    break
+  fi
+  sleep 0.1
+done
+elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
+kill -CONT "$victim" 2>/dev/null
+echo "mode $mode: exit code ${code:-none} after $elapsed_ms ms"
+echo "--- stderr:"; grep -v "^epoch " "$work/err"
+if [ -z "$code" ]; then
+  echo "FAIL: the job is still running 40 s after rank 2 was hit"; kill -9 $job; exit 1
+fi
+if [ "$code" -eq 0 ]; then echo "FAIL: exit code 0"; exit 1; fi
+if [ "$elapsed_ms" -gt 30000 ]; then echo "FAIL: took more than 30 s"; exit 1; fi
+if ! grep -q "rank 2" "$work/err"; then echo "FAIL: no message names rank 2"; exit 1; fi
+echo "PASS"
