@@ -22,6 +22,9 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "frugal/status.h"
 #include "frugal/work.h"
@@ -68,6 +71,33 @@ class Transport {
   // counted where they are sent.
   virtual uint64_t bytes_sent() const = 0;
   virtual uint64_t messages_sent() const = 0;
+
+  // Attachments: state that a layer above keeps with this transport, found by a key naming the
+  // layer (the collectives keep the sub-transports that hierarchical and 2D-torus all-reduces
+  // split off under "collectives", so that they split once per layout, not once per call).
+  // Owned by the transport and destroyed with it, after the implementation's own members; used
+  // under the transport's thread rules. SetAttachment replaces an attachment with the same key
+  // and returns the stored one (`attachment` must not be null); FindAttachment returns nullptr
+  // when there is none.
+  class Attachment {
+   public:
+    virtual ~Attachment() = default;
+  };
+  Attachment* FindAttachment(std::string_view key) const {
+    for (const auto& [k, a] : attachments_) {
+      if (k == key) return a.get();
+    }
+    return nullptr;
+  }
+  Attachment& SetAttachment(std::string key, std::unique_ptr<Attachment> attachment) {
+    for (auto& [k, a] : attachments_) {
+      if (k == key) return *(a = std::move(attachment));
+    }
+    return *attachments_.emplace_back(std::move(key), std::move(attachment)).second;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::unique_ptr<Attachment>>> attachments_;
 };
 
 // Blocking helpers: start the operation and wait for it.

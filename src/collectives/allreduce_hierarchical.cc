@@ -5,8 +5,11 @@
 // Hosts: with ranks_per_host = k > 0, rank r is on host r / k; with 0, every rank's
 // Transport::hostname() is gathered with Allgatherv and ranks with equal names share a host,
 // numbered by their lowest rank. Two Splits build the groups: `local` (color = host, key = rank:
-// the ranks of one host in rank order, its rank 0 being the host's leader) and `leaders`
-// (color 0 for the leaders, 1 for the rest, key = rank). Steps:
+// the ranks of one host in rank order, its rank 0 being the host's leader) and `cross`
+// (color 0 for the leaders, 1 for the rest, key = rank). The host numbering and both groups are
+// made on the first call only and kept in the transport's SplitCache (split_cache.cc) under
+// "hier/<ranks_per_host>" or "hier/hostname", so later calls neither gather names nor split.
+// Steps:
 //   1. intra-host reduce: a TreePipeline without broadcast over HeapTree(local size, local rank,
 //      0) leaves the host's sum on its leader, pipelined in segments of `segment_bytes`;
 //   2. inter-host all-reduce: the leaders all-reduce their host sums with `inner_algorithm`
@@ -65,8 +68,20 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
     return InvalidArgumentError(
         fmt::format("ranks_per_host must be >= 0, got {}", options.ranks_per_host));
   }
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<int> host,
-                          HostOfEachRank(t, options.ranks_per_host, options.timeout));
+  // The layout (hosts and the two groups) is split once per transport and kept in its SplitCache
+  // under a key that every rank derives from the same option.
+  const std::string key =
+      options.ranks_per_host > 0 ? fmt::format("hier/{}", options.ranks_per_host) : "hier/hostname";
+  SplitCache& cache = SplitCacheOf(t);
+  SplitCache::Entry* layout = cache.Find(key);
+  if (layout == nullptr) {
+    FRUGAL_ASSIGN_OR_RETURN(std::vector<int> hosts,
+                            HostOfEachRank(t, options.ranks_per_host, options.timeout));
+    SplitCache::Entry entry;
+    entry.host = std::move(hosts);
+    layout = &cache.Insert(key, std::move(entry));
+  }
+  const std::vector<int>& host = layout->host;
   std::vector<int> local_members;
   std::vector<int> leaders;
   for (int q = 0; q < n; ++q) {
@@ -94,10 +109,16 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
     if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
     return Status::Ok();
   }
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> local,
-                          t.Split(host[static_cast<size_t>(r)], r, options.timeout));
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> cross,
-                          t.Split(leader ? 0 : 1, r, options.timeout));
+  if (layout->groups.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> local_group,
+                            t.Split(host[static_cast<size_t>(r)], r, options.timeout));
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> leader_group,
+                            t.Split(leader ? 0 : 1, r, options.timeout));
+    layout->groups.push_back(std::move(local_group));
+    layout->groups.push_back(std::move(leader_group));
+  }
+  Transport* const local = layout->groups[0].get();
+  Transport* const cross = layout->groups[1].get();
   FRUGAL_INTERNAL_ASSERT(local->size() == static_cast<int>(local_members.size()));
 
   if (local->size() > 1) {

@@ -3,7 +3,9 @@
 // The n ranks are laid out as a grid of `rows` x `cols` (cols = n / rows): rank r sits at row
 // r / cols, column r % cols. rows is options.torus_rows, or, when 0, the divisor of n closest to
 // sqrt(n) (TorusRows; 1 for a prime n, which makes the torus a plain ring). Two Splits build the
-// `row` group (color = row, key = column) and the `column` group (color = column, key = row).
+// `row` group (color = row, key = column) and the `column` group (color = column, key = row), on
+// the first call only: they are kept in the transport's SplitCache (split_cache.cc) under
+// "torus/<rows>".
 // Steps:
 //   1. horizontal reduce-scatter: a ring reduce-scatter inside each row over cols blocks
 //      (BlockPartition), leaving on the rank in column c the row's sum of block c;
@@ -54,9 +56,21 @@ Status Torus2DAllreduce(Transport& t, std::span<float> data, const AllreduceOpti
     if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
     return Status::Ok();
   }
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> row_group, t.Split(row, col, options.timeout));
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> column_group,
-                          t.Split(col, row, options.timeout));
+  SplitCache& cache = SplitCacheOf(t);
+  const std::string key = fmt::format("torus/{}", rows);
+  SplitCache::Entry* groups = cache.Find(key);
+  if (groups == nullptr) {
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> row_split,
+                            t.Split(row, col, options.timeout));
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> column_split,
+                            t.Split(col, row, options.timeout));
+    SplitCache::Entry entry;
+    entry.groups.push_back(std::move(row_split));
+    entry.groups.push_back(std::move(column_split));
+    groups = &cache.Insert(key, std::move(entry));
+  }
+  Transport* const row_group = groups->groups[0].get();
+  Transport* const column_group = groups->groups[1].get();
   std::vector<int> row_ranks;
   std::vector<int> column_ranks;
   for (int c = 0; c < cols; ++c) row_ranks.push_back(row * cols + c);

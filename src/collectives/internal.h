@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -120,6 +121,26 @@ Status BinomialBroadcast(Transport& t, std::span<std::byte> data, int root, int 
 
 std::vector<Block> BlockPartitionAll(size_t count, int parts);
 std::vector<Block> ToBytes(std::span<const Block> blocks, size_t element_size);
+
+// The sub-transports that hierarchical and 2D-torus all-reduces split off a transport, kept as
+// the transport's "collectives" attachment so that every layout is split once, not once per call.
+// See split_cache.cc.
+class SplitCache : public Transport::Attachment {
+ public:
+  struct Entry {
+    std::vector<int> host;                           // hierarchical: host of every rank
+    std::vector<std::unique_ptr<Transport>> groups;  // in the order the algorithm split them
+  };
+  // The entry stored under `key`, or nullptr.
+  Entry* Find(const std::string& key);
+  Entry& Insert(const std::string& key, Entry entry);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+// The cache attached to `t`, created on first use.
+SplitCache& SplitCacheOf(Transport& t);
 
 // "ranks 4, 5, 6" — how a group is named in error messages.
 std::string DescribeRanks(std::span<const int> ranks);
