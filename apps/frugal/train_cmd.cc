@@ -430,7 +430,8 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
           {"od_sgd", flags.od_sgd},
           {"skip_comm", flags.skip_comm},
           {"step_seconds_median", s.step_seconds_median},
-          {"comm_hidden_fraction", s.comm_hidden_fraction}};
+          {"comm_hidden_fraction", s.comm_hidden_fraction},
+          {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};
 }
 
 std::string EpochTableHeader() {
@@ -465,8 +466,10 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
       fmt::format("{} ({} bytes, counted by {})",
                   FormatBytes(static_cast<double>(s.bytes_sent_per_worker)),
                   s.bytes_sent_per_worker, s.bytes_counted_by));
-  row("overlap", fmt::format("{} (median step {:.1f} ms, {:.0f}% of communication hidden)",
-                             s.overlap, 1e3 * s.step_seconds_median, 100 * s.comm_hidden_fraction));
+  row("overlap", fmt::format("{} (median step {:.1f} ms, {:.0f}% of communication hidden, "
+                             "negotiation {})",
+                             s.overlap, 1e3 * s.step_seconds_median, 100 * s.comm_hidden_fraction,
+                             FormatBytes(static_cast<double>(s.negotiation_bytes_per_worker))));
   row("params consistent", s.params_consistent ? "yes (all ranks hash equal)" : "NO");
   return out;
 }

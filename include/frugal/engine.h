@@ -149,6 +149,9 @@ struct EngineStats {
   uint64_t reductions = 0;  // calls of the reducer (buckets)
   uint64_t tensors = 0;     // tensors completed
   uint64_t bytes_reduced = 0;
+  // Bytes of negotiation messages this rank sent (counted where sent; they also appear in
+  // Transport::bytes_sent()).
+  uint64_t negotiation_bytes = 0;
   double comm_seconds = 0;       // engine thread inside the reducer
   double exposed_seconds = 0;    // part of comm_seconds while some thread waited on a tensor
   double negotiate_seconds = 0;  // engine thread in negotiation cycles

@@ -587,6 +587,10 @@ class Engine::Impl {
     reported_[static_cast<size_t>(rank_)] = ReportedNames(mine);
     if (size_ == 1) return Status::Ok();
     out_message_ = engine_internal::EncodeCycleMessage(mine);
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      stats_.negotiation_bytes += out_message_.size() * static_cast<uint64_t>(size_ - 1);
+    }
     std::vector<std::unique_ptr<Work>> sends;
     for (int p = 0; p < size_; ++p) {
       if (p != rank_) sends.push_back(t_.ISend(p, kNegotiationTag, out_message_));
@@ -737,6 +741,10 @@ class Engine::Impl {
     m.shutdown = true;
     m.reason = reason;
     shutdown_message_ = engine_internal::EncodeCycleMessage(m);
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      stats_.negotiation_bytes += shutdown_message_.size() * static_cast<uint64_t>(size_ - 1);
+    }
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       std::unique_ptr<Work> send = t_.ISend(p, kNegotiationTag, shutdown_message_);

@@ -458,6 +458,8 @@ double EngineSession::comm_seconds() const { return engine_->stats().comm_second
 
 double EngineSession::hidden_fraction() const { return engine_->stats().hidden_fraction(); }
 
+uint64_t EngineSession::negotiation_bytes() const { return engine_->stats().negotiation_bytes; }
+
 frugal::StatusOr<std::string> EngineSession::Finish() {
   FRUGAL_RETURN_IF_ERROR(optimizer_->Synchronize());
   std::string trace;

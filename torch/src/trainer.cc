@@ -174,8 +174,11 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   const bool count_reducer_bytes = reducer.bytes_counted_by() != "transport";
   const uint64_t transport_bytes_start = t.bytes_sent();
   const uint64_t reducer_bytes_start = reducer.bytes_sent();
+  // Read on the thread that owns the transport (the engine thread when there is one); the
+  // engine's negotiation messages are reported on their own.
+  auto negotiation_bytes = [&]() -> uint64_t { return session ? session->negotiation_bytes() : 0; };
   auto bytes_so_far = [&]() {
-    uint64_t bytes = t.bytes_sent() - transport_bytes_start;
+    uint64_t bytes = t.bytes_sent() - transport_bytes_start - negotiation_bytes();
     if (count_reducer_bytes) bytes += reducer.bytes_sent() - reducer_bytes_start;
     return bytes;
   };
@@ -249,20 +252,23 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
         Evaluate(*model, test_images, test_labels, rank, world, options.eval_batch_size);
     const double mean_loss = steps_this_epoch > 0 ? loss_sum / steps_this_epoch : 0.0;
     eval_seconds += eval_watch.Seconds();
-    const double local[] = {mean_loss,
-                            eval.loss_sum,
-                            eval.correct,
-                            eval.count,
-                            samples,
-                            epoch_seconds,
-                            static_cast<double>(bytes_so_far()),
-                            compute_seconds,
-                            comm_seconds(),
-                            eval_seconds,
-                            Median(step_seconds),
-                            session ? session->hidden_fraction() : 0.0};
+    double local[] = {mean_loss,
+                      eval.loss_sum,
+                      eval.correct,
+                      eval.count,
+                      samples,
+                      epoch_seconds,
+                      0.0,  // bytes so far, read below on the transport's thread
+                      compute_seconds,
+                      comm_seconds(),
+                      eval_seconds,
+                      Median(step_seconds),
+                      session ? session->hidden_fraction() : 0.0,
+                      0.0};  // negotiation bytes, read below
     std::vector<double> sums;
     FRUGAL_RETURN_IF_ERROR(collective("metrics", [&](frugal::Transport& tt) -> Status {
+      local[6] = static_cast<double>(bytes_so_far());
+      local[12] = static_cast<double>(negotiation_bytes());
       FRUGAL_ASSIGN_OR_RETURN(sums, SumAcrossRanks(tt, local, timeout));
       return Status::Ok();
     }));
@@ -285,6 +291,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     summary.eval_seconds = sums[9] / world;
     summary.step_seconds_median = sums[10] / world;
     summary.comm_hidden_fraction = sums[11] / world;
+    summary.negotiation_bytes_per_worker = static_cast<uint64_t>(std::llround(sums[12] / world));
     if (callbacks.on_epoch) callbacks.on_epoch(record);
   }
 

@@ -139,6 +139,8 @@ class EngineSession {
   // Seconds the engine spent reducing, and the share of it hidden behind computation.
   double comm_seconds() const;
   double hidden_fraction() const;
+  // Bytes of the engine's negotiation messages this rank sent.
+  uint64_t negotiation_bytes() const;
   // Collective: applies pending updates, gathers the timeline (when recorded; the whole trace on
   // every rank, empty otherwise) and stops the engine.
   frugal::StatusOr<std::string> Finish();

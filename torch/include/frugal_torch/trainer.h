@@ -110,6 +110,8 @@ struct TrainSummary {
   // communication time that ran while the training thread computed (mean over ranks), and the
   // Chrome trace of every rank when TrainOptions::overlap->timeline was set.
   std::string overlap = "off";
+  // Bytes of the engine's negotiation messages (mean over ranks); not in bytes_sent_per_worker.
+  uint64_t negotiation_bytes_per_worker = 0;
   double step_seconds_median = 0;
   double comm_hidden_fraction = 0;
   std::string timeline_json;
