@@ -1,0 +1,100 @@
+// Tier 2: the engine over the real MPI transport, one process per rank under mpirun. The engine
+// thread is the only thread that calls MPI between Start and Shutdown.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <thread>
+
+#include "engine_test_util.h"
+#include "frugal/engine.h"
+#include "mpi/mpi_test_main.h"
+
+namespace frugal::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr Duration kWait = std::chrono::seconds(60);
+
+std::unique_ptr<GradientReducer> Reducer(Transport& t, const std::string& algorithm) {
+  DenseReducerOptions options;
+  options.algorithm = algorithm;
+  options.timeout = std::chrono::seconds(60);
+  return std::move(MakeDenseReducer(t, options)).value();
+}
+
+class EngineMpi : public ::testing::TestWithParam<std::tuple<OverlapMode, std::string>> {};
+
+// Every rank submits 12 tensors in its own order with pauses; every average is exact.
+TEST_P(EngineMpi, OutOfOrderSubmissionCompletesWithExactAverages) {
+  const auto& [mode, algorithm] = GetParam();
+  std::unique_ptr<Transport> t = mpitest::TestWorld();
+  ASSERT_NE(t, nullptr);
+  const int rank = t->rank();
+  const int n = t->size();
+  std::unique_ptr<GradientReducer> reducer = Reducer(*t, algorithm);
+  EngineOptions options;
+  ApplyOverlapMode(mode, options, FusionPolicy::kCycle);
+  options.partition_bytes = 1024;
+  options.timeout = std::chrono::seconds(60);
+  auto engine = Engine::Start(*t, *reducer, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  const std::vector<size_t> sizes = {1, 5, 300, 64, 1000, 7, 2048, 33, 128, 9, 700, 16};
+  for (int step = 0; step < 3; ++step) {
+    std::vector<size_t> order(sizes.size());
+    std::iota(order.begin(), order.end(), 0);
+    RngStream rng(RngKey{.seed = 9, .rank = rank, .step = static_cast<uint64_t>(step)});
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+    std::vector<std::vector<float>> data(sizes.size());
+    std::vector<std::unique_ptr<Work>> works(sizes.size());
+    for (size_t k : order) {
+      data[k] = DyadicInput(rank, sizes[k], k * 10 + step);
+      works[k] = (*engine)->Submit(Req(Indexed("g", k), static_cast<int>(k), step), data[k]);
+      if (rng.Below(2) == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    for (auto& w : works) ASSERT_TRUE(w->Wait(kWait).ok());
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      std::vector<double> sum(sizes[k], 0.0);
+      for (int r = 0; r < n; ++r) {
+        const std::vector<float> in = DyadicInput(r, sizes[k], k * 10 + step);
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] += in[i];
+      }
+      for (size_t i = 0; i < sum.size(); ++i) {
+        // Both reducers scale the exact sum by 1/n in float.
+        const float want = static_cast<float>(sum[i]) * (1.0f / static_cast<float>(n));
+        ASSERT_EQ(data[k][i], want) << "tensor " << k << " element " << i;
+      }
+    }
+  }
+  EXPECT_TRUE((*engine)->Shutdown().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, EngineMpi,
+    ::testing::Combine(::testing::Values(OverlapMode::kWfbp, OverlapMode::kFusion,
+                                         OverlapMode::kPriority),
+                       ::testing::Values(std::string("ring"), std::string("mpi"))),
+    [](const auto& info) {
+      return std::string(OverlapModeName(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+    });
+
+TEST(EngineMpiErrors, ShapeMismatchFailsOnEveryRank) {
+  std::unique_ptr<Transport> t = mpitest::TestWorld();
+  ASSERT_NE(t, nullptr);
+  std::unique_ptr<GradientReducer> reducer = Reducer(*t, "ring");
+  auto engine = Engine::Start(*t, *reducer, EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  std::vector<float> w(12, 1.0f);
+  TensorRequest request = Req("fc.weight");
+  request.shape =
+      t->rank() == t->size() - 1 ? std::vector<int64_t>{3, 4} : std::vector<int64_t>{4, 3};
+  const Status status = (*engine)->Submit(request, w)->Wait(kWait);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("'fc.weight'"));
+  EXPECT_THAT(status.message(), HasSubstr("[3, 4]"));
+  EXPECT_TRUE((*engine)->Shutdown().ok());
+}
+
+}  // namespace
+}  // namespace frugal::testing
