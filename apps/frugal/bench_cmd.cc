@@ -112,6 +112,7 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher) {
   bench->require_subcommand(1);
   AddBenchPingPongCommand(*bench, dispatcher);
   AddBenchAllreduceCommand(*bench, dispatcher);
+  AddBenchCompressCommand(*bench, dispatcher);
 }
 
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher) {

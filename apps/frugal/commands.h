@@ -80,6 +80,7 @@ class Dispatcher {
 void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher);
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher);
+void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher);  // bench_compress.cc
 
 // `frugal sweep FILE.toml` (sweep_cmd.cc): runs grids of configurations, renders tables/plots.
 void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher);

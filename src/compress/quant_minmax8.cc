@@ -78,10 +78,54 @@ void DequantizeGeneric(const uint8_t* q, size_t n, float lo, float step, float* 
   DequantizeBody(q, n, lo, step, out);
 }
 #if defined(FRUGAL_X86)
-FRUGAL_TARGET_V3 ChunkRange RangeV3(const float* x, size_t n) { return RangeBody(x, n); }
+// RangeBody with AVX2 (eight lanes, as there).
+FRUGAL_TARGET_V3 ChunkRange RangeV3(const float* x, size_t n) {
+  if (n < 8) return RangeBody(x, n);
+  __m256 lo = _mm256_set1_ps(x[0]), hi = lo, chk = _mm256_setzero_ps();
+  const __m256 zero = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    lo = _mm256_min_ps(v, lo);
+    hi = _mm256_max_ps(v, hi);
+    chk = _mm256_add_ps(chk, _mm256_mul_ps(v, zero));
+  }
+  alignas(32) float l[8], h[8], c[8];
+  _mm256_store_ps(l, lo);
+  _mm256_store_ps(h, hi);
+  _mm256_store_ps(c, chk);
+  for (; i < n; ++i) {
+    float v = x[i];
+    l[0] = v < l[0] ? v : l[0];
+    h[0] = v > h[0] ? v : h[0];
+    c[0] += v * 0.0f;
+  }
+  ChunkRange r{l[0], h[0], true};
+  for (int j = 0; j < 8; ++j) {
+    r.lo = l[j] < r.lo ? l[j] : r.lo;
+    r.hi = h[j] > r.hi ? h[j] : r.hi;
+    if (c[j] != 0.0f) r.finite = false;
+  }
+  return r;
+}
+
+// QuantizeBody with AVX2.
 FRUGAL_TARGET_V3 void QuantizeV3(const float* x, size_t n, float lo, float inv, const float* offset,
-                                 float fo, uint8_t* q) {
-  QuantizeBody(x, n, lo, inv, offset, fo, q);
+                                 float fixed_offset, uint8_t* q) {
+  const __m256 vlo = _mm256_set1_ps(lo);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  const __m256 vfixed = _mm256_set1_ps(fixed_offset);
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 top = _mm256_set1_ps(255.0f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 off = offset != nullptr ? _mm256_loadu_ps(offset + i) : vfixed;
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vlo), vinv), off);
+    t = _mm256_min_ps(_mm256_max_ps(t, zero), top);
+    StoreLowBytes(_mm256_cvttps_epi32(t), q + i);
+  }
+  QuantizeBody(x + i, n - i, lo, inv, offset != nullptr ? offset + i : nullptr, fixed_offset,
+               q + i);
 }
 FRUGAL_TARGET_V3 void DequantizeV3(const uint8_t* q, size_t n, float lo, float step, float* out) {
   DequantizeBody(q, n, lo, step, out);

@@ -35,29 +35,38 @@ FRUGAL_INLINE uint32_t ExponentsBody(const float* x, size_t n, const uint32_t* r
   return bad;
 }
 
-// out[i] += +-2^(e - 127), 0 for e == 0.
-FRUGAL_INLINE void AddPowersBody(const uint8_t* exps, const std::byte* signs, size_t n,
-                                 float* out) {
+// out[i] += +-2^(e - 127), 0 for e == 0; signs[i] is 0 or 1.
+FRUGAL_INLINE void AddPowersBody(const uint8_t* exps, const uint8_t* signs, size_t n, float* out) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t e = exps[i];
-    uint32_t s = (std::to_integer<uint32_t>(signs[i / 8]) >> (i % 8)) & 1u;
-    uint32_t w = (s << 31) | (e << 23);
+    uint32_t w = (uint32_t{signs[i]} << 31) | (e << 23);
     out[i] += e == 0 ? 0.0f : std::bit_cast<float>(w);
   }
+}
+
+// Nonzero if some exponent is 255.
+FRUGAL_INLINE uint32_t InvalidExponentsBody(const uint8_t* exps, size_t n) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad |= exps[i] == 0xFFu ? 1u : 0u;
+  return bad;
 }
 
 uint32_t ExponentsGeneric(const float* x, size_t n, const uint32_t* r, uint8_t* e) {
   return ExponentsBody(x, n, r, e);
 }
-void AddPowersGeneric(const uint8_t* e, const std::byte* s, size_t n, float* out) {
+void AddPowersGeneric(const uint8_t* e, const uint8_t* s, size_t n, float* out) {
   AddPowersBody(e, s, n, out);
 }
+uint32_t InvalidExponentsGeneric(const uint8_t* e, size_t n) { return InvalidExponentsBody(e, n); }
 #if defined(FRUGAL_X86)
 FRUGAL_TARGET_V3 uint32_t ExponentsV3(const float* x, size_t n, const uint32_t* r, uint8_t* e) {
   return ExponentsBody(x, n, r, e);
 }
-FRUGAL_TARGET_V3 void AddPowersV3(const uint8_t* e, const std::byte* s, size_t n, float* out) {
+FRUGAL_TARGET_V3 void AddPowersV3(const uint8_t* e, const uint8_t* s, size_t n, float* out) {
   AddPowersBody(e, s, n, out);
+}
+FRUGAL_TARGET_V3 uint32_t InvalidExponentsV3(const uint8_t* e, size_t n) {
+  return InvalidExponentsBody(e, n);
 }
 #endif
 
@@ -112,17 +121,26 @@ class NaturalCompressor final : public QuantizerBase {
                                         body.size(), n + SignBytes(n)));
     }
     const auto* exps = reinterpret_cast<const uint8_t*>(body.data());
-    uint32_t invalid = 0;
-    for (size_t i = 0; i < n; ++i) invalid |= exps[i] == 0xFFu ? 1u : 0u;
+    const bool v3 = HasX86V3();
+#if defined(FRUGAL_X86)
+    uint32_t invalid = v3 ? InvalidExponentsV3(exps, n) : InvalidExponentsGeneric(exps, n);
+#else
+    uint32_t invalid = InvalidExponentsGeneric(exps, n);
+#endif
     if (invalid != 0) return MalformedError("natural payload: exponent 255 is not a value");
     FRUGAL_RETURN_IF_ERROR(CheckSignPadding(body.data() + n, n, "natural"));
+    std::vector<uint8_t> signs(kBlock);
+    for (size_t begin = 0; begin < n; begin += kBlock) {
+      size_t len = std::min(kBlock, n - begin);
+      UnpackCodes(body.data() + n + begin / 8, len, 1, signs.data());
 #if defined(FRUGAL_X86)
-    if (HasX86V3()) {
-      AddPowersV3(exps, body.data() + n, n, output.data());
-      return Status::Ok();
-    }
+      if (v3) {
+        AddPowersV3(exps + begin, signs.data(), len, output.data() + begin);
+        continue;
+      }
 #endif
-    AddPowersGeneric(exps, body.data() + n, n, output.data());
+      AddPowersGeneric(exps + begin, signs.data(), len, output.data() + begin);
+    }
     return Status::Ok();
   }
 };

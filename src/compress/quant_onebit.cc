@@ -11,6 +11,7 @@
 // Body: cols pairs (pos, neg) of float32, then the sign plane (numel bits, element order,
 // LSB-first, zero padded). The decoder checks every pos is finite and >= 0, every neg finite and
 // <= 0 and the padding is zero before it writes anything.
+#include <algorithm>
 #include <cmath>
 
 #include "compress/quant_util.h"
@@ -32,6 +33,105 @@ FRUGAL_INLINE void ColumnSumsBody(const float* x, size_t rows, size_t cols, doub
     }
   }
 }
+
+// The one-column case (a flat tensor): eight float lanes per block of kFlatBlock elements (short
+// enough for float sums to stay accurate), added into double totals after each block, in a fixed
+// order.
+constexpr size_t kFlatBlock = 1024;
+
+FRUGAL_INLINE void FlatSumsBody(const float* x, size_t n, double* pos_sum, double* neg_sum,
+                                uint32_t* pos_count, float* chk) {
+  double ps = 0, ns = 0;
+  uint64_t pc = 0;
+  float ck = 0;
+  for (size_t begin = 0; begin < n; begin += kFlatBlock) {
+    const size_t len = std::min(kFlatBlock, n - begin);
+    const float* b = x + begin;
+    float fp[8] = {0, 0, 0, 0, 0, 0, 0, 0}, fn[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float fc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, fk[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+      for (int j = 0; j < 8; ++j) {
+        float v = b[i + j];
+        bool neg = v < 0.0f;
+        fp[j] += neg ? 0.0f : v;
+        fn[j] += neg ? v : 0.0f;
+        fc[j] += neg ? 0.0f : 1.0f;
+        fk[j] += v * 0.0f;
+      }
+    }
+    for (; i < len; ++i) {
+      float v = b[i];
+      bool neg = v < 0.0f;
+      fp[0] += neg ? 0.0f : v;
+      fn[0] += neg ? v : 0.0f;
+      fc[0] += neg ? 0.0f : 1.0f;
+      fk[0] += v * 0.0f;
+    }
+    for (int j = 0; j < 8; ++j) {
+      ps += fp[j];
+      ns += fn[j];
+      pc += static_cast<uint64_t>(fc[j]);
+      ck += fk[j];
+    }
+  }
+  *pos_sum = ps;
+  *neg_sum = ns;
+  *pos_count = static_cast<uint32_t>(pc);
+  *chk = ck;
+}
+
+void FlatSumsGeneric(const float* x, size_t n, double* ps, double* ns, uint32_t* pc, float* chk) {
+  FlatSumsBody(x, n, ps, ns, pc, chk);
+}
+#if defined(FRUGAL_X86)
+// FlatSumsBody with AVX2: the eight float lanes are one register.
+FRUGAL_TARGET_V3 void FlatSumsV3(const float* x, size_t n, double* pos_sum, double* neg_sum,
+                                 uint32_t* pos_count, float* chk) {
+  double ps = 0, ns = 0;
+  uint64_t pc = 0;
+  float ck = 0;
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (size_t begin = 0; begin < n; begin += kFlatBlock) {
+    const size_t len = std::min(kFlatBlock, n - begin);
+    const float* b = x + begin;
+    __m256 fp = zero, fn = zero, fc = zero, fk = zero;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+      __m256 v = _mm256_loadu_ps(b + i);
+      __m256 neg = _mm256_cmp_ps(v, zero, _CMP_LT_OQ);
+      fp = _mm256_add_ps(fp, _mm256_andnot_ps(neg, v));
+      fn = _mm256_add_ps(fn, _mm256_and_ps(neg, v));
+      fc = _mm256_add_ps(fc, _mm256_andnot_ps(neg, one));
+      fk = _mm256_add_ps(fk, _mm256_mul_ps(v, zero));
+    }
+    alignas(32) float ap[8], an[8], ac[8], ak[8];
+    _mm256_store_ps(ap, fp);
+    _mm256_store_ps(an, fn);
+    _mm256_store_ps(ac, fc);
+    _mm256_store_ps(ak, fk);
+    for (; i < len; ++i) {
+      float v = b[i];
+      bool neg = v < 0.0f;
+      ap[0] += neg ? 0.0f : v;
+      an[0] += neg ? v : 0.0f;
+      ac[0] += neg ? 0.0f : 1.0f;
+      ak[0] += v * 0.0f;
+    }
+    for (int j = 0; j < 8; ++j) {
+      ps += ap[j];
+      ns += an[j];
+      pc += static_cast<uint64_t>(ac[j]);
+      ck += ak[j];
+    }
+  }
+  *pos_sum = ps;
+  *neg_sum = ns;
+  *pos_count = static_cast<uint32_t>(pc);
+  *chk = ck;
+}
+#endif
 
 void ColumnSumsGeneric(const float* x, size_t rows, size_t cols, double* ps, double* ns,
                        uint32_t* pc, float* chk) {
@@ -66,18 +166,33 @@ class OneBitCompressor final : public QuantizerBase {
     std::vector<double> pos_sum(cols, 0.0), neg_sum(cols, 0.0);
     std::vector<uint32_t> pos_count(cols, 0);
     std::vector<float> chk(cols, 0.0f);
+    const bool v3 = HasX86V3();
+    if (cols == 1) {
 #if defined(FRUGAL_X86)
-    if (HasX86V3()) {
-      ColumnSumsV3(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
-                   chk.data());
-    } else {
-      ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
+      if (v3) {
+        FlatSumsV3(input.data(), n, pos_sum.data(), neg_sum.data(), pos_count.data(), chk.data());
+      } else {
+        FlatSumsGeneric(input.data(), n, pos_sum.data(), neg_sum.data(), pos_count.data(),
                         chk.data());
-    }
+      }
 #else
-    ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
+      FlatSumsGeneric(input.data(), n, pos_sum.data(), neg_sum.data(), pos_count.data(),
                       chk.data());
 #endif
+    } else {
+#if defined(FRUGAL_X86)
+      if (v3) {
+        ColumnSumsV3(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
+                     chk.data());
+      } else {
+        ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(),
+                          pos_count.data(), chk.data());
+      }
+#else
+      ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
+                        chk.data());
+#endif
+    }
     for (size_t j = 0; j < cols; ++j) {
       if (chk[j] != 0.0f) {
         return InvalidArgumentError(

@@ -16,6 +16,7 @@
 // EntropyCodedBits reports the size of the paper's variable-length code instead of the fixed
 // width: 32 bits per norm plus, per element, the Elias-gamma code of level + 1 and a sign bit for
 // nonzero levels.
+#include <bit>
 #include <cmath>
 
 #include "compress/quant_util.h"
@@ -41,8 +42,9 @@ FRUGAL_INLINE double SumSquaresBody(const float* x, size_t n) {
 }
 
 // codes[i] = level | sign << level_bits.
+template <typename Code>
 FRUGAL_INLINE void LevelsBody(const float* x, size_t n, float scale, float max_level,
-                              const uint32_t* random, int level_bits, uint32_t* codes) {
+                              const uint32_t* random, int level_bits, Code* codes) {
   for (size_t i = 0; i < n; ++i) {
     float r = std::fabs(x[i]) * scale;
     float fl = std::floor(r);
@@ -50,22 +52,95 @@ FRUGAL_INLINE void LevelsBody(const float* x, size_t n, float scale, float max_l
     level = level > max_level ? max_level : level;
     uint32_t l = static_cast<uint32_t>(static_cast<int32_t>(level));
     uint32_t neg = (x[i] < 0.0f && l != 0) ? 1u : 0u;
-    codes[i] = l | (neg << level_bits);
+    codes[i] = static_cast<Code>(l | (neg << level_bits));
+  }
+}
+
+// out[i] += +-unit * level for byte codes; returns nonzero if a code is invalid.
+FRUGAL_INLINE uint32_t CheckCodesBody(const uint8_t* codes, size_t n, uint32_t level_mask,
+                                      uint32_t max_level) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t c = codes[i];
+    uint32_t level = c & level_mask;
+    bad |= (level > max_level ? 1u : 0u) | ((level == 0 && c != 0) ? 1u : 0u);
+  }
+  return bad;
+}
+
+FRUGAL_INLINE void AddLevelsBody(const uint8_t* codes, size_t n, uint32_t level_mask,
+                                 int level_bits, float unit, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t c = codes[i];
+    float v = static_cast<float>(static_cast<int32_t>(c & level_mask)) * unit;
+    uint32_t sign = (c >> level_bits) << 31;
+    out[i] += std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ sign);
   }
 }
 
 double SumSquaresGeneric(const float* x, size_t n) { return SumSquaresBody(x, n); }
+template <typename Code>
 void LevelsGeneric(const float* x, size_t n, float scale, float max_level, const uint32_t* random,
-                   int level_bits, uint32_t* codes) {
+                   int level_bits, Code* codes) {
   LevelsBody(x, n, scale, max_level, random, level_bits, codes);
+}
+uint32_t CheckCodesGeneric(const uint8_t* c, size_t n, uint32_t mask, uint32_t max_level) {
+  return CheckCodesBody(c, n, mask, max_level);
+}
+void AddLevelsGeneric(const uint8_t* c, size_t n, uint32_t mask, int bits, float unit, float* out) {
+  AddLevelsBody(c, n, mask, bits, unit, out);
 }
 #if defined(FRUGAL_X86)
 FRUGAL_TARGET_V3 double SumSquaresV3(const float* x, size_t n) { return SumSquaresBody(x, n); }
+// LevelsBody with AVX2, the same operations in the same order.
+template <typename Code>
 FRUGAL_TARGET_V3 void LevelsV3(const float* x, size_t n, float scale, float max_level,
-                               const uint32_t* random, int level_bits, uint32_t* codes) {
-  LevelsBody(x, n, scale, max_level, random, level_bits, codes);
+                               const uint32_t* random, int level_bits, Code* codes) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  const __m256 vmax = _mm256_set1_ps(max_level);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i izero = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 r = _mm256_mul_ps(_mm256_and_ps(v, abs_mask), vscale);
+    __m256 fl = _mm256_floor_ps(r);
+    __m256 up = _mm256_cmp_ps(ToUnit8(random + i), _mm256_sub_ps(r, fl), _CMP_LT_OQ);
+    __m256 level = _mm256_add_ps(fl, _mm256_and_ps(up, one));
+    level = _mm256_min_ps(level, vmax);
+    __m256i l = _mm256_cvttps_epi32(level);
+    __m256i neg = _mm256_andnot_si256(_mm256_cmpeq_epi32(l, izero),
+                                      _mm256_castps_si256(_mm256_cmp_ps(v, zero, _CMP_LT_OQ)));
+    __m256i code = _mm256_or_si256(
+        l, _mm256_sll_epi32(_mm256_srli_epi32(neg, 31), _mm_cvtsi32_si128(level_bits)));
+    if constexpr (sizeof(Code) == 1) {
+      StoreLowBytes(code, codes + i);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), code);
+    }
+  }
+  LevelsBody(x + i, n - i, scale, max_level, random + i, level_bits, codes + i);
+}
+FRUGAL_TARGET_V3 uint32_t CheckCodesV3(const uint8_t* c, size_t n, uint32_t mask,
+                                       uint32_t max_level) {
+  return CheckCodesBody(c, n, mask, max_level);
+}
+FRUGAL_TARGET_V3 void AddLevelsV3(const uint8_t* c, size_t n, uint32_t mask, int bits, float unit,
+                                  float* out) {
+  AddLevelsBody(c, n, mask, bits, unit, out);
 }
 #endif
+
+template <typename Code>
+void Levels(bool v3, const float* x, size_t n, float scale, float max_level, const uint32_t* random,
+            int level_bits, Code* codes) {
+#if defined(FRUGAL_X86)
+  if (v3) return LevelsV3(x, n, scale, max_level, random, level_bits, codes);
+#endif
+  LevelsGeneric(x, n, scale, max_level, random, level_bits, codes);
+}
 
 class QsgdCompressor final : public QuantizerBase {
  public:
@@ -77,6 +152,8 @@ class QsgdCompressor final : public QuantizerBase {
         bucket_(bucket),
         level_bits_(BitsFor(uint64_t{levels} + 1)),
         width_(level_bits_ + 1) {}
+
+  static constexpr size_t kDecodeBlock = 8192;
 
   size_t NumBuckets(size_t numel) const { return (numel + bucket_ - 1) / bucket_; }
   size_t CodeBytes(size_t numel) const { return (numel * width_ + 7) / 8; }
@@ -92,47 +169,54 @@ class QsgdCompressor final : public QuantizerBase {
     const size_t n = input.size();
     const size_t nb = NumBuckets(n);
     std::span<std::byte> body = BeginPayload(*this, tensor, 4 * nb + CodeBytes(n), out);
+    std::byte* packed = body.data() + 4 * nb;
     RngStream stream(ctx.Key(tensor));
     LaneRng rng(stream);
-    size_t padded = (bucket_ + 15) / 16 * 16;
-    std::vector<uint32_t> random(padded);
-    std::vector<uint32_t> codes(bucket_);
-    BitPacker packer(body.data() + 4 * nb);
+    std::vector<uint32_t> random((bucket_ + 15) / 16 * 16);
     const bool v3 = HasX86V3();
     const float max_level = static_cast<float>(levels_);
-    for (size_t b = 0; b < nb; ++b) {
-      const float* x = input.data() + b * bucket_;
-      size_t len = std::min(bucket_, n - b * bucket_);
+    // Codes of up to 8 bits are packed by blocks of 8 buckets (a multiple of 8 codes, so every
+    // block starts on a byte); wider ones go through the bit packer.
+    const bool narrow = width_ <= 8;
+    const size_t block = narrow ? 8 * bucket_ : bucket_;
+    std::vector<uint8_t> narrow_codes(narrow ? block : 0);
+    std::vector<uint32_t> wide_codes(narrow ? 0 : block);
+    BitPacker packer(packed);
+    for (size_t begin = 0; begin < n; begin += block) {
+      const size_t block_len = std::min(block, n - begin);
+      for (size_t off = 0; off < block_len; off += bucket_) {
+        const size_t b = (begin + off) / bucket_;
+        const float* x = input.data() + begin + off;
+        const size_t len = std::min(bucket_, block_len - off);
 #if defined(FRUGAL_X86)
-      double ss = v3 ? SumSquaresV3(x, len) : SumSquaresGeneric(x, len);
+        double ss = v3 ? SumSquaresV3(x, len) : SumSquaresGeneric(x, len);
 #else
-      double ss = SumSquaresGeneric(x, len);
+        double ss = SumSquaresGeneric(x, len);
 #endif
-      float norm = static_cast<float>(std::sqrt(ss));
-      if (!std::isfinite(norm)) {
-        return InvalidArgumentError(fmt::format(
-            "qsgd: tensor '{}' has non-finite values (or a norm beyond float32) in bucket {}",
-            tensor.name, b));
+        float norm = static_cast<float>(std::sqrt(ss));
+        if (!std::isfinite(norm)) {
+          return InvalidArgumentError(fmt::format(
+              "qsgd: tensor '{}' has non-finite values (or a norm beyond float32) in bucket {}",
+              tensor.name, b));
+        }
+        StoreF32(body.data() + 4 * b, norm);
+        float scale = norm > 0.0f ? max_level / norm : 0.0f;
+        rng.Fill(random.data(), random.size());
+        if (narrow) {
+          Levels(v3, x, len, scale, max_level, random.data(), level_bits_,
+                 narrow_codes.data() + off);
+        } else {
+          Levels(v3, x, len, scale, max_level, random.data(), level_bits_, wide_codes.data());
+          for (size_t i = 0; i < len; ++i) packer.Put(wide_codes[i], width_);
+        }
       }
-      StoreF32(body.data() + 4 * b, norm);
-      float scale = norm > 0.0f ? max_level / norm : 0.0f;
-      rng.Fill(random.data(), random.size());
-#if defined(FRUGAL_X86)
-      if (v3) {
-        LevelsV3(x, len, scale, max_level, random.data(), level_bits_, codes.data());
-      } else {
-        LevelsGeneric(x, len, scale, max_level, random.data(), level_bits_, codes.data());
-      }
-#else
-      LevelsGeneric(x, len, scale, max_level, random.data(), level_bits_, codes.data());
-#endif
-      for (size_t i = 0; i < len; ++i) packer.Put(codes[i], width_);
+      if (narrow) PackCodes(narrow_codes.data(), block_len, width_, packed + begin * width_ / 8);
     }
-    packer.Flush();
+    if (!narrow) packer.Flush();
     return Status::Ok();
   }
 
-  // Checks the body and returns its norms; kMalformed on any invalid field.
+  // Checks every field of the body; kMalformed on the first invalid one.
   Status Validate(std::span<const std::byte> body, size_t n) const {
     const size_t nb = NumBuckets(n);
     if (body.size() != 4 * nb + CodeBytes(n)) {
@@ -145,11 +229,35 @@ class QsgdCompressor final : public QuantizerBase {
         return MalformedError(fmt::format("qsgd payload: bucket {} has norm {}", b, norm));
       }
     }
-    BitUnpacker unpacker(body.data() + 4 * nb, body.data() + body.size());
-    const uint32_t sign_bit = 1u << level_bits_;
+    const std::byte* packed = body.data() + 4 * nb;
+    const uint32_t level_mask = (1u << level_bits_) - 1;
+    if (width_ <= 8) {
+      const bool v3 = HasX86V3();
+      std::vector<uint8_t> codes(kDecodeBlock);
+      for (size_t begin = 0; begin < n; begin += kDecodeBlock) {
+        size_t len = std::min(kDecodeBlock, n - begin);
+        UnpackCodes(packed + begin * width_ / 8, len, width_, codes.data());
+#if defined(FRUGAL_X86)
+        uint32_t bad = v3 ? CheckCodesV3(codes.data(), len, level_mask, levels_)
+                          : CheckCodesGeneric(codes.data(), len, level_mask, levels_);
+#else
+        uint32_t bad = CheckCodesGeneric(codes.data(), len, level_mask, levels_);
+#endif
+        if (bad != 0) {
+          return MalformedError(
+              fmt::format("qsgd payload: invalid code among elements [{}, {}) (levels={})", begin,
+                          begin + len, levels_));
+        }
+      }
+      if (!CodePaddingIsZero(packed, n, width_)) {
+        return MalformedError("qsgd payload: padding bits are set");
+      }
+      return Status::Ok();
+    }
+    BitUnpacker unpacker(packed, body.data() + body.size());
     for (size_t i = 0; i < n; ++i) {
       uint32_t code = unpacker.Get(width_);
-      uint32_t level = code & (sign_bit - 1);
+      uint32_t level = code & level_mask;
       if (level > levels_ || (level == 0 && code != 0)) {
         return MalformedError(
             fmt::format("qsgd payload: element {} has code {} (levels={})", i, code, levels_));
@@ -166,21 +274,45 @@ class QsgdCompressor final : public QuantizerBase {
     const size_t n = tensor.numel;
     FRUGAL_RETURN_IF_ERROR(Validate(body, n));
     const size_t nb = NumBuckets(n);
-    BitUnpacker unpacker(body.data() + 4 * nb, body.data() + body.size());
-    const uint32_t sign_bit = 1u << level_bits_;
-    // A table of the values of every code for the current bucket.
-    std::vector<float> table(size_t{2} << level_bits_, 0.0f);
-    for (size_t b = 0; b < nb; ++b) {
-      float norm = LoadF32(body.data() + 4 * b);
-      float unit = norm / static_cast<float>(levels_);
-      for (uint32_t l = 0; l <= levels_; ++l) {
-        table[l] = unit * static_cast<float>(l);
-        table[l | sign_bit] = -table[l];
+    const std::byte* packed = body.data() + 4 * nb;
+    const uint32_t level_mask = (1u << level_bits_) - 1;
+    if (width_ <= 8) {
+      const bool v3 = HasX86V3();
+      // Blocks of whole buckets and whole groups of 8 codes.
+      const size_t block = 8 * bucket_;
+      std::vector<uint8_t> codes(block);
+      for (size_t begin = 0; begin < n; begin += block) {
+        size_t block_len = std::min(block, n - begin);
+        UnpackCodes(packed + begin * width_ / 8, block_len, width_, codes.data());
+        for (size_t off = 0; off < block_len; off += bucket_) {
+          size_t b = (begin + off) / bucket_;
+          size_t len = std::min(bucket_, block_len - off);
+          float unit = LoadF32(body.data() + 4 * b) / static_cast<float>(levels_);
+#if defined(FRUGAL_X86)
+          if (v3) {
+            AddLevelsV3(codes.data() + off, len, level_mask, level_bits_, unit,
+                        output.data() + begin + off);
+            continue;
+          }
+#endif
+          AddLevelsGeneric(codes.data() + off, len, level_mask, level_bits_, unit,
+                           output.data() + begin + off);
+        }
       }
+      return Status::Ok();
+    }
+    BitUnpacker unpacker(packed, body.data() + body.size());
+    const uint32_t sign_bit = 1u << level_bits_;
+    for (size_t b = 0; b < nb; ++b) {
+      float unit = LoadF32(body.data() + 4 * b) / static_cast<float>(levels_);
       size_t begin = b * bucket_;
       size_t len = std::min(bucket_, n - begin);
       float* o = output.data() + begin;
-      for (size_t i = 0; i < len; ++i) o[i] += table[unpacker.Get(width_)];
+      for (size_t i = 0; i < len; ++i) {
+        uint32_t code = unpacker.Get(width_);
+        float v = static_cast<float>(static_cast<int32_t>(code & level_mask)) * unit;
+        o[i] += (code & sign_bit) ? -v : v;
+      }
     }
     return Status::Ok();
   }

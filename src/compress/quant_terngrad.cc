@@ -15,6 +15,7 @@
 // Body: s as float32, then numel 2-bit codes, four per byte LSB-first: 0 -> 0, 1 -> +s, 2 -> -s
 // (3 is invalid), zero padded. The decoder checks that s is finite and >= 0, that no code is 3
 // and that the padding is zero before it writes anything.
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -25,20 +26,18 @@ namespace frugal::compress_internal {
 namespace {
 
 struct Moments {
-  double sum = 0;
   double sum_squares = 0;
   float max_abs = 0;
   bool finite = true;
 };
 
 FRUGAL_INLINE Moments MomentsBody(const float* x, size_t n) {
-  double s[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
+  double q[4] = {0, 0, 0, 0};
   float m[4] = {0, 0, 0, 0}, chk[4] = {0, 0, 0, 0};
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     for (int j = 0; j < 4; ++j) {
       double v = x[i + j];
-      s[j] += v;
       q[j] += v * v;
       float a = std::fabs(x[i + j]);
       m[j] = a > m[j] ? a : m[j];
@@ -47,14 +46,12 @@ FRUGAL_INLINE Moments MomentsBody(const float* x, size_t n) {
   }
   for (; i < n; ++i) {
     double v = x[i];
-    s[0] += v;
     q[0] += v * v;
     float a = std::fabs(x[i]);
     m[0] = a > m[0] ? a : m[0];
     chk[0] += x[i] * 0.0f;
   }
   Moments r;
-  r.sum = (s[0] + s[1]) + (s[2] + s[3]);
   r.sum_squares = (q[0] + q[1]) + (q[2] + q[3]);
   for (int j = 0; j < 4; ++j) {
     r.max_abs = m[j] > r.max_abs ? m[j] : r.max_abs;
@@ -74,16 +71,101 @@ FRUGAL_INLINE void TernarizeBody(const float* x, size_t n, float bound, float in
   }
 }
 
+// Nonzero if some byte holds a pair of bits 11 (code 3).
+FRUGAL_INLINE uint32_t InvalidPairsBody(const std::byte* packed, size_t bytes) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < bytes; ++i) {
+    uint32_t b = std::to_integer<uint32_t>(packed[i]);
+    bad |= b & (b >> 1) & 0x55u;
+  }
+  return bad;
+}
+
+// out[i] += 0, +s or -s for codes 0, 1, 2.
+FRUGAL_INLINE void AddTernaryBody(const uint8_t* codes, size_t n, float s, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t c = codes[i];
+    float v = c != 0 ? s : 0.0f;
+    out[i] += std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ ((c >> 1) << 31));
+  }
+}
+
+uint32_t InvalidPairsGeneric(const std::byte* p, size_t bytes) {
+  return InvalidPairsBody(p, bytes);
+}
+void AddTernaryGeneric(const uint8_t* c, size_t n, float s, float* out) {
+  AddTernaryBody(c, n, s, out);
+}
+#if defined(FRUGAL_X86)
+FRUGAL_TARGET_V3 uint32_t InvalidPairsV3(const std::byte* p, size_t bytes) {
+  return InvalidPairsBody(p, bytes);
+}
+FRUGAL_TARGET_V3 void AddTernaryV3(const uint8_t* c, size_t n, float s, float* out) {
+  AddTernaryBody(c, n, s, out);
+}
+#endif
+
 Moments MomentsGeneric(const float* x, size_t n) { return MomentsBody(x, n); }
 void TernarizeGeneric(const float* x, size_t n, float bound, float inv, const uint32_t* random,
                       uint8_t* codes) {
   TernarizeBody(x, n, bound, inv, random, codes);
 }
 #if defined(FRUGAL_X86)
-FRUGAL_TARGET_V3 Moments MomentsV3(const float* x, size_t n) { return MomentsBody(x, n); }
+// MomentsBody with AVX2 (four lanes, as there).
+FRUGAL_TARGET_V3 Moments MomentsV3(const float* x, size_t n) {
+  __m256d q = _mm256_setzero_pd();
+  __m128 m = _mm_setzero_ps(), chk = _mm_setzero_ps();
+  const __m128 abs_mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  const __m128 zero = _mm_setzero_ps();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128 v = _mm_loadu_ps(x + i);
+    __m256d d = _mm256_cvtps_pd(v);
+    q = _mm256_add_pd(q, _mm256_mul_pd(d, d));
+    m = _mm_max_ps(_mm_and_ps(v, abs_mask), m);
+    chk = _mm_add_ps(chk, _mm_mul_ps(v, zero));
+  }
+  alignas(32) double qa[4];
+  alignas(16) float ma[4], ca[4];
+  _mm256_store_pd(qa, q);
+  _mm_store_ps(ma, m);
+  _mm_store_ps(ca, chk);
+  for (; i < n; ++i) {
+    double v = x[i];
+    qa[0] += v * v;
+    float a = std::fabs(x[i]);
+    ma[0] = a > ma[0] ? a : ma[0];
+    ca[0] += x[i] * 0.0f;
+  }
+  Moments r;
+  r.sum_squares = (qa[0] + qa[1]) + (qa[2] + qa[3]);
+  for (int j = 0; j < 4; ++j) {
+    r.max_abs = ma[j] > r.max_abs ? ma[j] : r.max_abs;
+    if (ca[j] != 0.0f) r.finite = false;
+  }
+  return r;
+}
+
+// TernarizeBody with AVX2.
 FRUGAL_TARGET_V3 void TernarizeV3(const float* x, size_t n, float bound, float inv,
                                   const uint32_t* random, uint8_t* codes) {
-  TernarizeBody(x, n, bound, inv, random, codes);
+  const __m256 vbound = _mm256_set1_ps(bound);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i one = _mm256_set1_epi32(1);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 a = _mm256_min_ps(_mm256_and_ps(v, abs_mask), vbound);
+    __m256i keep =
+        _mm256_castps_si256(_mm256_cmp_ps(ToUnit8(random + i), _mm256_mul_ps(a, vinv), _CMP_LT_OQ));
+    __m256i neg = _mm256_castps_si256(_mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    // 1 for a kept positive, 2 for a kept negative.
+    __m256i code = _mm256_and_si256(keep, _mm256_sub_epi32(one, neg));  // neg is 0 or -1
+    StoreLowBytes(code, codes + i);
+  }
+  TernarizeBody(x + i, n - i, bound, inv, random + i, codes + i);
 }
 #endif
 
@@ -145,12 +227,8 @@ class TernGradCompressor final : public QuantizerBase {
 #else
       TernarizeGeneric(input.data() + begin, len, bound, inv, random.data(), codes.data());
 #endif
-      // kBlock is a multiple of 4, so every block starts on a byte.
-      for (size_t i = 0; i < len; i += 4) {
-        unsigned byte = 0;
-        for (size_t j = 0; j < 4 && i + j < len; ++j) byte |= unsigned{codes[i + j]} << (2 * j);
-        packed[(begin + i) / 4] = static_cast<std::byte>(byte);
-      }
+      // kBlock is a multiple of 8 codes, so every block starts on a byte.
+      PackCodes(codes.data(), len, 2, packed + begin / 4);
     }
     return Status::Ok();
   }
@@ -180,19 +258,28 @@ class TernGradCompressor final : public QuantizerBase {
       return MalformedError(fmt::format("terngrad payload: scale {}", s));
     }
     const std::byte* packed = body.data() + 4;
-    for (size_t b = 0; b < (n + 3) / 4; ++b) {
-      unsigned byte = std::to_integer<unsigned>(packed[b]);
-      // A code 3 has both bits of a pair set.
-      if ((byte & (byte >> 1) & 0x55u) != 0) {
-        return MalformedError(fmt::format("terngrad payload: invalid code near element {}", 4 * b));
-      }
-    }
-    if (n % 4 != 0 && (std::to_integer<unsigned>(packed[n / 4]) >> (2 * (n % 4))) != 0) {
+    const bool v3 = HasX86V3();
+#if defined(FRUGAL_X86)
+    uint32_t bad =
+        v3 ? InvalidPairsV3(packed, (n + 3) / 4) : InvalidPairsGeneric(packed, (n + 3) / 4);
+#else
+    uint32_t bad = InvalidPairsGeneric(packed, (n + 3) / 4);
+#endif
+    if (bad != 0) return MalformedError("terngrad payload: a code is 3");
+    if (!CodePaddingIsZero(packed, n, 2)) {
       return MalformedError("terngrad payload: padding bits are set");
     }
-    const float table[4] = {0.0f, s, -s, 0.0f};
-    for (size_t i = 0; i < n; ++i) {
-      output[i] += table[(std::to_integer<unsigned>(packed[i / 4]) >> (2 * (i % 4))) & 3u];
+    std::vector<uint8_t> codes(kBlock);
+    for (size_t begin = 0; begin < n; begin += kBlock) {
+      size_t len = std::min(kBlock, n - begin);
+      UnpackCodes(packed + begin / 4, len, 2, codes.data());
+#if defined(FRUGAL_X86)
+      if (v3) {
+        AddTernaryV3(codes.data(), len, s, output.data() + begin);
+        continue;
+      }
+#endif
+      AddTernaryGeneric(codes.data(), len, s, output.data() + begin);
     }
     return Status::Ok();
   }

@@ -180,6 +180,114 @@ Status CheckSignPadding(const std::byte* bits, size_t n, std::string_view what) 
   return Status::Ok();
 }
 
+namespace {
+
+uint64_t ByteMask(int width) { return 0x0101010101010101ull * ((1ull << width) - 1); }
+
+FRUGAL_INLINE uint64_t GatherGeneric(uint64_t x, int width) {
+  uint64_t v = 0;
+  for (int j = 0; j < 8; ++j) v |= ((x >> (8 * j)) & ((1ull << width) - 1)) << (j * width);
+  return v;
+}
+FRUGAL_INLINE uint64_t ScatterGeneric(uint64_t v, int width) {
+  uint64_t x = 0;
+  for (int j = 0; j < 8; ++j) x |= ((v >> (j * width)) & ((1ull << width) - 1)) << (8 * j);
+  return x;
+}
+
+// Groups of eight codes occupy exactly `width` bytes, so every group starts on a byte. GATHER(x)
+// turns eight code bytes into 8 * width packed bits; SCATTER(v) is its inverse. (Macros, not
+// lambdas: the BMI2 instructions must be expanded inside the function compiled for them.)
+#define FRUGAL_PACK_BODY(GATHER)                                                 \
+  const size_t total = CodeBytes(n, width);                                      \
+  size_t g = 0;                                                                  \
+  for (; 8 * g + 8 <= n; ++g) {                                                  \
+    uint64_t x;                                                                  \
+    std::memcpy(&x, codes + 8 * g, 8);                                           \
+    uint64_t v = GATHER(x);                                                      \
+    size_t at = g * static_cast<size_t>(width);                                  \
+    /* Bytes beyond `width` are zero and rewritten by the next group. */         \
+    std::memcpy(out + at, &v, at + 8 <= total ? 8 : static_cast<size_t>(width)); \
+  }                                                                              \
+  if (size_t rest = n - 8 * g; rest > 0) {                                       \
+    uint64_t x = 0;                                                              \
+    std::memcpy(&x, codes + 8 * g, rest);                                        \
+    uint64_t v = GATHER(x);                                                      \
+    size_t at = g * static_cast<size_t>(width);                                  \
+    std::memcpy(out + at, &v, total - at);                                       \
+  }
+
+#define FRUGAL_UNPACK_BODY(SCATTER)                                             \
+  const size_t total = CodeBytes(n, width);                                     \
+  const uint64_t low = width == 8 ? ~0ull : (1ull << (8 * width)) - 1;          \
+  size_t g = 0;                                                                 \
+  for (; 8 * g + 8 <= n; ++g) {                                                 \
+    size_t at = g * static_cast<size_t>(width);                                 \
+    uint64_t v = 0;                                                             \
+    std::memcpy(&v, in + at, at + 8 <= total ? 8 : static_cast<size_t>(width)); \
+    uint64_t x = SCATTER(v & low);                                              \
+    std::memcpy(codes + 8 * g, &x, 8);                                          \
+  }                                                                             \
+  if (size_t rest = n - 8 * g; rest > 0) {                                      \
+    size_t at = g * static_cast<size_t>(width);                                 \
+    uint64_t v = 0;                                                             \
+    std::memcpy(&v, in + at, total - at);                                       \
+    uint64_t x = SCATTER(v);                                                    \
+    std::memcpy(codes + 8 * g, &x, rest);                                       \
+  }
+
+void PackGeneric(const uint8_t* codes, size_t n, int width, std::byte* out) {
+#define FRUGAL_GATHER(x) GatherGeneric(x, width)
+  FRUGAL_PACK_BODY(FRUGAL_GATHER)
+#undef FRUGAL_GATHER
+}
+void UnpackGeneric(const std::byte* in, size_t n, int width, uint8_t* codes){
+#define FRUGAL_SCATTER(v) ScatterGeneric(v, width)
+    FRUGAL_UNPACK_BODY(FRUGAL_SCATTER)
+#undef FRUGAL_SCATTER
+}
+
+#if defined(FRUGAL_X86)
+FRUGAL_TARGET_V3 void PackV3(const uint8_t* codes, size_t n, int width, std::byte* out) {
+  const uint64_t mask = ByteMask(width);
+#define FRUGAL_GATHER(x) _pext_u64(x, mask)
+  FRUGAL_PACK_BODY(FRUGAL_GATHER)
+#undef FRUGAL_GATHER
+}
+FRUGAL_TARGET_V3 void UnpackV3(const std::byte* in, size_t n, int width, uint8_t* codes) {
+  const uint64_t mask = ByteMask(width);
+#define FRUGAL_SCATTER(v) _pdep_u64(v, mask)
+  FRUGAL_UNPACK_BODY(FRUGAL_SCATTER)
+#undef FRUGAL_SCATTER
+}
+#endif
+#undef FRUGAL_PACK_BODY
+#undef FRUGAL_UNPACK_BODY
+
+}  // namespace
+
+void PackCodes(const uint8_t* codes, size_t n, int width, std::byte* out) {
+  FRUGAL_CHECK(width >= 1 && width <= 8, "code width ", width);
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) return PackV3(codes, n, width, out);
+#endif
+  PackGeneric(codes, n, width, out);
+}
+
+void UnpackCodes(const std::byte* in, size_t n, int width, uint8_t* codes) {
+  FRUGAL_CHECK(width >= 1 && width <= 8, "code width ", width);
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) return UnpackV3(in, n, width, codes);
+#endif
+  UnpackGeneric(in, n, width, codes);
+}
+
+bool CodePaddingIsZero(const std::byte* in, size_t n, int width) {
+  size_t bits = n * static_cast<size_t>(width);
+  if (bits % 8 == 0) return true;
+  return (std::to_integer<unsigned>(in[bits / 8]) >> (bits % 8)) == 0;
+}
+
 LaneRng::LaneRng(RngStream& seed_stream) {
   for (int l = 0; l < kLanes; ++l) {
     for (int w = 0; w < 4; ++w) s_[w][l] = seed_stream.NextU64();
@@ -214,8 +322,49 @@ void LaneFillGeneric(uint64_t (&s)[4][LaneRng::kLanes], uint32_t* out, size_t co
   LaneFillBody(s, out, count);
 }
 #if defined(FRUGAL_X86)
+// The same generator on two AVX2 registers of four 64-bit lanes (lanes 0-3 and 4-7).
 FRUGAL_TARGET_V3 void LaneFillV3(uint64_t (&s)[4][LaneRng::kLanes], uint32_t* out, size_t count) {
-  LaneFillBody(s, out, count);
+  constexpr int kL = LaneRng::kLanes;
+  __m256i st[4][2];
+  for (int w = 0; w < 4; ++w) {
+    for (int h = 0; h < 2; ++h) {
+      st[w][h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&s[w][4 * h]));
+    }
+  }
+  for (size_t k = 0; k + 2 * kL <= count; k += 2 * kL) {
+    __m256i result[2];
+    for (int h = 0; h < 2; ++h) {
+      __m256i s0 = st[0][h], s1 = st[1][h], s2 = st[2][h], s3 = st[3][h];
+      __m256i m = _mm256_add_epi64(_mm256_slli_epi64(s1, 2), s1);
+      __m256i r = _mm256_or_si256(_mm256_slli_epi64(m, 7), _mm256_srli_epi64(m, 57));
+      result[h] = _mm256_add_epi64(_mm256_slli_epi64(r, 3), r);
+      __m256i t = _mm256_slli_epi64(s1, 17);
+      s2 = _mm256_xor_si256(s2, s0);
+      s3 = _mm256_xor_si256(s3, s1);
+      s1 = _mm256_xor_si256(s1, s2);
+      s0 = _mm256_xor_si256(s0, s3);
+      s2 = _mm256_xor_si256(s2, t);
+      s3 = _mm256_or_si256(_mm256_slli_epi64(s3, 45), _mm256_srli_epi64(s3, 19));
+      st[0][h] = s0;
+      st[1][h] = s1;
+      st[2][h] = s2;
+      st[3][h] = s3;
+    }
+    // Low halves of lanes 0..7, then high halves, in lane order.
+    __m256 a = _mm256_castsi256_ps(result[0]);
+    __m256 b = _mm256_castsi256_ps(result[1]);
+    __m256i lo = _mm256_castps_si256(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    __m256i hi = _mm256_castps_si256(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    lo = _mm256_permute4x64_epi64(lo, _MM_SHUFFLE(3, 1, 2, 0));
+    hi = _mm256_permute4x64_epi64(hi, _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k + kL), hi);
+  }
+  for (int w = 0; w < 4; ++w) {
+    for (int h = 0; h < 2; ++h) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(&s[w][4 * h]), st[w][h]);
+    }
+  }
 }
 #endif
 

@@ -37,6 +37,20 @@ bool HasX86V3();
 // Kernel bodies written once and instantiated for the baseline ISA and for FRUGAL_TARGET_V3.
 #define FRUGAL_INLINE inline __attribute__((always_inline))
 
+#if defined(FRUGAL_X86)
+// Stores the low bytes of eight 32-bit lanes (each in [0, 255]) as 8 consecutive bytes.
+FRUGAL_TARGET_V3 inline void StoreLowBytes(__m256i lanes, void* out) {
+  __m128i words =
+      _mm_packus_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+  _mm_storel_epi64(static_cast<__m128i*>(out), _mm_packus_epi16(words, words));
+}
+// ToUnit of eight random integers.
+FRUGAL_TARGET_V3 inline __m256 ToUnit8(const uint32_t* random) {
+  __m256i r = _mm256_srli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(random)), 8);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(1.0f / 16777216.0f));
+}
+#endif
+
 // The fixed parts of a quantizer: name, id, traits and the canonical parameter list.
 class QuantizerBase : public Compressor {
  public:
@@ -81,6 +95,16 @@ void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out)
 
 // kMalformed when the padding bits after bit n of a sign plane are not zero.
 Status CheckSignPadding(const std::byte* bits, size_t n, std::string_view what);
+
+// Packs n codes, each below 2^width (1 <= width <= 8), LSB-first into exactly
+// CodeBytes(n, width) bytes; the padding bits of the last byte are zero. With BMI2, eight codes at
+// a time go through pext.
+inline size_t CodeBytes(size_t n, int width) { return (n * static_cast<size_t>(width) + 7) / 8; }
+void PackCodes(const uint8_t* codes, size_t n, int width, std::byte* out);
+// The inverse: reads exactly CodeBytes(n, width) bytes.
+void UnpackCodes(const std::byte* in, size_t n, int width, uint8_t* codes);
+// Whether the bits after the n-th code in the last byte are all zero.
+bool CodePaddingIsZero(const std::byte* in, size_t n, int width);
 
 // Appends fixed-width fields (width <= 32) LSB-first into a byte buffer that has room for them.
 class BitPacker {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "compress/quant_util.h"
 #include "compress/test_util.h"
 #include "frugal/bits.h"
 
@@ -222,6 +223,46 @@ TEST(Qsgd, EliasGammaSizeIsReported) {
   EXPECT_EQ(*bits, expected);
   EXPECT_LT(*bits, 8 * (p.size() - kWireHeaderBytes));  // small levels are common: shorter
   EXPECT_FALSE(Make("fp16")->EntropyCodedBits(p).has_value());
+}
+
+// Fixed-width code packing against the bit-by-bit reference (BitWriter), for every width.
+TEST(CodePacking, MatchesBitWriterForEveryWidth) {
+  for (int width = 1; width <= 8; ++width) {
+    for (size_t n : {0, 1, 5, 8, 9, 15, 16, 17, 63, 64, 100}) {
+      RngStream rng(RngKey{.seed = static_cast<uint64_t>(width), .step = n});
+      std::vector<uint8_t> codes(n);
+      for (auto& c : codes) c = static_cast<uint8_t>(rng.Below(uint64_t{1} << width));
+      std::vector<std::byte> expected;
+      BitWriter writer(&expected);
+      for (uint8_t c : codes) writer.Write(c, width);
+      std::vector<std::byte> packed(compress_internal::CodeBytes(n, width), std::byte{0xAB});
+      compress_internal::PackCodes(codes.data(), n, width, packed.data());
+      ASSERT_EQ(packed, expected) << "width " << width << " n " << n;
+      EXPECT_TRUE(compress_internal::CodePaddingIsZero(packed.data(), n, width));
+      std::vector<uint8_t> back(n, 0xFF);
+      compress_internal::UnpackCodes(packed.data(), n, width, back.data());
+      ASSERT_EQ(back, codes) << "width " << width << " n " << n;
+    }
+  }
+}
+
+// Wide QSGD codes (more than 8 bits) take the general bit packer: same values as the rule says.
+TEST(Qsgd, WideCodesRoundTrip) {
+  auto c = Make("qsgd:levels=1000,bucket=32");
+  std::vector<float> x = Gaussian(100, 12);
+  TensorInfo t("x", x.size());
+  CompressContext ctx(1, 0, 1);
+  std::vector<float> y = RoundTrip(*c, x, t, ctx);
+  for (size_t b = 0; b * 32 < x.size(); ++b) {
+    double norm2 = 0;
+    for (size_t i = 32 * b; i < std::min<size_t>(x.size(), 32 * b + 32); ++i) {
+      norm2 += double{x[i]} * x[i];
+    }
+    float unit = static_cast<float>(std::sqrt(norm2)) / 1000;
+    for (size_t i = 32 * b; i < std::min<size_t>(x.size(), 32 * b + 32); ++i) {
+      ASSERT_LE(std::fabs(y[i] - x[i]), unit * 1.0001f) << i;
+    }
+  }
 }
 
 TEST(None, Lossless) {

@@ -11,9 +11,19 @@ using testing_compress::EncodeOrDie;
 using testing_compress::Gaussian;
 using testing_compress::Make;
 
-const char* const kSpecs[] = {
-    "none",     "fp16",   "bf16", "minmax8:chunk=16", "qsgd",        "qsgd:levels=3,bucket=8",
-    "terngrad", "onebit", "sign", "signum",           "efsign:ef=0", "natural"};
+const char* const kSpecs[] = {"none",
+                              "fp16",
+                              "bf16",
+                              "minmax8:chunk=16",
+                              "qsgd",
+                              "qsgd:levels=3,bucket=8",
+                              "qsgd:levels=500,bucket=8",
+                              "terngrad",
+                              "onebit",
+                              "sign",
+                              "signum",
+                              "efsign:ef=0",
+                              "natural"};
 
 class WireTest : public ::testing::TestWithParam<const char*> {};
 

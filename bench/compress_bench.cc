@@ -1,0 +1,153 @@
+// Compressor throughput. For each compressor, `iters` rounds each time one memcpy of the input
+// (numel floats) and one Encode, then one Decode into a zeroed buffer (the zeroing is not
+// timed); the medians give encode_gbps, decode_gbps and memcpy_gbps. Interleaving memcpy with the
+// compressor keeps the ratio meaningful on a shared, noisy machine. Each round uses a new step so
+// that stochastic compressors draw fresh randomness, as in training.
+#include "compress_bench.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "bench_util.h"
+#include "frugal/compress_wire.h"
+#include "frugal/compressor.h"
+#include "frugal/random.h"
+#include "frugal/timer.h"
+
+namespace frugal::bench {
+
+std::vector<std::string> DefaultCompressBenchSpecs() {
+  return {"none",   "fp16", "bf16",   "minmax8", "qsgd",   "terngrad",
+          "onebit", "sign", "signum", "efsign",  "natural"};
+}
+
+Status ValidateCompressBenchOptions(const CompressBenchOptions& options) {
+  if (options.numel == 0) return InvalidArgumentError("--numel must be positive");
+  if (options.numel > (size_t{1} << 31)) {
+    return InvalidArgumentError(
+        fmt::format("--numel {} is too large (at most 2^31)", options.numel));
+  }
+  if (options.iters < 1) return InvalidArgumentError("--iters must be at least 1");
+  if (options.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
+  if (options.compressors.empty()) return InvalidArgumentError("--compressors: no spec given");
+  CompressorRegistry registry = DefaultCompressorRegistry();
+  for (const std::string& spec : options.compressors) {
+    FRUGAL_RETURN_IF_ERROR(registry.Create(spec).status().Annotate("--compressors"));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOptions& options) {
+  FRUGAL_RETURN_IF_ERROR(ValidateCompressBenchOptions(options));
+  const size_t n = options.numel;
+  // A gradient-like input: normal values with a few large ones and exact zeros.
+  std::vector<float> input(n);
+  RngStream rng(RngKey{.seed = options.seed, .rank = 0, .step = 0, .tensor = 1});
+  for (size_t i = 0; i < n; ++i) {
+    double v = rng.Normal() * 1e-3;
+    if (i % 997 == 0) v *= 30;
+    if (i % 1009 == 0) v = 0;
+    input[i] = static_cast<float>(v);
+  }
+  double input_norm = 0;
+  for (float v : input) input_norm += double{v} * v;
+  input_norm = std::sqrt(input_norm);
+
+  std::vector<float> copy(n, 0.0f), output(n, 0.0f);
+  const double bytes = 4.0 * static_cast<double>(n);
+  CompressorRegistry registry = DefaultCompressorRegistry();
+  std::vector<CompressBenchRow> rows;
+  for (const std::string& spec : options.compressors) {
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> c, registry.Create(spec));
+    TensorInfo tensor("bench", n);
+    CompressContext ctx(options.seed, 0, 1);
+    std::vector<std::byte> payload;
+    std::vector<double> encode_s, decode_s, memcpy_s;
+    for (int round = 0; round < options.warmup + options.iters; ++round) {
+      ctx.set_step(static_cast<uint64_t>(round));
+      Stopwatch copy_watch;
+      std::memcpy(copy.data(), input.data(), 4 * n);
+      double copy_time = copy_watch.Seconds();
+      Stopwatch encode_watch;
+      FRUGAL_RETURN_IF_ERROR(c->Encode(input, tensor, ctx, payload).Annotate(spec));
+      double encode_time = encode_watch.Seconds();
+      std::fill(output.begin(), output.end(), 0.0f);
+      Stopwatch decode_watch;
+      FRUGAL_RETURN_IF_ERROR(c->Decode(payload, tensor, ctx, output).Annotate(spec));
+      double decode_time = decode_watch.Seconds();
+      if (round >= options.warmup) {
+        memcpy_s.push_back(copy_time);
+        encode_s.push_back(encode_time);
+        decode_s.push_back(decode_time);
+      }
+    }
+    if (copy[n / 2] != input[n / 2]) return InternalError("memcpy did not copy");
+    CompressBenchRow row;
+    row.compressor = c->spec();
+    row.numel = n;
+    row.iters = options.iters;
+    row.wire_bytes = payload.size();
+    row.bits_per_element = 8.0 * static_cast<double>(payload.size()) / static_cast<double>(n);
+    if (std::optional<uint64_t> bits = c->EntropyCodedBits(payload)) {
+      row.entropy_coded_bytes = kWireHeaderBytes + (*bits + 7) / 8;
+    }
+    row.encode_gbps = bytes / Median(encode_s) / 1e9;
+    row.decode_gbps = bytes / Median(decode_s) / 1e9;
+    row.memcpy_gbps = bytes / Median(memcpy_s) / 1e9;
+    double err = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double d = double{output[i]} - input[i];
+      err += d * d;
+    }
+    row.rel_error = input_norm > 0 ? std::sqrt(err) / input_norm : 0;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string CompressTable(const std::vector<CompressBenchRow>& rows) {
+  Table table({"compressor", "wire bytes", "bits/elem", "encode GB/s", "decode GB/s", "memcpy GB/s",
+               "enc/memcpy", "dec/memcpy", "rel. error"},
+              {true});
+  for (const auto& r : rows) {
+    table.AddRow(
+        {r.compressor, std::to_string(r.wire_bytes), fmt::format("{:.3f}", r.bits_per_element),
+         fmt::format("{:.2f}", r.encode_gbps), fmt::format("{:.2f}", r.decode_gbps),
+         fmt::format("{:.2f}", r.memcpy_gbps), fmt::format("{:.2f}", r.encode_gbps / r.memcpy_gbps),
+         fmt::format("{:.2f}", r.decode_gbps / r.memcpy_gbps), fmt::format("{:.2e}", r.rel_error)});
+  }
+  std::string out = table.Render();
+  for (const auto& r : rows) {
+    if (r.entropy_coded_bytes) {
+      out += fmt::format("{}: Elias-gamma coded size {} bytes ({:.3f} bits/elem)\n", r.compressor,
+                         *r.entropy_coded_bytes,
+                         8.0 * static_cast<double>(*r.entropy_coded_bytes) / r.numel);
+    }
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> CompressJson(const std::vector<CompressBenchRow>& rows) {
+  std::vector<nlohmann::json> out;
+  for (const auto& r : rows) {
+    nlohmann::json j = {{"bench", "compress"},
+                        {"compressor", r.compressor},
+                        {"numel", r.numel},
+                        {"iters", r.iters},
+                        {"encode_gbps", r.encode_gbps},
+                        {"decode_gbps", r.decode_gbps},
+                        {"memcpy_gbps", r.memcpy_gbps},
+                        {"encode_vs_memcpy", r.encode_gbps / r.memcpy_gbps},
+                        {"decode_vs_memcpy", r.decode_gbps / r.memcpy_gbps},
+                        {"wire_bytes", r.wire_bytes},
+                        {"bits_per_element", r.bits_per_element},
+                        {"rel_error", r.rel_error}};
+    if (r.entropy_coded_bytes) j["entropy_coded_bytes"] = *r.entropy_coded_bytes;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace frugal::bench
