@@ -373,6 +373,11 @@ void RegisterQuantizers(CompressorRegistry& registry);
 // The path `requested` resolves to for `compressor` (kAuto: from its traits; others unchanged).
 AggregationPath ResolveAggregationPath(const Compressor& compressor, AggregationPath requested);
 
+// kInvalidArgument when `path` (after resolving kAuto) does not suit the compressor's traits:
+// kAllreduce needs summable payloads, kTwoPhase re-quantizable ones, kSignVote sign payloads,
+// kCustom a compressor with its own Aggregate().
+Status CheckAggregationPath(const Compressor& compressor, AggregationPath path);
+
 // Aggregates `data` (this rank's gradient on entry; the sum or average over all ranks on return)
 // through `compressor` over `t`, on the path chosen by `options.path` (kAuto: from the traits).
 // Every rank calls it with the same compressor spec, tensor and options, in the same order.

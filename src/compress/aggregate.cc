@@ -265,17 +265,9 @@ AggregationPath ResolveAggregationPath(const Compressor& compressor, Aggregation
   return AggregationPath::kAllgather;
 }
 
-Status AggregateCompressed(Transport& t, const Compressor& compressor, std::span<float> data,
-                           const TensorInfo& tensor, CompressContext& ctx,
-                           const AggregateOptions& options, AggregateStats* stats) {
-  using namespace compress_internal;  // NOLINT(google-build-using-namespace)
-  FRUGAL_CHECK_EQ(data.size(), tensor.numel, "data of tensor '", tensor.name, "'");
-  FRUGAL_CHECK_EQ(ctx.world_size(), t.size(), "context and transport disagree on the world size");
-  FRUGAL_CHECK_EQ(ctx.rank(), t.rank(), "context and transport disagree on the rank");
-  const AggregationPath path = ResolveAggregationPath(compressor, options.path);
+Status CheckAggregationPath(const Compressor& compressor, AggregationPath requested) {
+  const AggregationPath path = ResolveAggregationPath(compressor, requested);
   const CompressorTraits traits = compressor.traits();
-  const std::string what = fmt::format("{} aggregation of '{}' with {}", AggregationPathName(path),
-                                       tensor.name, compressor.spec());
   auto unsuited = [&](std::string_view needs) {
     return InvalidArgumentError(fmt::format("aggregation path {} needs a {} compressor; {} is not",
                                             AggregationPathName(path), needs, compressor.spec()));
@@ -296,6 +288,20 @@ Status AggregateCompressed(Transport& t, const Compressor& compressor, std::span
     default:
       break;
   }
+  return Status::Ok();
+}
+
+Status AggregateCompressed(Transport& t, const Compressor& compressor, std::span<float> data,
+                           const TensorInfo& tensor, CompressContext& ctx,
+                           const AggregateOptions& options, AggregateStats* stats) {
+  using namespace compress_internal;  // NOLINT(google-build-using-namespace)
+  FRUGAL_CHECK_EQ(data.size(), tensor.numel, "data of tensor '", tensor.name, "'");
+  FRUGAL_CHECK_EQ(ctx.world_size(), t.size(), "context and transport disagree on the world size");
+  FRUGAL_CHECK_EQ(ctx.rank(), t.rank(), "context and transport disagree on the rank");
+  const AggregationPath path = ResolveAggregationPath(compressor, options.path);
+  const std::string what = fmt::format("{} aggregation of '{}' with {}", AggregationPathName(path),
+                                       tensor.name, compressor.spec());
+  FRUGAL_RETURN_IF_ERROR(CheckAggregationPath(compressor, path));
   const uint64_t sent_before = t.bytes_sent();
   if (options.check_lengths) {
     FRUGAL_RETURN_IF_ERROR(CheckSameLength(t, tensor.numel, what, options.timeout).Annotate(what));

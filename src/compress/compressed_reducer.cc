@@ -1,0 +1,148 @@
+// The compressing gradient reducer. For a bucket of entries (tensors or tensor partitions, each
+// with its name, offset and count):
+//   1. the entries smaller than min_bytes are gathered, in entry order, into one buffer that is
+//      averaged with a dense all-reduce and scattered back (all of `data` directly when every
+//      entry is small);
+//   2. every other entry is averaged by AggregateCompressed as tensor `entry.name`, so that its
+//      compressor state (error-feedback residual, momentum, PowerSGD's Q) follows the tensor
+//      whichever bucket the engine puts it in;
+// with the context's step set to the bucket's step (the compressors' random streams depend on it).
+// Bytes are counted by the transport around each part; the dense equivalent of a bucket is what
+// a ring all-reduce of it would send, 2 (n - 1) / n * 4 * count.
+#include "frugal/compressed_reducer.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace frugal {
+
+double CompressedReducer::compression_ratio() const {
+  const Stats& s = stats();
+  if (s.bytes_sent == 0) return 0;
+  return static_cast<double>(s.dense_equivalent_bytes) / static_cast<double>(s.bytes_sent);
+}
+
+namespace {
+
+std::string FormatMinBytes(size_t bytes) {
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes / 1024);
+  return fmt::format("{} B", bytes);
+}
+
+class CompressedReducerImpl final : public CompressedReducer {
+ public:
+  CompressedReducerImpl(Transport& t, std::unique_ptr<Compressor> compressor,
+                        const CompressedReducerOptions& options)
+      : t_(t),
+        compressor_(std::move(compressor)),
+        options_(options),
+        ctx_(options.seed, t.rank(), t.size()) {
+    aggregate_.path = options.path;
+    aggregate_.op = ReduceOp::kAverage;
+    aggregate_.timeout = options.timeout;
+    aggregate_.algorithm = options.algorithm;
+    // The engine has negotiated the tensors and their sizes; decoders still reject a payload of
+    // another size.
+    aggregate_.check_lengths = false;
+  }
+
+  Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
+    FRUGAL_CHECK_EQ(data.size(), bucket.count, "data of bucket ", bucket.name);
+    ctx_.set_step(bucket.step);
+    const int n = t_.size();
+    stats_.elements += bucket.count;
+    stats_.dense_equivalent_bytes +=
+        2 * static_cast<uint64_t>(n - 1) * 4 * bucket.count / static_cast<uint64_t>(n);
+
+    // 1. The small entries, with one dense all-reduce.
+    const uint64_t dense_start = t_.bytes_sent();
+    bool all_small = true;
+    size_t small_count = 0;
+    for (const BucketEntry& e : bucket.entries) {
+      if (Small(e)) {
+        small_count += e.count;
+      } else {
+        all_small = false;
+      }
+    }
+    AllreduceOptions dense;
+    dense.algorithm = options_.algorithm;
+    dense.op = ReduceOp::kAverage;
+    dense.timeout = options_.timeout;
+    dense.check_lengths = false;
+    if (all_small) {
+      FRUGAL_RETURN_IF_ERROR(Allreduce(t_, data, dense).Annotate("dense part of " + bucket.name));
+    } else if (small_count > 0) {
+      dense_buffer_.resize(small_count);
+      size_t at = 0;
+      for (const BucketEntry& e : bucket.entries) {
+        if (!Small(e)) continue;
+        std::memcpy(dense_buffer_.data() + at, data.data() + e.offset, 4 * e.count);
+        at += e.count;
+      }
+      FRUGAL_RETURN_IF_ERROR(
+          Allreduce(t_, dense_buffer_, dense).Annotate("dense part of " + bucket.name));
+      at = 0;
+      for (const BucketEntry& e : bucket.entries) {
+        if (!Small(e)) continue;
+        std::memcpy(data.data() + e.offset, dense_buffer_.data() + at, 4 * e.count);
+        at += e.count;
+      }
+    }
+    const uint64_t compressed_start = t_.bytes_sent();
+    stats_.dense_bytes_sent += compressed_start - dense_start;
+
+    // 2. The large entries, each through the compressor.
+    if (!all_small) {
+      for (const BucketEntry& e : bucket.entries) {
+        if (Small(e)) continue;
+        FRUGAL_CHECK_LE(e.offset + e.count, data.size(), "entry ", e.name, " of ", bucket.name);
+        TensorInfo tensor(e.name, e.count);
+        FRUGAL_RETURN_IF_ERROR(AggregateCompressed(
+            t_, *compressor_, data.subspan(e.offset, e.count), tensor, ctx_, aggregate_));
+        stats_.compressed_elements += e.count;
+      }
+    }
+    const uint64_t end = t_.bytes_sent();
+    stats_.compressed_bytes_sent += end - compressed_start;
+    stats_.bytes_sent += end - dense_start;
+    return Status::Ok();
+  }
+
+  std::string name() const override {
+    return fmt::format("compress {} ({}, dense below {})", compressor_->spec(),
+                       AggregationPathName(ResolveAggregationPath(*compressor_, options_.path)),
+                       FormatMinBytes(options_.min_bytes));
+  }
+  uint64_t bytes_sent() const override { return stats_.bytes_sent; }
+  std::string bytes_counted_by() const override { return "transport"; }
+  const Stats& stats() const override { return stats_; }
+  const Compressor& compressor() const override { return *compressor_; }
+
+ private:
+  bool Small(const BucketEntry& e) const { return 4 * e.count < options_.min_bytes; }
+
+  Transport& t_;
+  std::unique_ptr<Compressor> compressor_;
+  CompressedReducerOptions options_;
+  AggregateOptions aggregate_;
+  CompressContext ctx_;
+  std::vector<float> dense_buffer_;
+  Stats stats_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CompressedReducer>> MakeCompressedReducer(
+    Transport& t, const CompressorRegistry& registry, const CompressedReducerOptions& options) {
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor, registry.Create(options.spec));
+  if (options.error_feedback && compressor->inner() == nullptr) {
+    compressor = WithErrorFeedback(std::move(compressor));
+  }
+  FRUGAL_RETURN_IF_ERROR(CheckAggregationPath(*compressor, options.path));
+  return std::unique_ptr<CompressedReducer>(
+      std::make_unique<CompressedReducerImpl>(t, std::move(compressor), options));
+}
+
+}  // namespace frugal

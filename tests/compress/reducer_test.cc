@@ -1,0 +1,156 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compress/test_util.h"
+#include "frugal/compressed_reducer.h"
+#include "frugal/inproc_transport.h"
+
+namespace frugal {
+namespace {
+
+using testing_compress::Gaussian;
+
+// A bucket of a small tensor, a large one, a small one and another large one.
+BucketInfo MixedBucket() {
+  BucketInfo b;
+  b.id = 0;
+  b.name = "bucket0";
+  size_t at = 0;
+  for (auto [name, count] : std::vector<std::pair<std::string, size_t>>{
+           {"bias1", 10}, {"w1", 5000}, {"bias2", 3}, {"w2", 20000}}) {
+    b.entries.push_back(BucketEntry{name, at, count});
+    at += count;
+  }
+  b.count = at;
+  return b;
+}
+
+struct Result {
+  std::vector<std::vector<float>> out;
+  std::vector<CompressedReducer::Stats> stats;
+  std::vector<double> ratio;
+  std::vector<Status> status;
+  std::string name;
+};
+
+Result RunReducer(int n, const CompressedReducerOptions& options, int steps,
+                  const std::vector<std::vector<float>>& in) {
+  Result r;
+  r.out = in;
+  r.stats.resize(n);
+  r.ratio.resize(n);
+  std::mutex mu;
+  r.status = RunRanks(n, [&](Transport& t) -> Status {
+    CompressorRegistry registry = DefaultCompressorRegistry();
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<CompressedReducer> reducer,
+                            MakeCompressedReducer(t, registry, options));
+    BucketInfo bucket = MixedBucket();
+    for (int s = 0; s < steps; ++s) {
+      bucket.step = s;
+      std::vector<float> data = in[t.rank()];
+      FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, data));
+      r.out[t.rank()] = data;
+    }
+    r.stats[t.rank()] = reducer->stats();
+    r.ratio[t.rank()] = reducer->compression_ratio();
+    std::lock_guard<std::mutex> lock(mu);
+    r.name = reducer->name();
+    return Status::Ok();
+  });
+  return r;
+}
+
+std::vector<std::vector<float>> Inputs(int n) {
+  std::vector<std::vector<float>> in;
+  for (int r = 0; r < n; ++r) in.push_back(Gaussian(MixedBucket().count, 50 + r));
+  return in;
+}
+
+TEST(CompressedReducer, NoneIsTheExactAverage) {
+  for (int n = 1; n <= 5; ++n) {
+    CompressedReducerOptions options;
+    options.spec = "none";
+    options.min_bytes = 1024;
+    options.timeout = std::chrono::seconds(20);
+    auto in = Inputs(n);
+    Result r = RunReducer(n, options, 1, in);
+    for (const Status& s : r.status) ASSERT_TRUE(s.ok()) << s.ToString();
+    for (size_t i = 0; i < in[0].size(); ++i) {
+      double sum = 0;
+      for (int k = 0; k < n; ++k) sum += in[k][i];
+      for (int k = 0; k < n; ++k) ASSERT_NEAR(r.out[k][i], sum / n, 1e-5) << i;
+    }
+    EXPECT_EQ(r.stats[0].elements, in[0].size());
+    EXPECT_EQ(r.stats[0].compressed_elements, 25000u);
+    if (n > 1) {
+      EXPECT_GT(r.stats[0].dense_bytes_sent, 0u);
+      EXPECT_GT(r.stats[0].compressed_bytes_sent, 0u);
+      EXPECT_EQ(r.stats[0].bytes_sent,
+                r.stats[0].dense_bytes_sent + r.stats[0].compressed_bytes_sent);
+      // none all-reduces float32 like the dense reducer: a ratio close to 1.
+      EXPECT_NEAR(r.ratio[0], 1.0, 0.05) << n;
+    }
+  }
+}
+
+TEST(CompressedReducer, SmallTensorsStayDenseAndExact) {
+  const int n = 3;
+  CompressedReducerOptions options;
+  options.spec = "qsgd:levels=3";
+  options.min_bytes = 65536;  // w1 (20000 B) is small too; w2 (80000 B) is compressed
+  options.timeout = std::chrono::seconds(20);
+  auto in = Inputs(n);
+  Result r = RunReducer(n, options, 1, in);
+  for (const Status& s : r.status) ASSERT_TRUE(s.ok()) << s.ToString();
+  BucketInfo b = MixedBucket();
+  for (const BucketEntry& e : b.entries) {
+    bool exact = e.name != "w2";
+    double err = 0, norm = 0;
+    for (size_t i = e.offset; i < e.offset + e.count; ++i) {
+      double avg = (double{in[0][i]} + in[1][i] + in[2][i]) / 3;
+      err += (r.out[0][i] - avg) * (r.out[0][i] - avg);
+      norm += avg * avg;
+      if (exact) ASSERT_NEAR(r.out[0][i], avg, 1e-5) << e.name;
+      for (int k = 1; k < n; ++k) ASSERT_EQ(r.out[k][i], r.out[0][i]);
+    }
+    if (!exact) EXPECT_GT(err, 1e-3 * norm) << "w2 went through QSGD";
+  }
+  EXPECT_EQ(r.stats[0].compressed_elements, 20000u);
+  EXPECT_GT(r.ratio[0], 2.0) << r.name;
+}
+
+TEST(CompressedReducer, ErrorFeedbackFlagWraps) {
+  CompressedReducerOptions options;
+  options.spec = "onebit";
+  options.error_feedback = true;
+  options.min_bytes = 0;
+  options.timeout = std::chrono::seconds(20);
+  auto in = Inputs(2);
+  Result r = RunReducer(2, options, 3, in);
+  for (const Status& s : r.status) ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(r.name.find("onebit:ef=1"), std::string::npos) << r.name;
+  EXPECT_NE(r.name.find("twophase"), std::string::npos) << r.name;
+  EXPECT_GT(r.ratio[0], 10.0);
+}
+
+TEST(CompressedReducer, BadSpecOrPathIsRejected) {
+  std::vector<Status> status = RunRanks(1, [](Transport& t) -> Status {
+    CompressorRegistry registry = DefaultCompressorRegistry();
+    CompressedReducerOptions options;
+    options.spec = "qsgd:levels=0";
+    EXPECT_EQ(MakeCompressedReducer(t, registry, options).status().code(),
+              StatusCode::kInvalidArgument);
+    options.spec = "nope";
+    EXPECT_EQ(MakeCompressedReducer(t, registry, options).status().code(), StatusCode::kNotFound);
+    options.spec = "qsgd";
+    options.path = AggregationPath::kAllreduce;
+    EXPECT_EQ(MakeCompressedReducer(t, registry, options).status().code(),
+              StatusCode::kInvalidArgument);
+    return Status::Ok();
+  });
+  EXPECT_TRUE(status[0].ok()) << status[0].ToString();
+}
+
+}  // namespace
+}  // namespace frugal
