@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "frugal/compressed_reducer.h"
 #include "frugal/engine.h"
 #include "frugal/reducer.h"
 #include "frugal/timer.h"
@@ -70,7 +71,13 @@ struct TrainFlags {
   double partition_mb = 4;
   double stall_warning_s = 60;
   double stall_shutdown_s = 0;
+  int engine_nice = 0;
   std::string timeline;
+  // Gradient compression (frugal/compressed_reducer.h).
+  std::string compress;
+  bool ef = false;
+  size_t compress_min_bytes = 65536;
+  std::string aggregate = "auto";
 };
 
 void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
@@ -145,9 +152,24 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--stall-shutdown-s", flags.stall_shutdown_s,
                  "End the job when such a stall lasts this long (0: never)")
       ->capture_default_str();
+  cmd.add_option("--engine-nice", flags.engine_nice,
+                 "Nice value of the engine thread (-20..19; below 0 needs root): a more urgent "
+                 "engine thread answers peers sooner where ranks share cores")
+      ->capture_default_str();
   cmd.add_option("--timeline", flags.timeline,
                  "Write a Chrome trace (chrome://tracing, Perfetto) of every rank to FILE")
       ->type_name("FILE");
+  cmd.add_option("--compress", flags.compress,
+                 "Compress gradients with SPEC, e.g. fp16, qsgd:levels=15,bucket=512, onebit "
+                 "(see `frugal bench compress --help`)")
+      ->type_name("SPEC");
+  cmd.add_flag("--ef", flags.ef, "--compress: with error feedback (residual memory)");
+  cmd.add_option("--compress-min-bytes", flags.compress_min_bytes,
+                 "--compress: tensors smaller than this stay dense")
+      ->capture_default_str();
+  cmd.add_option("--aggregate", flags.aggregate,
+                 "--compress: auto, allreduce, allgather, twophase, vote or custom")
+      ->capture_default_str();
   cmd.add_option("--progress", flags.progress,
                  "bar (redrawn line), lines (one line per 10%), none, or auto (bar on a terminal)")
       ->capture_default_str();
@@ -236,6 +258,10 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
       static_cast<size_t>(std::llround(flags.partition_mb * (1 << 20)));
   overlap.engine.stall_warning = Duration(std::llround(flags.stall_warning_s * 1000));
   overlap.engine.stall_shutdown = Duration(std::llround(flags.stall_shutdown_s * 1000));
+  if (flags.engine_nice < -20 || flags.engine_nice > 19) {
+    return InvalidArgumentError("--engine-nice must be in [-20, 19]");
+  }
+  overlap.engine.thread_nice = flags.engine_nice;
   overlap.timeline = !flags.timeline.empty();
   if (overlap.timeline) {
     Status path = CheckJsonPath(flags.timeline);
@@ -243,6 +269,35 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
   }
   options.overlap = overlap;
   return Status::Ok();
+}
+
+// The compression flags; kNotFound / kInvalidArgument for a bad spec or combination.
+StatusOr<CompressedReducerOptions> ToCompressedReducerOptions(const TrainFlags& flags) {
+  CompressedReducerOptions options;
+  if (flags.compress.empty()) {
+    if (flags.ef || flags.aggregate != "auto" || flags.compress_min_bytes != 65536) {
+      return InvalidArgumentError("--ef, --aggregate and --compress-min-bytes need --compress");
+    }
+    return options;
+  }
+  if (flags.allreduce == "mpi") {
+    return InvalidArgumentError(
+        "--compress runs over frugal's transport: --allreduce mpi does not "
+        "apply (use ring, rd, rabenseifner, tree, dbtree, hier or torus)");
+  }
+  options.spec = flags.compress;
+  options.error_feedback = flags.ef;
+  options.min_bytes = flags.compress_min_bytes;
+  FRUGAL_ASSIGN_OR_RETURN(options.path, ParseAggregationPath(flags.aggregate));
+  FRUGAL_ASSIGN_OR_RETURN(options.algorithm, ParseAllreduceAlgorithm(flags.allreduce));
+  options.seed = flags.seed;
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor,
+                          DefaultCompressorRegistry().Create(flags.compress));
+  if (flags.ef && compressor->inner() == nullptr) {
+    compressor = WithErrorFeedback(std::move(compressor));
+  }
+  FRUGAL_RETURN_IF_ERROR(CheckAggregationPath(*compressor, options.path));
+  return options;
 }
 
 StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags) {
@@ -281,6 +336,7 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags) {
   }
   FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
   FRUGAL_RETURN_IF_ERROR(ToOverlapOptions(flags, options));
+  FRUGAL_RETURN_IF_ERROR(ToCompressedReducerOptions(flags).status());
   return options;
 }
 
@@ -304,6 +360,13 @@ Status CheckDataset(const std::string& dir) {
 StatusOr<std::unique_ptr<GradientReducer>> MakeReducer(const TrainFlags& flags,
                                                        const frugal_torch::TrainOptions& options,
                                                        Transport& world) {
+  if (!flags.compress.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(CompressedReducerOptions compressed, ToCompressedReducerOptions(flags));
+    compressed.timeout = options.timeout;
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<CompressedReducer> reducer,
+                            MakeCompressedReducer(world, DefaultCompressorRegistry(), compressed));
+    return std::unique_ptr<GradientReducer>(std::move(reducer));
+  }
   DenseReducerOptions dense;
   dense.algorithm = flags.allreduce;
   dense.timeout = options.timeout;
@@ -434,6 +497,24 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
           {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};
 }
 
+// Summary fields of gradient compression: the compressor, rank 0's compression ratio (bytes a
+// dense ring all-reduce of the same gradients sends / bytes actually sent; null without
+// compression or on one rank) and the bytes sent in each epoch.
+void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& s,
+                           const TrainFlags& flags, const GradientReducer& reducer) {
+  const auto* compressed = dynamic_cast<const CompressedReducer*>(&reducer);
+  j["compressor"] = compressed != nullptr ? nlohmann::json(compressed->compressor().spec())
+                                          : nlohmann::json(nullptr);
+  const double ratio = compressed != nullptr ? compressed->compression_ratio() : 0;
+  j["compression_ratio"] = ratio > 0 ? nlohmann::json(ratio) : nlohmann::json(nullptr);
+  j["aggregate"] =
+      compressed != nullptr ? nlohmann::json(flags.aggregate) : nlohmann::json(nullptr);
+  j["compress_min_bytes"] = flags.compress_min_bytes;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const frugal_torch::EpochRecord& r : s.history) epochs.push_back(r.bytes_sent);
+  j["epoch_bytes_sent"] = epochs;
+}
+
 std::string EpochTableHeader() {
   return fmt::format("{:>5}  {:>10}  {:>9}  {:>8}  {:>10}  {:>8}  {:>14}\n", "epoch", "train_loss",
                      "test_loss", "test_acc", "samples/s", "time", "sent/worker");
@@ -516,9 +597,15 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                           frugal_torch::Train(context.world, *reducer, data, options, callbacks));
   if (!root) return Status::Ok();
   std::fputs(SummaryTable(summary).c_str(), stdout);
+  if (const auto* compressed = dynamic_cast<const CompressedReducer*>(reducer.get())) {
+    std::printf("  %-22s %.1fx fewer bytes than a dense ring all-reduce (%s)\n", "compression",
+                compressed->compression_ratio(), compressed->compressor().spec().c_str());
+  }
   std::fflush(stdout);
   FRUGAL_RETURN_IF_ERROR(json_status);
-  FRUGAL_RETURN_IF_ERROR(write_json(SummaryJson(summary, flags)));
+  nlohmann::json summary_json = SummaryJson(summary, flags);
+  AddCompressionSummary(summary_json, summary, flags, *reducer);
+  FRUGAL_RETURN_IF_ERROR(write_json(summary_json));
   if (!flags.timeline.empty()) {
     std::ofstream trace(flags.timeline, std::ios::trunc);
     trace << summary.timeline_json;
