@@ -10,7 +10,7 @@
 //                                   src/compress/sparse_register.cc must define
 //   low rank (powersgd) ........... lowrank_*.cc, registered by RegisterLowRank(), which
 //                                   src/compress/lowrank_register.cc must define
-//   sketches (countsketch) ........ sketch_*.cc, registered by RegisterSketches(), which
+//   sketches (sketch) ............. sketch_*.cc, registered by RegisterSketches(), which
 //                                   src/compress/sketch_register.cc must define
 // The three hooks are declared in src/compress/register.h. src/compress/CMakeLists.txt compiles
 // every sparse_*.cc, gtopk*.cc, lowrank_*.cc and sketch_*.cc, and DefaultCompressorRegistry()
@@ -18,6 +18,10 @@
 // that has not been written yet.
 //
 // Wire format: see compress_wire.h (versioned header + bit-packed body, validated before use).
+//
+// Sign convention, the same for every compressor that keeps signs (sign, signum, efsign, onebit,
+// natural): sign(x) = +1 for x >= 0, including -0 and NaN, and -1 for x < 0. A majority vote that
+// is tied gives 0.
 //
 // Thread safety: a Compressor is immutable after construction; its const methods may be called
 // from several threads at once as long as each thread uses its own CompressContext. A
