@@ -178,7 +178,8 @@ StatusOr<SweepSpec> SweepSpecFromToml(const TomlDocument& doc, std::string_view 
     } else {
       return r.Error(e.value.line,
                      fmt::format("unknown key '{}' (accepted at the top: name, description, "
-                                 "command, timeout_minutes; tables: [base], [axes], [report])",
+                                 "command, timeout_minutes; tables: [base], [axes], [variants], "
+                                 "[report])",
                                  e.key));
     }
   }
@@ -188,6 +189,9 @@ StatusOr<SweepSpec> SweepSpecFromToml(const TomlDocument& doc, std::string_view 
   auto check_flag = [&](const TomlEntry& e) -> Status {
     if (!IsFlagName(e.key)) {
       return r.Error(e.value.line, fmt::format("'{}' is not a long flag name", e.key));
+    }
+    if (e.key == kVariantAxis) {
+      return r.Error(e.value.line, "'variant' names the axis of [variants]; it is not a flag");
     }
     for (auto reserved : kReservedFlags) {
       if (e.key == reserved) {
@@ -201,6 +205,7 @@ StatusOr<SweepSpec> SweepSpecFromToml(const TomlDocument& doc, std::string_view 
   };
 
   const TomlTable* report = nullptr;
+  const TomlTable* variants_table = nullptr;
   for (const auto& table : doc.tables) {
     if (table.name == "base") {
       for (const auto& e : table.entries) {
@@ -233,16 +238,65 @@ StatusOr<SweepSpec> SweepSpecFromToml(const TomlDocument& doc, std::string_view 
         }
         spec.axes.push_back(SweepAxis{e.key, e.value.elements});
       }
+    } else if (table.name == "variants") {
+      variants_table = &table;
     } else if (table.name == "report") {
       report = &table;
     } else {
       return r.Error(table.line, fmt::format("unknown table [{}] (accepted: [base], [axes], "
-                                             "[report])",
+                                             "[variants], [report])",
                                              table.name));
     }
   }
+  if (variants_table != nullptr) {
+    if (variants_table->entries.empty())
+      return r.Error(variants_table->line, "[variants] is empty");
+    SweepAxis axis{std::string(kVariantAxis), {}};
+    for (const auto& e : variants_table->entries) {
+      const TomlValue& v = e.value;
+      bool words_ok = v.type == TomlValue::Type::kArray &&
+                      (v.elements.empty() || v.elements.front().type == TomlValue::Type::kString);
+      if (!words_ok) {
+        return r.Error(v.line, fmt::format("[variants] {} must be an array of flags, e.g. "
+                                           "[\"--compress=fp16\"] (or [] for none)",
+                                           e.key));
+      }
+      SweepVariant variant{e.key, {}};
+      std::set<std::string> own;
+      for (const auto& w : v.elements) {
+        std::string name = w.string.rfind("--", 0) == 0 ? w.string.substr(2, w.string.find('=') - 2)
+                                                        : std::string();
+        if (!IsFlagName(name)) {
+          return r.Error(v.line, fmt::format("[variants] {}: '{}' is not a flag (--name or "
+                                             "--name=value)",
+                                             e.key, w.string));
+        }
+        for (auto reserved : kReservedFlags) {
+          if (name == reserved) {
+            return r.Error(v.line, fmt::format("--{} is set by the sweep harness itself", name));
+          }
+        }
+        if (flag_names.count(name) != 0) {
+          return r.Error(v.line, fmt::format("[variants] {} sets --{}, which [base] or [axes] "
+                                             "sets too",
+                                             e.key, name));
+        }
+        if (!own.insert(name).second) {
+          return r.Error(v.line, fmt::format("[variants] {} sets --{} twice", e.key, name));
+        }
+        variant.words.push_back(w.string);
+      }
+      TomlValue label;
+      label.type = TomlValue::Type::kString;
+      label.string = e.key;
+      label.line = v.line;
+      axis.values.push_back(label);
+      spec.variants.push_back(std::move(variant));
+    }
+    spec.axes.insert(spec.axes.begin(), std::move(axis));
+  }
   if (spec.axes.empty()) {
-    return r.Error(1, "the sweep has no [axes] (a table of flag = [values...])");
+    return r.Error(1, "the sweep has no [axes] or [variants] (a table of flag = [values...])");
   }
 
   auto is_axis = [&](const std::string& name) {
@@ -323,9 +377,17 @@ StatusOr<SweepSpec> LoadSweepSpec(const std::string& path) {
   return SweepSpecFromToml(doc, path);
 }
 
+const SweepVariant* SweepSpec::FindVariant(std::string_view name) const {
+  for (const auto& v : variants) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> FlagWords(const std::vector<SweepFlag>& flags) {
   std::vector<std::string> words;
   for (const auto& f : flags) {
+    if (f.name == kVariantAxis) continue;  // stands for its variant's words
     if (f.value.type == TomlValue::Type::kBool) {
       words.push_back(f.value.boolean ? fmt::format("--{}", f.name)
                                       : fmt::format("--{}=false", f.name));
@@ -354,6 +416,12 @@ std::vector<SweepPoint> ExpandSweep(const SweepSpec& spec) {
     nlohmann::json key;
     key["command"] = spec.command;
     key["flags"] = p.PointJson();  // nlohmann::json objects keep keys sorted
+    if (const TomlValue* v = p.Find(kVariantAxis)) {
+      const SweepVariant* variant = spec.FindVariant(v->string);
+      FRUGAL_INTERNAL_ASSERT(variant != nullptr, "no variant ", v->string);
+      p.args.insert(p.args.end(), variant->words.begin(), variant->words.end());
+      key["variant_args"] = variant->words;
+    }
     p.key = key.dump();
     p.id = Fnv1a(p.key);
     points.push_back(std::move(p));

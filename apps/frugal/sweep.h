@@ -14,6 +14,9 @@
 //   compressor = ["none", "topk:ratio=0.01,ef=1"]
 //   np = [2, 4]
 //   lr = [0.01, 0.1]
+//   [variants]                           # optional: named bundles of flags, one more axis
+//   dense = []                           # ("variant", first, slowest) whose values are the
+//   topk_ef = ["--compress=topk", "--ef"]  # names; each run gets its variant's flag words
 //   [report]                             # optional, see SweepReportSpec
 //   columns = "lr"
 //   workers = "np"
@@ -22,8 +25,9 @@
 //   baseline = "none"
 //
 // Keys of [base] and [axes] are long flag names of the command (`lr` -> `--lr=0.1`; a boolean
-// true -> `--flag`, false -> `--flag=false`); `json` is reserved for the harness. Every point's
-// command line is checked by a validator (the command's own parser) before anything runs.
+// true -> `--flag`, false -> `--flag=false`); `json` is reserved for the harness. The words of
+// a variant must be flags (`--name` or `--name=value`) that [base] and [axes] do not set. Every
+// point's command line is checked by a validator (the command's own parser) before anything runs.
 //
 // Thread safety: none needed; used by the main thread of `frugal sweep`.
 #pragma once
@@ -52,6 +56,14 @@ struct SweepAxis {
   std::vector<TomlValue> values;  // at least one, no repeats
 };
 
+// A named bundle of flag words: the values of the "variant" axis.
+struct SweepVariant {
+  std::string name;
+  std::vector<std::string> words;  // e.g. {"--compress=topk:ratio=0.01", "--ef"}; may be empty
+};
+
+inline constexpr std::string_view kVariantAxis = "variant";
+
 struct SweepReportSpec {
   std::string columns;               // axis whose values are table columns ("lr"), or empty
   std::string workers;               // flag naming the worker count ("np"), or empty
@@ -67,8 +79,11 @@ struct SweepSpec {
   std::vector<std::string> command = {"train"};
   std::chrono::minutes timeout{60};
   std::vector<SweepFlag> base;
-  std::vector<SweepAxis> axes;
+  std::vector<SweepAxis> axes;  // with [variants], axes[0] is the "variant" axis
+  std::vector<SweepVariant> variants;
   SweepReportSpec report;
+
+  const SweepVariant* FindVariant(std::string_view name) const;
 };
 
 // One configuration of the grid.

@@ -208,6 +208,67 @@ TEST(ExpandSweep, KeyDependsOnValuesNotOnTheOrderOfLines) {
   EXPECT_NE(ExpandSweep(*a)[0].key, ExpandSweep(*c)[0].key);
 }
 
+constexpr const char* kVariantSweep = R"(
+name = "v"
+[base]
+np = 4
+[axes]
+lr = [0.01, 0.1]
+[variants]
+dense = []
+topk_ef = ["--compressor=topk:ratio=0.01", "--ef"]
+[report]
+baseline = "dense"
+)";
+
+TEST(SweepVariants, AreTheFirstAxisAndAddTheirWords) {
+  auto spec = Spec(kVariantSweep);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_EQ(spec->axes.size(), 2u);
+  EXPECT_EQ(spec->axes[0].name, "variant");
+  EXPECT_EQ(spec->report.methods, std::vector<std::string>{"variant"});
+  auto points = ExpandSweep(*spec);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].Describe(), "variant=dense lr=0.01");
+  EXPECT_EQ(points[0].args, (std::vector<std::string>{"train", "--np=4", "--lr=0.01"}));
+  EXPECT_EQ(points[3].Describe(), "variant=topk_ef lr=0.1");
+  EXPECT_EQ(points[3].args, (std::vector<std::string>{"train", "--np=4", "--lr=0.1",
+                                                      "--compressor=topk:ratio=0.01", "--ef"}));
+  // The words are part of a run's identity.
+  auto changed =
+      Spec(std::string(kVariantSweep)
+               .replace(std::string(kVariantSweep).find("\"--ef\""), 6, "\"--ef=false\""));
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_EQ(ExpandSweep(*changed)[1].key, points[1].key);  // dense, lr=0.1
+  EXPECT_NE(ExpandSweep(*changed)[3].key, points[3].key);
+}
+
+TEST(SweepVariants, AreCheckedLikeFlags) {
+  struct Case {
+    std::string text;
+    const char* says;
+  };
+  const std::string head = "name = \"x\"\n[base]\nnp = 4\n[axes]\nlr = [0.1]\n";
+  for (const Case& c : {
+           Case{head + "[variants]\n", "[variants] is empty"},
+           Case{head + "[variants]\na = \"--ef\"\n", "must be an array of flags"},
+           Case{head + "[variants]\na = [1]\n", "must be an array of flags"},
+           Case{head + "[variants]\na = [\"ef\"]\n", "'ef' is not a flag"},
+           Case{head + "[variants]\na = [\"--np=8\"]\n", "sets --np, which [base] or [axes]"},
+           Case{head + "[variants]\na = [\"--lr=1\"]\n", "sets --lr, which"},
+           Case{head + "[variants]\na = [\"--ef\", \"--ef=false\"]\n", "sets --ef twice"},
+           Case{head + "[variants]\na = [\"--json=x\"]\n", "set by the sweep harness"},
+           Case{"name = \"x\"\n[axes]\nvariant = [1]\n", "names the axis of [variants]"},
+       }) {
+    auto spec = Spec(c.text);
+    ASSERT_FALSE(spec.ok()) << c.text;
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.says)) << c.text;
+  }
+  auto only_variants = Spec("name = \"x\"\n[variants]\na = []\nb = [\"--ef\"]\n");
+  ASSERT_TRUE(only_variants.ok()) << only_variants.status().ToString();
+  EXPECT_EQ(ExpandSweep(*only_variants).size(), 2u);
+}
+
 TEST(FlagWords, BooleansAndValues) {
   TomlValue yes, no, lr;
   yes.type = no.type = TomlValue::Type::kBool;
@@ -420,6 +481,19 @@ TEST_F(SweepRun, ATableWithOnlyColumnsIsLabelledByTheSweep) {
   EXPECT_THAT(table, HasSubstr("| sweep | lr=0.01 | lr=0.1 | MB/worker | compression | wall (s) |\n"
                                "| --- | ---: | ---: | ---: | ---: | ---: |\n"
                                "| solo | 31.00 | **40.00** | 3.00 | – | 3.0 |"));
+}
+
+TEST_F(SweepRun, VariantsAreTheRowsOfTheTable) {
+  auto spec = Spec(kVariantSweep);
+  ASSERT_TRUE(spec.ok());
+  auto points = ExpandSweep(*spec);
+  ASSERT_TRUE(RunSweep(*spec, points, Options(), logger_).ok());
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  ASSERT_TRUE(records.ok());
+  std::string table = RenderMarkdownTable(*spec, points, *records);
+  EXPECT_THAT(table, HasSubstr("| variant | lr=0.01 | lr=0.1 |"));
+  EXPECT_THAT(table, HasSubstr("| dense | 31.00 | **40.00** | 3.00 | 1.00x |"));
+  EXPECT_THAT(table, HasSubstr("| topk_ef | 36.00 | **45.00** | 0.03 | 100x |"));
 }
 
 TEST_F(SweepRun, PlotsArePngs) {
