@@ -6,8 +6,7 @@
 // The block received at step s is the one sent at step s + 1, so, as in the reduce-scatter, the
 // steps form one stream of items i = s * C + c: every receive is posted up front, the sends of
 // step 0 (this rank's own block) start at once, and the send of item i + C starts as soon as item
-// i has arrived. Ranks exchange (n-1)/n of the buffer. With n = 2 left and right are the same
-// rank and the ring is one Exchange (common.cc).
+// i has arrived. Ranks exchange (n-1)/n of the buffer.
 //
 // Allgather copies `in` into block rank() of `out` and runs the ring over n equal blocks.
 // Allgatherv first runs the ring over the 8-byte sizes (every rank learns every contribution's
@@ -27,14 +26,6 @@ Status RingAllgather(Transport& t, std::span<std::byte> data, std::span<const Bl
   const int r = t.rank();
   FRUGAL_INTERNAL_ASSERT(static_cast<int>(blocks.size()) == n);
   if (n == 1) return Status::Ok();
-  if (n == 2) {
-    // Left and right are the same peer: a pairwise exchange with one chunk in flight each way
-    // (see Exchange in common.cc for why).
-    const Block mine = blocks[static_cast<size_t>(r)];
-    const Block theirs = blocks[static_cast<size_t>(1 - r)];
-    return Exchange(t, 1 - r, tag, data.subspan(mine.offset, mine.count),
-                    data.subspan(theirs.offset, theirs.count), seg_bytes, timeout);
-  }
   size_t C = 0;
   for (const Block& b : blocks)
     C = std::max(C, ChunkCount(b.count, std::max<size_t>(1, seg_bytes)));

@@ -1,25 +1,14 @@
 // Building blocks of the collectives: waits that check sizes and the two chunked pairwise
 // exchanges that recursive doubling and Rabenseifner are made of.
 //
-// Exchange(peer, send, recv) cuts both buffers into chunks of seg_bytes and posts every receive
-// straight into `recv` first; then, for chunk i in order, it sends chunk i (once the send of
-// chunk i - kSendWindow has completed) and waits for received chunk i. ExchangeReduce(peer,
-// send, inout) keeps kWindow receives posted ahead into scratch slots and moves through the
-// chunks the same way: send chunk i (at most kSendWindow in flight), wait for received chunk i,
-// add the slot into inout (AddInto: inout + received, element-wise), repost the slot for chunk
-// i + kWindow. When `send` is `inout` itself (recursive doubling sends the whole buffer and
-// reduces into it) chunk i is modified only after its own send has completed.
-//
-// Why a send window: the two partners send to each other at the same time, over one connection
-// when the transport is MPI over TCP. A large MPI message goes by rendezvous: the receiver's
-// clear-to-send travels back over the connection on which the receiver is itself sending, behind
-// whatever it has queued there. With every chunk posted at once, each side's clear-to-sends
-// waited behind its own whole outgoing buffer, so the two directions took turns and a pairwise
-// exchange ran at about half of a full-duplex link (measured on emulated 100 Mbit/s hosts: 0.48
-// of the NIC per direction for 2 ranks, 0.91 with messages under the eager limit;
-// docs/performance.md, "Collectives follow-up"). With kSendWindow chunks in flight the queue
-// ahead of a clear-to-send is about one chunk, which the partner is sending at the same time, so
-// both directions stream together.
+// Exchange(peer, send, recv) cuts both buffers into chunks of seg_bytes, posts every receive
+// straight into `recv` first, then every send, and waits for all of them. ExchangeReduce(peer,
+// send, inout) keeps kWindow receives posted ahead into scratch slots; for each chunk i in order
+// it waits for the chunk, adds the slot into inout (AddInto: inout + received, element-wise) and
+// reposts the slot for chunk i + kWindow, so that receiving chunk i+1.. overlaps the reduction of
+// chunk i while scratch stays at kWindow chunks whatever the buffer size. When `send` is `inout`
+// itself (recursive doubling sends the whole buffer and reduces into it) chunk i is modified only
+// after the send of chunk i has completed.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -63,25 +52,18 @@ Status Exchange(Transport& t, int peer, int tag, std::span<const std::byte> send
   const size_t recv_chunks = ChunkCount(recv.size(), seg);
   const size_t send_chunks = ChunkCount(send.size(), seg);
   std::vector<std::unique_ptr<Work>> recvs(recv_chunks);
+  std::vector<std::unique_ptr<Work>> sends(send_chunks);
   for (size_t i = 0; i < recv_chunks; ++i) {
     const Block c = FixedChunk(recv.size(), seg, i);
     recvs[i] = t.IRecv(peer, tag, recv.subspan(c.offset, c.count));
   }
-  // At most kSendWindow sends in flight: chunk i leaves once chunk i - kSendWindow has left.
-  std::vector<std::unique_ptr<Work>> sends(send_chunks);
-  for (size_t i = 0; i < std::max(recv_chunks, send_chunks); ++i) {
-    if (i < send_chunks) {
-      if (i >= kSendWindow) {
-        FRUGAL_RETURN_IF_ERROR(sends[i - kSendWindow]->Wait(timeout));
-        sends[i - kSendWindow].reset();
-      }
-      const Block c = FixedChunk(send.size(), seg, i);
-      sends[i] = t.ISend(peer, tag, send.subspan(c.offset, c.count));
-    }
-    if (i < recv_chunks) {
-      FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], FixedChunk(recv.size(), seg, i).count, timeout));
-      recvs[i].reset();
-    }
+  for (size_t i = 0; i < send_chunks; ++i) {
+    const Block c = FixedChunk(send.size(), seg, i);
+    sends[i] = t.ISend(peer, tag, send.subspan(c.offset, c.count));
+  }
+  for (size_t i = 0; i < recv_chunks; ++i) {
+    FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], FixedChunk(recv.size(), seg, i).count, timeout));
+    recvs[i].reset();
   }
   return WaitAll(sends, timeout);
 }
@@ -96,33 +78,27 @@ Status ExchangeReduce(Transport& t, int peer, int tag, std::span<const float> se
   const size_t slot_elems = std::min(seg, inout.size());
   float* slots = scratch.Get(window * slot_elems);
   std::vector<std::unique_ptr<Work>> recvs(recv_chunks);
+  std::vector<std::unique_ptr<Work>> sends(send_chunks);
   auto post_recv = [&](size_t i) {
     const Block c = FixedChunk(inout.size(), seg, i);
     float* slot = slots + (i % window) * slot_elems;
     recvs[i] = t.IRecv(peer, tag, FloatBytes(std::span<float>(slot, c.count)));
   };
   for (size_t i = 0; i < window; ++i) post_recv(i);
-  std::vector<std::unique_ptr<Work>> sends(send_chunks);
-  for (size_t i = 0; i < std::max(recv_chunks, send_chunks); ++i) {
-    if (i < send_chunks) {
-      if (i >= kSendWindow && sends[i - kSendWindow]) {
-        FRUGAL_RETURN_IF_ERROR(sends[i - kSendWindow]->Wait(timeout));
-        sends[i - kSendWindow].reset();
-      }
-      const Block c = FixedChunk(send.size(), seg, i);
-      sends[i] = t.ISend(peer, tag, FloatBytes(send.subspan(c.offset, c.count)));
+  for (size_t i = 0; i < send_chunks; ++i) {
+    const Block c = FixedChunk(send.size(), seg, i);
+    sends[i] = t.ISend(peer, tag, FloatBytes(send.subspan(c.offset, c.count)));
+  }
+  for (size_t i = 0; i < recv_chunks; ++i) {
+    const Block c = FixedChunk(inout.size(), seg, i);
+    FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], c.count * sizeof(float), timeout));
+    recvs[i].reset();
+    if (aliased) {
+      FRUGAL_RETURN_IF_ERROR(sends[i]->Wait(timeout));
+      sends[i].reset();
     }
-    if (i < recv_chunks) {
-      const Block c = FixedChunk(inout.size(), seg, i);
-      FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], c.count * sizeof(float), timeout));
-      recvs[i].reset();
-      if (aliased) {
-        FRUGAL_RETURN_IF_ERROR(sends[i]->Wait(timeout));
-        sends[i].reset();
-      }
-      AddInto(inout.data() + c.offset, slots + (i % window) * slot_elems, c.count);
-      if (i + window < recv_chunks) post_recv(i + window);
-    }
+    AddInto(inout.data() + c.offset, slots + (i % window) * slot_elems, c.count);
+    if (i + window < recv_chunks) post_recv(i + window);
   }
   return WaitAll(sends, timeout);
 }

@@ -43,8 +43,6 @@ inline constexpr int kTagTorusAllgather = kReservedTagBase + 17;
 inline constexpr size_t kDefaultSegmentBytes = size_t{1} << 20;
 // Receives a chunked exchange keeps posted ahead (scratch slots).
 inline constexpr size_t kWindow = 4;
-// Sends to one peer a pairwise exchange or a tree's up-stream keeps in flight (see common.cc).
-inline constexpr size_t kSendWindow = 2;
 
 // Elements per segment for `segment_bytes` of floats; 0 means "no segmentation".
 size_t SegmentElems(size_t segment_bytes);

@@ -11,8 +11,7 @@
 // being received (pipelining). Receives go into kWindow scratch slots posted ahead; all sends
 // are non-blocking. After the last step (s = n - 2) rank r has reduced block r - n = r for the
 // last time: blocks[r] holds the sum over all ranks. Each block is summed along one fixed chain
-// of ranks, so the result does not depend on timing. Ranks exchange (n-1)/n of the buffer. With
-// n = 2 left and right are the same rank and the step is one ExchangeReduce (common.cc).
+// of ranks, so the result does not depend on timing. Ranks exchange (n-1)/n of the buffer.
 #include <fmt/format.h>
 
 #include "collectives/internal.h"
@@ -26,15 +25,6 @@ Status RingReduceScatter(Transport& t, std::span<float> data, std::span<const Bl
   const int r = t.rank();
   FRUGAL_INTERNAL_ASSERT(static_cast<int>(blocks.size()) == n);
   if (n == 1) return Status::Ok();
-  if (n == 2) {
-    // Left and right are the same peer: a pairwise exchange with one chunk in flight each way
-    // (see Exchange in common.cc for why); block r becomes own + received, as in the ring.
-    const Block mine = blocks[static_cast<size_t>(r)];
-    const Block theirs = blocks[static_cast<size_t>(1 - r)];
-    Scratch scratch;
-    return ExchangeReduce(t, 1 - r, tag, data.subspan(theirs.offset, theirs.count),
-                          data.subspan(mine.offset, mine.count), seg, timeout, scratch);
-  }
   size_t chunks_per_block = 0;
   size_t largest = 0;
   for (const Block& b : blocks) {

@@ -3,23 +3,17 @@
 // TreePipeline cuts `data` into segments of `seg` elements. For every child it keeps kWindow
 // receives posted ahead into scratch slots. Step(s) waits for segment s of child 0 and then of
 // child 1 and adds them into the own segment in that order (own + child 0 + child 1, the same on
-// every run), reposts the slots, and sends the segment up to the parent (SendUp), keeping at
-// most kSendWindow up-sends in flight: it first waits for the up-send of segment s - kSendWindow.
-// A leaf has nothing to receive and only sends in Step(s). The window matters where a rank's
-// messages to its parent and the parent's to it share one connection (MPI over TCP): a large
-// message needs the receiver's clear-to-send, which queues behind the receiver's own outgoing
-// data on that connection, so with all segments posted at once (as leaves used to) the up and
-// down streams took turns instead of flowing together (see Exchange in common.cc).
-// At the root the segment is final: it is scaled by root_scale (1/n for an average) and, when
-// broadcasting, sent down to both children at once, so the broadcast of segment s overlaps the
-// reduction of segment s + 1. A non-root rank receives the broadcast segment into the very region
-// it sent up, so it posts that receive only once its own up-send of the segment has completed;
-// Step() ends with Progress(), which, without blocking, posts the receives whose up-sends are
-// done and forwards every broadcast segment that has arrived to the children. Finish() does the
-// rest blocking, in segment order. Everything a rank waits for in Step(s) comes from its subtree
-// at segment s, or is its own up-send of an earlier segment, whose receive the parent posted
-// kWindow segments ahead, so interleaving the steps of several pipelines (the double binary
-// tree) cannot deadlock.
+// every run), reposts the slots, and sends the segment up to the parent without blocking. A leaf
+// has nothing to wait for and sends all its segments up in Start(), so no rank ever waits for a
+// leaf busy elsewhere. At the root the segment is final: it is scaled by root_scale (1/n for an
+// average) and, when broadcasting, sent down to both children at once, so the broadcast of
+// segment s overlaps the reduction of segment s + 1. A non-root rank receives the broadcast
+// segment into the very region it sent up, so it posts that receive only once its own up-send of
+// the segment has completed; Step() ends with Progress(), which, without blocking, posts the
+// receives whose up-sends are done and forwards every broadcast segment that has arrived to the
+// children. Finish() does the rest blocking, in segment order. Everything a rank waits for in
+// Step() comes from its subtree, so interleaving the steps of several pipelines (the double
+// binary tree) cannot deadlock.
 #include "collectives/tree.h"
 
 namespace frugal::coll {
@@ -106,16 +100,12 @@ Status TreePipeline::Start() {
   if (node_.parent >= 0) {
     up_sends_.resize(segments_);
     if (broadcast_) down_recvs_.resize(segments_);
+    if (node_.IsLeaf()) {
+      for (size_t s = 0; s < segments_; ++s) {
+        up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
+      }
+    }
   }
-  return Status::Ok();
-}
-
-Status TreePipeline::SendUp(size_t s) {
-  // At most kSendWindow up-sends in flight; Progress() may already have collected the oldest.
-  if (s >= kSendWindow && up_sends_[s - kSendWindow]) {
-    FRUGAL_RETURN_IF_ERROR(up_sends_[s - kSendWindow]->Wait(timeout_));
-  }
-  up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
   return Status::Ok();
 }
 
@@ -134,7 +124,7 @@ Status TreePipeline::Step(size_t s) {
     if (broadcast_) SendDown(s);
     return Status::Ok();
   }
-  FRUGAL_RETURN_IF_ERROR(SendUp(s));
+  if (!node_.IsLeaf()) up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
   return Progress(s + 1);
 }
 

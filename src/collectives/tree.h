@@ -61,7 +61,6 @@ class TreePipeline {
   }
   void PostChildRecv(int child, size_t s);
   void SendDown(size_t s);
-  Status SendUp(size_t s);
   Status Progress(size_t reduced);
 
   Transport& t_;
