@@ -130,6 +130,10 @@ struct EngineOptions {
   // Fail every pending tensor when every rank is waiting and no tensor is ready everywhere (the
   // ranks submitted different names). Assumes the threads that wait are the ones that submit.
   bool detect_unmatched = true;
+  // Nice value of the engine thread (Linux; lower is more urgent, below 0 needs CAP_SYS_NICE).
+  // Where ranks share cores with computation, a more urgent engine thread answers its peers
+  // sooner. 0: unchanged.
+  int thread_nice = 0;
   Logger logger;
   // Records queue/negotiate/compress/communicate/decompress phases; must outlive the engine.
   Timeline* timeline = nullptr;

@@ -53,10 +53,14 @@
 #include "frugal/engine.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -346,6 +350,15 @@ class Engine::Impl {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
     CloseAndFailAll(CancelledError("the engine was shut down before this completed"));
+    if (!logged_stats_ && options_.logger.Enabled(LogLevel::kInfo)) {
+      logged_stats_ = true;
+      const EngineStats s = stats();
+      options_.logger.Info(fmt::format(
+          "engine: {} cycles ({:.3f} s, {} bytes), {} reductions of {} tensors ({} bytes) in "
+          "{:.3f} s, {:.3f} s of it waited for",
+          s.cycles, s.negotiate_seconds, s.negotiation_bytes, s.reductions, s.tensors,
+          s.bytes_reduced, s.comm_seconds, s.exposed_seconds));
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     return failure_;
   }
@@ -407,6 +420,12 @@ class Engine::Impl {
   // ---- the engine thread ----
 
   void Loop() {
+    pthread_setname_np(pthread_self(), "frugal-engine");
+    if (options_.thread_nice != 0 &&
+        setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), options_.thread_nice) != 0) {
+      options_.logger.Warning(fmt::format("engine: cannot set the thread's nice value to {}: {}",
+                                          options_.thread_nice, std::strerror(errno)));
+    }
     while (true) {
       Item call;
       {
@@ -427,7 +446,12 @@ class Engine::Impl {
         RunCall(std::move(call));
         continue;
       }
-      in_session_ = true;
+      if (!in_session_) {
+        // As Horovod's loop: gather for one cycle time before the first negotiation, so that
+        // gradients produced together are agreed (and fused) together.
+        in_session_ = true;
+        last_cycle_ = Clock::now();
+      }
       if (!HasExecutable()) {
         if (!SleepUntil(last_cycle_ + options_.cycle_time)) break;
       }
@@ -1076,6 +1100,8 @@ class Engine::Impl {
   bool closed_ = false;
   Status closed_status_;
   Status failure_;
+
+  bool logged_stats_ = false;
 
   // Engine thread only.
   bool in_session_ = false;
