@@ -59,6 +59,7 @@ Status ValidateFrugalArgs(const std::vector<std::string>& args) {
     return InvalidArgumentError(fmt::format("'{}' cannot be swept", action.name));
   }
   if (action.validate) FRUGAL_RETURN_IF_ERROR(action.validate());
+  if (action.check_files) FRUGAL_RETURN_IF_ERROR(action.check_files());
   if (!global.launch.emulate.empty()) {
     FRUGAL_RETURN_IF_ERROR(ValidateEmulateFlag(global.launch.emulate, global.launch.np,
                                                !global.launch.hostfile.empty())
@@ -96,6 +97,11 @@ void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher) {
       if (flags->dry_run && flags->render_only) {
         return InvalidArgumentError("--dry-run and --render-only exclude each other");
       }
+      return Status::Ok();
+    };
+    // Reads the sweep file and checks every point (paths, root for --emulate): the machine's
+    // view, so check_files rather than validate.
+    action.check_files = [flags]() -> Status {
       FRUGAL_ASSIGN_OR_RETURN(SweepSpec spec, LoadSweepSpec(flags->file));
       flags->points = ExpandSweep(spec);
       flags->spec = std::make_shared<SweepSpec>(std::move(spec));
