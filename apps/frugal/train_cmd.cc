@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "frugal/compressed_reducer.h"
 #include "frugal/engine.h"
+#include "frugal/engine_phases.h"
 #include "frugal/reducer.h"
 #include "frugal/timer.h"
 #include "frugal_torch/data.h"
@@ -359,12 +360,17 @@ Status CheckDataset(const std::string& dir) {
 // The gradient reducer the flags ask for.
 StatusOr<std::unique_ptr<GradientReducer>> MakeReducer(const TrainFlags& flags,
                                                        const frugal_torch::TrainOptions& options,
-                                                       Transport& world) {
+                                                       Transport& world, PhaseRecorder* phases) {
   if (!flags.compress.empty()) {
     FRUGAL_ASSIGN_OR_RETURN(CompressedReducerOptions compressed, ToCompressedReducerOptions(flags));
     compressed.timeout = options.timeout;
-    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<CompressedReducer> reducer,
-                            MakeCompressedReducer(world, DefaultCompressorRegistry(), compressed));
+    FRUGAL_ASSIGN_OR_RETURN(
+        std::unique_ptr<CompressedReducer> reducer,
+        MakeCompressedReducer(world,
+                              phases != nullptr
+                                  ? WithPhaseTiming(DefaultCompressorRegistry(), *phases)
+                                  : DefaultCompressorRegistry(),
+                              compressed));
     return std::unique_ptr<GradientReducer>(std::move(reducer));
   }
   DenseReducerOptions dense;
@@ -557,11 +563,17 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
 
 Status RunTrain(RankContext& context, const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::TrainOptions options, ToTrainOptions(flags));
-  if (options.overlap) options.overlap->engine.logger = context.logger;
+  // With --timeline, the compressors report encode and decode to the engine's timeline.
+  PhaseRecorder phases;
+  if (options.overlap) {
+    options.overlap->engine.logger = context.logger;
+    if (!flags.timeline.empty()) options.overlap->engine.phases = &phases;
+  }
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::FashionMnist data,
                           frugal_torch::LoadFashionMnist(flags.data_dir));
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<GradientReducer> reducer,
-                          MakeReducer(flags, options, context.world));
+  FRUGAL_ASSIGN_OR_RETURN(
+      std::unique_ptr<GradientReducer> reducer,
+      MakeReducer(flags, options, context.world, flags.timeline.empty() ? nullptr : &phases));
   const bool root = context.is_root();
   std::ofstream json;
   if (root && !flags.json.empty()) {

@@ -65,6 +65,8 @@
 
 namespace frugal {
 
+class PhaseRecorder;
+
 // How a training loop overlaps gradient communication with computation (`--overlap`):
 //   none      all gradients are submitted after backward, in buckets, and waited for at once
 //   wfbp      each gradient is submitted by its hook as backward produces it (wait-free
@@ -137,6 +139,9 @@ struct EngineOptions {
   Logger logger;
   // Records queue/negotiate/compress/communicate/decompress phases; must outlive the engine.
   Timeline* timeline = nullptr;
+  // Where the reducer's compressors report encode and decode (engine_phases.h), drawn in the
+  // timeline; without it a whole reduction is "communicate". Must outlive the engine.
+  PhaseRecorder* phases = nullptr;
 };
 
 // What a rank submits with a buffer.

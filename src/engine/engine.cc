@@ -74,6 +74,7 @@
 #include "engine/merge_plan.h"
 #include "engine/negotiation.h"
 #include "frugal/collectives.h"
+#include "frugal/engine_phases.h"
 #include "frugal/random.h"
 #include "frugal/timer.h"
 
@@ -314,6 +315,7 @@ class Engine::Impl {
         return work;
       }
       entry->submitted = Clock::now();
+      entry->seq = next_seq_++;
       Item item;
       item.tensor = std::move(entry);
       incoming_.push_back(std::move(item));
@@ -390,6 +392,7 @@ class Engine::Impl {
     Clock::time_point agreed;
     bool is_offered = false;
     bool stall_warned = false;
+    uint64_t seq = 0;  // submission order on this rank
     uint32_t id = 0;
     size_t units_left = 0;
   };
@@ -521,8 +524,15 @@ class Engine::Impl {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       TakeIncomingLocked();
-      for (auto& [name, entries] : pending_) {
-        Entry& head = *entries.front();
+      // Heads in submission order, so that new tensors enter the cache (and FIFO order) in the
+      // order this rank produced them.
+      std::vector<Entry*> heads;
+      for (auto& [name, entries] : pending_) heads.push_back(entries.front().get());
+      std::sort(heads.begin(), heads.end(),
+                [](const Entry* a, const Entry* b) { return a->seq < b->seq; });
+      for (Entry* entry : heads) {
+        Entry& head = *entry;
+        const std::string& name = head.descriptor.name;
         if (!head.is_offered) {
           head.is_offered = true;
           head.offered = begin;
@@ -920,6 +930,7 @@ class Engine::Impl {
       }
       data = std::span<float>(fusion_buffer_.data(), total);
     }
+    if (options_.phases) (void)options_.phases->Drain();
     const auto begin = Clock::now();
     Status status = reducer_.Reduce(info, data);
     const auto end = Clock::now();
@@ -943,16 +954,7 @@ class Engine::Impl {
       cost_samples_bytes_.push_back(static_cast<double>(total * sizeof(float)));
       cost_samples_seconds_.push_back(seconds);
     }
-    if (options_.timeline) {
-      const std::string args =
-          fmt::format(R"({{"bucket":{},"bytes":{},"tensors":{}}})", JsonQuote(info.name),
-                      total * sizeof(float), units.size());
-      options_.timeline->Span("engine", "communicate", begin, end, args);
-      for (const Unit& u : units) {
-        options_.timeline->Span("tensor " + u.entry->descriptor.name, "communicate", begin, end,
-                                args);
-      }
-    }
+    if (options_.timeline) DrawReduction(info, units, begin, end);
     if (!status.ok()) return status.Annotate("engine");
     for (const Unit& u : units) {
       Entry* e = u.entry;
@@ -967,6 +969,44 @@ class Engine::Impl {
       active_.erase(reinterpret_cast<uintptr_t>(e));
     }
     return Status::Ok();
+  }
+
+  // The reduction's phases in the timeline: the compress and decompress phases the reducer's
+  // compressors reported (on the engine row and on the row of the tensor each belongs to), and
+  // "communicate" for the parts of [begin, end) outside them.
+  void DrawReduction(const BucketInfo& info, const std::vector<Unit>& units,
+                     Clock::time_point begin, Clock::time_point end) {
+    Timeline& timeline = *options_.timeline;
+    const std::string args =
+        fmt::format(R"({{"bucket":{},"bytes":{},"tensors":{}}})", JsonQuote(info.name),
+                    info.count * sizeof(float), units.size());
+    std::vector<Phase> phases;
+    if (options_.phases) phases = options_.phases->Drain();
+    std::sort(phases.begin(), phases.end(),
+              [](const Phase& a, const Phase& b) { return a.begin < b.begin; });
+    auto row_of = [&](const std::string& tensor) -> std::string {
+      for (const Unit& u : units) {
+        const std::string name = u.Name();
+        if (tensor.compare(0, name.size(), name) == 0) return "tensor " + u.entry->descriptor.name;
+      }
+      return {};
+    };
+    auto communicate = [&](Clock::time_point from, Clock::time_point to) {
+      if (to <= from) return;
+      timeline.Span("engine", "communicate", from, to, args);
+      for (const Unit& u : units) {
+        timeline.Span("tensor " + u.entry->descriptor.name, "communicate", from, to, args);
+      }
+    };
+    Clock::time_point cursor = begin;
+    for (const Phase& phase : phases) {
+      communicate(cursor, phase.begin);
+      timeline.Span("engine", phase.name, phase.begin, phase.end, args);
+      const std::string row = row_of(phase.tensor);
+      if (!row.empty()) timeline.Span(row, phase.name, phase.begin, phase.end, args);
+      cursor = std::max(cursor, phase.end);
+    }
+    communicate(cursor, end);
   }
 
   // ---- MG-WFBP ----
@@ -1096,6 +1136,7 @@ class Engine::Impl {
   std::deque<Item> incoming_;
   std::map<std::string, std::deque<std::unique_ptr<Entry>>> pending_;
   std::unordered_map<uintptr_t, std::unique_ptr<Entry>> active_;
+  uint64_t next_seq_ = 0;
   bool stop_ = false;
   bool closed_ = false;
   Status closed_status_;
