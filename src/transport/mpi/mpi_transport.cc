@@ -14,12 +14,17 @@
 // overflow.
 //
 // MpiWork::Wait polls MPI_Test, which also drives Open MPI's progress engine (there is no
-// progress thread). The poll backs off in three steps: pure polling for kSpinTime (small
-// messages complete within microseconds), polling with sched_yield until kYieldTime (ranks that
-// share a core let each other run), then polling with sleeps that grow with the time already
-// waited, capped at kMaxSleep, so a long wait costs little CPU and at most ~1/16 of extra
-// latency. On expiry a receive is cancelled with MPI_Cancel (Open MPI can cancel a receive that
-// has not been matched) and Wait returns kTimeout naming the peer.
+// progress thread). The poll backs off in three steps (WaitPolicy, BackOff): pure polling for
+// `spin`, polling with sched_yield until kYieldTime, then polling with sleeps that grow with the
+// time already waited, capped at kMaxSleep, so a long wait costs little CPU (the engine's
+// communication thread shares the cores with the training threads) and at most ~1/16 of extra
+// latency. `spin` depends on whether this host runs more ranks than it has cores (counted once
+// by World() with MPI_Comm_split_type): oversubscribed, a waiting rank yields after
+// kOversubscribedSpin so that the rank it waits for can run; otherwise it polls for the whole
+// kYieldTime like MPI's own blocking calls, because a yield on a busy machine can lose the core
+// for a whole scheduler time slice (milliseconds) while the answer is on its way. On expiry a
+// receive is cancelled with MPI_Cancel (Open MPI can cancel a receive that has not been matched)
+// and Wait returns kTimeout naming the peer.
 //
 // Split(color, key, timeout): MPI_Comm_split is a blocking collective with no timeout. To give
 // Split the timeout every wait in frugal has, every rank first sends its (color, key) to every
@@ -50,7 +55,7 @@
 namespace frugal {
 namespace {
 
-constexpr auto kSpinTime = std::chrono::microseconds(200);
+constexpr auto kOversubscribedSpin = std::chrono::microseconds(50);
 constexpr auto kYieldTime = std::chrono::milliseconds(5);
 constexpr auto kMaxSleep = std::chrono::microseconds(500);
 constexpr auto kCancelGrace = std::chrono::milliseconds(200);
@@ -89,12 +94,6 @@ Status MpiError(int error, std::string_view what) {
       return IoError(std::move(message));
   }
 }
-
-// Shared by a transport and every transport split from it.
-struct Counters {
-  std::atomic<uint64_t> bytes_sent{0};
-  std::atomic<uint64_t> messages_sent{0};
-};
 
 // A datatype and count describing `bytes` contiguous bytes. For bytes <= INT_MAX it is
 // (MPI_BYTE, bytes); otherwise a committed derived type that the caller frees.
@@ -147,9 +146,21 @@ size_t ElementsOf(const MPI_Status& status, MPI_Datatype type) {
   return static_cast<size_t>(count);
 }
 
+// How long a wait polls before it starts to yield the core.
+struct WaitPolicy {
+  Clock::duration spin = kYieldTime;
+};
+
+// Shared by a transport and every transport split from it.
+struct Shared {
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> messages_sent{0};
+  WaitPolicy policy;
+};
+
 // Sleeps or yields between polls according to how long the caller has waited already.
-void BackOff(Clock::duration waited) {
-  if (waited < kSpinTime) return;
+void BackOff(const WaitPolicy& policy, Clock::duration waited) {
+  if (waited < policy.spin) return;
   if (waited < kYieldTime) {
     sched_yield();
     return;
@@ -173,8 +184,9 @@ class MpiWork : public Work {
   MpiWork(Status status, int peer) : done_(true), status_(std::move(status)), peer_(peer) {}
 
   MpiWork(MPI_Request request, ByteType type, bool is_recv, int peer, int tag, size_t size,
-          std::string peer_name)
-      : request_(request),
+          std::string peer_name, WaitPolicy policy)
+      : policy_(policy),
+        request_(request),
         type_(type),
         is_recv_(is_recv),
         peer_(peer),
@@ -197,7 +209,7 @@ class MpiWork : public Work {
       if (IsCompleted()) return status_;
       const auto waited = Clock::now() - start;
       if (waited >= timeout) break;
-      BackOff(waited);
+      BackOff(policy_, waited);
     }
     Abandon();
     done_ = true;
@@ -273,6 +285,7 @@ class MpiWork : public Work {
     }
   }
 
+  WaitPolicy policy_;
   MPI_Request request_ = MPI_REQUEST_NULL;
   ByteType type_;
   bool is_recv_ = false;
@@ -288,8 +301,8 @@ class MpiWork : public Work {
 class MpiTransport : public Transport {
  public:
   // Takes ownership of both communicators (same group).
-  MpiTransport(MPI_Comm comm, MPI_Comm control_comm, std::shared_ptr<Counters> counters)
-      : comm_(comm), control_comm_(control_comm), counters_(std::move(counters)) {
+  MpiTransport(MPI_Comm comm, MPI_Comm control_comm, std::shared_ptr<Shared> shared)
+      : comm_(comm), control_comm_(control_comm), shared_(std::move(shared)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     std::array<char, MPI_MAX_PROCESSOR_NAME> name{};
@@ -337,10 +350,10 @@ class MpiTransport : public Transport {
       return std::make_unique<MpiWork>(
           MpiError(rc, fmt::format("send to {}", PeerName(dst, world_ranks_))), dst);
     }
-    counters_->bytes_sent.fetch_add(data.size(), std::memory_order_relaxed);
-    counters_->messages_sent.fetch_add(1, std::memory_order_relaxed);
+    shared_->bytes_sent.fetch_add(data.size(), std::memory_order_relaxed);
+    shared_->messages_sent.fetch_add(1, std::memory_order_relaxed);
     return std::make_unique<MpiWork>(request, *type, /*is_recv=*/false, dst, tag, data.size(),
-                                     PeerName(dst, world_ranks_));
+                                     PeerName(dst, world_ranks_), shared_->policy);
   }
 
   std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
@@ -358,7 +371,7 @@ class MpiTransport : public Transport {
           MpiError(rc, fmt::format("receive from {}", PeerName(src, world_ranks_))), src);
     }
     return std::make_unique<MpiWork>(request, *type, /*is_recv=*/true, src, tag, data.size(),
-                                     PeerName(src, world_ranks_));
+                                     PeerName(src, world_ranks_), shared_->policy);
   }
 
   StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
@@ -368,7 +381,7 @@ class MpiTransport : public Transport {
       if (found) return *found;
       const auto waited = Clock::now() - start;
       if (waited >= timeout) break;
-      BackOff(waited);
+      BackOff(shared_->policy, waited);
     }
     return TimeoutError(fmt::format("no message from {} within {} ms (tag {})",
                                     PeerName(src, world_ranks_), timeout.count(), tag));
@@ -423,7 +436,7 @@ class MpiTransport : public Transport {
         return TimeoutError(
             fmt::format("split: no answer from {} within {} ms", missing, timeout.count()));
       }
-      BackOff(waited);
+      BackOff(shared_->policy, waited);
     }
     // Every send was received, so they complete now.
     int rc = MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
@@ -446,14 +459,14 @@ class MpiTransport : public Transport {
     MPI_Comm_set_errhandler(child, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(child_control, MPI_ERRORS_RETURN);
     return std::unique_ptr<Transport>(
-        std::make_unique<MpiTransport>(child, child_control, counters_));
+        std::make_unique<MpiTransport>(child, child_control, shared_));
   }
 
   uint64_t bytes_sent() const override {
-    return counters_->bytes_sent.load(std::memory_order_relaxed);
+    return shared_->bytes_sent.load(std::memory_order_relaxed);
   }
   uint64_t messages_sent() const override {
-    return counters_->messages_sent.load(std::memory_order_relaxed);
+    return shared_->messages_sent.load(std::memory_order_relaxed);
   }
 
  private:
@@ -472,7 +485,7 @@ class MpiTransport : public Transport {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm control_comm_ = MPI_COMM_NULL;
-  std::shared_ptr<Counters> counters_;
+  std::shared_ptr<Shared> shared_;
   int rank_ = 0;
   int size_ = 1;
   std::string hostname_;
@@ -524,8 +537,21 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   }
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
-  return std::unique_ptr<Transport>(
-      std::make_unique<MpiTransport>(comm, control, std::make_shared<Counters>()));
+  // Ranks on this host (they share memory) against the cores this process may run on.
+  auto shared = std::make_shared<Shared>();
+  MPI_Comm local = MPI_COMM_NULL;
+  int local_ranks = 1;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+    MPI_Comm_size(local, &local_ranks);
+    MPI_Comm_free(&local);
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                        ? CPU_COUNT(&cpus)
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  if (cores > 0 && local_ranks > cores) shared->policy.spin = kOversubscribedSpin;
+  return std::unique_ptr<Transport>(std::make_unique<MpiTransport>(comm, control, shared));
 }
 
 void MpiRuntime::Abort(int code) {
