@@ -292,13 +292,14 @@ StatusOr<CycleOutcome> EvaluateCycle(TensorCache& cache, std::span<const CycleMe
     }
     // Group the ranks by description, in order of the lowest rank of each group.
     std::vector<std::pair<const TensorDescriptor*, std::vector<int>>> groups;
-    for (const auto& [rank, d] : list) {
+    for (const auto& report : list) {
+      const TensorDescriptor* d = report.second;
       auto it =
-          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return *g.first == *d; });
+          std::find_if(groups.begin(), groups.end(), [d](const auto& g) { return *g.first == *d; });
       if (it == groups.end()) {
-        groups.emplace_back(d, std::vector<int>{rank});
+        groups.emplace_back(d, std::vector<int>{report.first});
       } else {
-        it->second.push_back(rank);
+        it->second.push_back(report.first);
       }
     }
     std::string text =
