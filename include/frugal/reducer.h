@@ -43,6 +43,10 @@ struct BucketEntry {
   std::string name;
   size_t offset = 0;
   size_t count = 0;
+  // The tensor's shape when the entry is a whole tensor whose shape is known (its product is
+  // count); empty otherwise. Compressors that work on a matrix view (1-bit SGD's columns,
+  // PowerSGD) use it.
+  std::vector<int64_t> shape;
 };
 
 struct BucketInfo {

@@ -10,7 +10,9 @@
 // kSignVote: as kAllgather, then data = sign(sum) element-wise (0 where the vote is tied): the
 //   majority vote of signSGD / Signum.
 // kTwoPhase (re-quantizable payloads; Bagua's ByteGrad, DeepSpeed's 1-bit Adam): the tensor is
-//   split into n chunks by BlockPartition. Phase 1, compressed reduce-scatter: rank r encodes
+//   split into n chunks: whole rows of its matrix view when it has a shape (chunk j has shape
+//   {rows_j, cols}, so per-column compressors keep their columns), else BlockPartition of the
+//   elements. Phase 1, compressed reduce-scatter: rank r encodes
 //   chunk j of g_r (tensor "<name>#j/n") and sends it to rank j; rank j decodes the n payloads of
 //   its chunk and sums them in rank order (and divides by n for kAverage). Phase 2: rank j
 //   re-encodes its partial sum (tensor "<name>#j/n@server") - with the compressor's error
@@ -159,8 +161,32 @@ Status GatherPath(Transport& t, const Compressor& c, std::span<float> data,
   return Status::Ok();
 }
 
-TensorInfo ChunkInfo(const TensorInfo& tensor, int j, int n, size_t count, bool server) {
-  return TensorInfo(fmt::format("{}#{}/{}{}", tensor.name, j, n, server ? "@server" : ""), count);
+// The chunks of the two-phase path: whole rows of the matrix view when the tensor has a shape
+// (so that per-column compressors keep their columns), else BlockPartition of the elements.
+struct Chunk {
+  Block block;
+  std::vector<int64_t> shape;  // {rows_j, cols}, or empty
+};
+
+std::vector<Chunk> ChunksOf(const TensorInfo& tensor, int n) {
+  std::vector<Chunk> chunks(n);
+  const bool matrix = tensor.shape.size() >= 2 && tensor.numel > 0;
+  for (int j = 0; j < n; ++j) {
+    if (matrix) {
+      const size_t cols = tensor.cols();
+      Block rows = BlockPartition(tensor.rows(), n, j);
+      chunks[j].block = Block{rows.offset * cols, rows.count * cols};
+      chunks[j].shape = {static_cast<int64_t>(rows.count), static_cast<int64_t>(cols)};
+    } else {
+      chunks[j].block = BlockPartition(tensor.numel, n, j);
+    }
+  }
+  return chunks;
+}
+
+TensorInfo ChunkInfo(const TensorInfo& tensor, int j, int n, const Chunk& chunk, bool server) {
+  return TensorInfo(fmt::format("{}#{}/{}{}", tensor.name, j, n, server ? "@server" : ""),
+                    chunk.block.count, chunk.shape);
 }
 
 Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
@@ -169,15 +195,15 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
   const int n = t.size();
   const int me = t.rank();
   const int tag = kCompressTagBase;
-  std::vector<Block> blocks(n);
-  for (int j = 0; j < n; ++j) blocks[j] = BlockPartition(tensor.numel, n, j);
+  const std::vector<Chunk> chunks = ChunksOf(tensor, n);
 
   // Phase 1: encode every chunk; an encoder failure sends empty payloads so that peers fail too.
   std::vector<std::vector<std::byte>> mine(n);
   Status encoded = Status::Ok();
   for (int j = 0; j < n && encoded.ok(); ++j) {
-    TensorInfo info = ChunkInfo(tensor, j, n, blocks[j].count, false);
-    encoded = c.Encode(data.subspan(blocks[j].offset, blocks[j].count), info, ctx, mine[j]);
+    TensorInfo info = ChunkInfo(tensor, j, n, chunks[j], false);
+    encoded =
+        c.Encode(data.subspan(chunks[j].block.offset, chunks[j].block.count), info, ctx, mine[j]);
   }
   if (!encoded.ok()) {
     for (auto& p : mine) p.clear();
@@ -208,8 +234,8 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
   FRUGAL_RETURN_IF_ERROR(encoded);
 
   // Decode and sum this rank's chunk in rank order.
-  const Block own = blocks[me];
-  TensorInfo own_info = ChunkInfo(tensor, me, n, own.count, false);
+  const Block own = chunks[me].block;
+  TensorInfo own_info = ChunkInfo(tensor, me, n, chunks[me], false);
   std::vector<float> partial(own.count, 0.0f);
   for (int k = 0; k < n; ++k) {
     const std::vector<std::byte>& p = k == me ? mine[me] : theirs[k];
@@ -223,7 +249,7 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
   Scale(partial, options.op, n);
 
   // Phase 2: re-encode the partial sum (server-side error feedback when C has error feedback).
-  TensorInfo server_info = ChunkInfo(tensor, me, n, own.count, true);
+  TensorInfo server_info = ChunkInfo(tensor, me, n, chunks[me], true);
   std::vector<std::byte> reencoded;
   Status reenc = c.inner() != nullptr ? EncodeWithFeedback(*c.inner(), partial, server_info, ctx,
                                                            kServerErrorFeedbackSlot, reencoded)
@@ -243,9 +269,9 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
       return MalformedError(fmt::format(
           "rank {} sent no re-encoded chunk for tensor '{}' (its encoder failed)", j, tensor.name));
     }
-    TensorInfo info = ChunkInfo(tensor, j, n, blocks[j].count, true);
+    TensorInfo info = ChunkInfo(tensor, j, n, chunks[j], true);
     Status s = c.Decode(std::span<const std::byte>(all).subspan(offset, sizes[j]), info, ctx,
-                        data.subspan(blocks[j].offset, blocks[j].count));
+                        data.subspan(chunks[j].block.offset, chunks[j].block.count));
     if (!s.ok()) return s.Annotate(fmt::format("two-phase chunk of rank {}", j));
     offset += sizes[j];
   }

@@ -3,8 +3,9 @@
 //   1. the entries smaller than min_bytes are gathered, in entry order, into one buffer that is
 //      averaged with a dense all-reduce and scattered back (all of `data` directly when every
 //      entry is small);
-//   2. every other entry is averaged by AggregateCompressed as tensor `entry.name`, so that its
-//      compressor state (error-feedback residual, momentum, PowerSGD's Q) follows the tensor
+//   2. every other entry is averaged by AggregateCompressed as tensor `entry.name` (with
+//      `entry.shape` when the engine knows it, for per-column and low-rank compressors), so that
+//      its compressor state (error-feedback residual, momentum, PowerSGD's Q) follows the tensor
 //      whichever bucket the engine puts it in;
 // with the context's step set to the bucket's step (the compressors' random streams depend on it).
 // Bytes are counted by the transport around each part; the dense equivalent of a bucket is what
@@ -98,7 +99,7 @@ class CompressedReducerImpl final : public CompressedReducer {
       for (const BucketEntry& e : bucket.entries) {
         if (Small(e)) continue;
         FRUGAL_CHECK_LE(e.offset + e.count, data.size(), "entry ", e.name, " of ", bucket.name);
-        TensorInfo tensor(e.name, e.count);
+        TensorInfo tensor(e.name, e.count, ShapeOf(e));
         FRUGAL_RETURN_IF_ERROR(AggregateCompressed(
             t_, *compressor_, data.subspan(e.offset, e.count), tensor, ctx_, aggregate_));
         stats_.compressed_elements += e.count;
@@ -122,6 +123,17 @@ class CompressedReducerImpl final : public CompressedReducer {
 
  private:
   bool Small(const BucketEntry& e) const { return 4 * e.count < options_.min_bytes; }
+
+  // The entry's shape when it is consistent with its count, else flat.
+  static std::vector<int64_t> ShapeOf(const BucketEntry& e) {
+    if (e.shape.empty()) return {};
+    size_t product = 1;
+    for (int64_t d : e.shape) {
+      if (d < 0) return {};
+      product *= static_cast<size_t>(d);
+    }
+    return product == e.count ? e.shape : std::vector<int64_t>{};
+  }
 
   Transport& t_;
   std::unique_ptr<Compressor> compressor_;

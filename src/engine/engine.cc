@@ -360,6 +360,13 @@ class Engine::Impl {
           "{:.3f} s, {:.3f} s of it waited for",
           s.cycles, s.negotiate_seconds, s.negotiation_bytes, s.reductions, s.tensors,
           s.bytes_reduced, s.comm_seconds, s.exposed_seconds));
+      if (s.reduction_cost) {
+        std::vector<std::string> groups;
+        for (const auto& g : s.merge_plan) groups.push_back(fmt::format("[{}]", fmt::join(g, " ")));
+        options_.logger.Info(fmt::format("engine: MG-WFBP alpha {:.3g} s, beta {:.3g} s/B, plan {}",
+                                         s.reduction_cost->alpha, s.reduction_cost->beta,
+                                         fmt::join(groups, " ")));
+      }
     }
     std::lock_guard<std::mutex> lock(mutex_);
     return failure_;
@@ -911,7 +918,9 @@ class Engine::Impl {
     info.step = units.front().entry->step;
     size_t total = 0;
     for (const Unit& u : units) {
-      info.entries.push_back(BucketEntry{u.Name(), total, u.count});
+      info.entries.push_back(
+          BucketEntry{u.Name(), total, u.count,
+                      u.parts == 1 ? u.entry->descriptor.shape : std::vector<int64_t>{}});
       total += u.count;
     }
     info.count = total;

@@ -124,6 +124,25 @@ INSTANTIATE_TEST_SUITE_P(Paths, AggregatePathTest,
                            return s;
                          });
 
+// Two-phase on a shaped tensor: chunks are whole rows, so 1-bit SGD keeps its columns; also with
+// fewer rows than ranks (empty chunks).
+TEST(AggregateTwoPhase, ShapedTensorsAreSplitByRows) {
+  for (int n = 1; n <= 8; ++n) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{13, 7}, {3, 40}}) {
+      TensorInfo tensor("conv.weight", static_cast<size_t>(rows * cols), {rows, cols});
+      Grid in = Inputs(n, tensor.numel, 2);
+      AggregateOptions options;
+      options.path = AggregationPath::kTwoPhase;
+      Distributed d = RunDistributed("onebit:ef=1", in, tensor, options);
+      for (int r = 0; r < n; ++r) ASSERT_TRUE(d.status[r].ok()) << d.status[r].ToString();
+      Grid ref = TwoPhaseReference("onebit:ef=1", in, tensor, options.op);
+      for (size_t s = 0; s < in.size(); ++s) {
+        for (int r = 0; r < n; ++r) ASSERT_EQ(d.out[s][r], ref[s][r]) << n << " " << rows;
+      }
+    }
+  }
+}
+
 // The all-reduce path of a summable payload against the exact sum and average.
 TEST(AggregateAllreduce, NoneEqualsDenseAllreduce) {
   for (int n = 1; n <= 8; ++n) {

@@ -134,6 +134,35 @@ TEST(CompressedReducer, ErrorFeedbackFlagWraps) {
   EXPECT_GT(r.ratio[0], 10.0);
 }
 
+// An entry with a shape is compressed with its matrix view: 1-bit SGD's means per column.
+TEST(CompressedReducer, EntryShapeReachesTheCompressor) {
+  BucketInfo bucket;
+  bucket.name = "b";
+  bucket.entries = {BucketEntry{"w", 0, 200, {4, 50}}, BucketEntry{"v", 200, 200, {}}};
+  bucket.count = 400;
+  std::vector<float> in = Gaussian(400, 9);
+  std::vector<float> out = in;
+  std::vector<Status> status = RunRanks(1, [&](Transport& t) -> Status {
+    CompressedReducerOptions options;
+    options.spec = "onebit";
+    options.min_bytes = 0;
+    options.path = AggregationPath::kAllgather;  // one encode and one decode on one rank
+    FRUGAL_ASSIGN_OR_RETURN(auto reducer,
+                            MakeCompressedReducer(t, DefaultCompressorRegistry(), options));
+    return reducer->Reduce(bucket, out);
+  });
+  ASSERT_TRUE(status[0].ok()) << status[0].ToString();
+  auto c = testing_compress::Make("onebit");
+  CompressContext ctx;
+  TensorInfo shaped("w", 200, {4, 50}), flat("v", 200);
+  std::vector<float> w(in.begin(), in.begin() + 200), v(in.begin() + 200, in.end());
+  std::vector<float> expected_w = testing_compress::RoundTrip(*c, w, shaped, ctx);
+  std::vector<float> expected_v = testing_compress::RoundTrip(*c, v, flat, ctx);
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 200), expected_w);
+  EXPECT_EQ(std::vector<float>(out.begin() + 200, out.end()), expected_v);
+  EXPECT_NE(expected_w, testing_compress::RoundTrip(*c, w, TensorInfo("w", 200), ctx));
+}
+
 TEST(CompressedReducer, BadSpecOrPathIsRejected) {
   std::vector<Status> status = RunRanks(1, [](Transport& t) -> Status {
     CompressorRegistry registry = DefaultCompressorRegistry();

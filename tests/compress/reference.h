@@ -71,9 +71,17 @@ inline Grid TwoPhaseReference(const std::string& spec, const Grid& in, const Ten
     std::vector<float> result(tensor.numel, 0.0f);
     for (int r = 0; r < n; ++r) ctx[r].set_step(s);
     for (int j = 0; j < n; ++j) {
+      // Whole rows of the matrix view for a shaped tensor, else a block of elements.
       Block b = BlockPartition(tensor.numel, n, j);
-      TensorInfo info(tensor.name + "#" + std::to_string(j) + "/" + std::to_string(n), b.count);
-      TensorInfo server_info(info.name + "@server", b.count);
+      std::vector<int64_t> shape;
+      if (tensor.shape.size() >= 2) {
+        Block rows = BlockPartition(tensor.rows(), n, j);
+        b = Block{rows.offset * tensor.cols(), rows.count * tensor.cols()};
+        shape = {static_cast<int64_t>(rows.count), static_cast<int64_t>(tensor.cols())};
+      }
+      TensorInfo info(tensor.name + "#" + std::to_string(j) + "/" + std::to_string(n), b.count,
+                      shape);
+      TensorInfo server_info(info.name + "@server", b.count, shape);
       std::vector<float> partial(b.count, 0.0f);
       for (int r = 0; r < n; ++r) {
         std::vector<float> chunk(in[s][r].begin() + b.offset,

@@ -61,7 +61,8 @@ TEST(EngineCompress, EveryAggregationPathMatchesTheDirectReducerBitForBit) {
           BucketInfo bucket;
           bucket.name = Indexed("t", k);
           bucket.count = v.size();
-          bucket.entries = {{bucket.name, 0, v.size()}};
+          // The engine reports a whole tensor's shape, {count} for a flat request.
+          bucket.entries = {{bucket.name, 0, v.size(), {static_cast<int64_t>(v.size())}}};
           bucket.step = static_cast<uint64_t>(step);
           FRUGAL_RETURN_IF_ERROR(plain->Reduce(bucket, v));
           direct[rank].push_back(std::move(v));
