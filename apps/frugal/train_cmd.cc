@@ -56,6 +56,7 @@ struct TrainFlags {
   std::string allreduce = "ring";
   int threads = 1;
   int64_t max_steps = 0;
+  double stop_at_accuracy = 0;
   double bucket_cap_mb = 25;
   int timeout_ms = 20000;
   std::string data_dir = frugal_torch::kFashionMnistDir;
@@ -85,7 +86,7 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--config", flags.config,
                  "Read options from a TOML file: one `flag-name = value` per line, an optional "
                  "[train] section; flags on the command line win")
-      ->check(CLI::ExistingFile)
+      ->check(CLI::Validator(CLI::ExistingFile).description(""))
       ->type_name("FILE");
   cmd.add_option("--model", flags.model, "mlp, cnn, resnet20 or vgg")->capture_default_str();
   cmd.add_option("--epochs", flags.epochs, "Passes over the training set")->capture_default_str();
@@ -116,6 +117,9 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--threads", flags.threads, "Torch threads per rank")->capture_default_str();
   cmd.add_option("--max-steps", flags.max_steps,
                  "Stop each rank after this many steps in total, then evaluate (0: no limit)")
+      ->capture_default_str();
+  cmd.add_option("--stop-at-accuracy", flags.stop_at_accuracy,
+                 "Stop after the first epoch whose test accuracy reaches this (0: never)")
       ->capture_default_str();
   cmd.add_option("--bucket-cap-mb", flags.bucket_cap_mb, "Gradient fusion bucket cap in MB")
       ->capture_default_str();
@@ -318,6 +322,7 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags) {
   options.seed = flags.seed;
   options.threads = flags.threads;
   options.max_steps = flags.max_steps;
+  options.stop_at_accuracy = flags.stop_at_accuracy;
   if (!(flags.bucket_cap_mb > 0) || flags.bucket_cap_mb > 1e6) {
     return InvalidArgumentError("--bucket-cap-mb must be in (0, 1e6]");
   }
@@ -498,6 +503,7 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
           {"overlap", s.overlap},
           {"od_sgd", flags.od_sgd},
           {"skip_comm", flags.skip_comm},
+          {"stop_at_accuracy", flags.stop_at_accuracy},
           {"step_seconds_median", s.step_seconds_median},
           {"comm_hidden_fraction", s.comm_hidden_fraction},
           {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};

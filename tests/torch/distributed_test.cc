@@ -303,6 +303,37 @@ TEST(Training, RanksEndIdenticalAndTheSummaryIsSane) {
   }
 }
 
+// --stop-at-accuracy ends the run on every rank after the first epoch that reaches the target,
+// and only then.
+TEST(Training, StopsAfterTheEpochThatReachesTheTargetAccuracy) {
+  const int n = 2;
+  for (const double target : {0.5, 0.999}) {
+    TrainOptions options;
+    options.model = "mlp";
+    options.batch_size = 256;
+    options.lr = 0.1;
+    options.epochs = 2;
+    options.stop_at_accuracy = target;
+    options.timeout = std::chrono::seconds(60);
+    options.test_samples = 500;
+    std::vector<TrainSummary> summaries(n);
+    ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
+      auto reducer = Ring(t);
+      FRUGAL_ASSIGN_OR_RETURN(summaries[t.rank()], Train(t, *reducer, Data(), options));
+      return Status::Ok();
+    }));
+    const int64_t expected_epochs = target < 0.9 ? 1 : 2;
+    for (const TrainSummary& s : summaries) {
+      EXPECT_EQ(s.epochs, expected_epochs) << "target " << target;
+      EXPECT_TRUE(s.params_consistent);
+    }
+    if (target < 0.9) EXPECT_GE(summaries[0].test_accuracy, target);
+  }
+  TrainOptions bad;
+  bad.stop_at_accuracy = 1.5;
+  EXPECT_EQ(ValidateTrainOptions(bad).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Training, DirichletPartitionTrains) {
   const int n = 2;
   TrainOptions options;

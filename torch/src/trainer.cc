@@ -293,6 +293,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     summary.comm_hidden_fraction = sums[11] / world;
     summary.negotiation_bytes_per_worker = static_cast<uint64_t>(std::llround(sums[12] / world));
     if (callbacks.on_epoch) callbacks.on_epoch(record);
+    // Every rank holds the same record, so every rank leaves the loop after the same epoch.
+    if (options.stop_at_accuracy > 0 && record.test_accuracy >= options.stop_at_accuracy) break;
   }
 
   FRUGAL_RETURN_IF_ERROR(collective("parameter check", [&](frugal::Transport& tt) -> Status {
@@ -356,6 +358,9 @@ Status ValidateTrainOptions(const TrainOptions& options) {
   }
   if (options.threads < 1) return bad("--threads must be >= 1");
   if (options.max_steps < 0) return bad("--max-steps must be >= 0");
+  if (!(options.stop_at_accuracy >= 0 && options.stop_at_accuracy <= 1)) {
+    return bad("--stop-at-accuracy must be in [0, 1]");
+  }
   if (options.bucket_cap_bytes < sizeof(float)) return bad("--bucket-cap-mb must be > 0");
   if (options.timeout.count() <= 0) return bad("--timeout must be > 0");
   if (options.eval_batch_size < 1) return bad("eval batch size must be >= 1");

@@ -46,6 +46,8 @@ struct TrainOptions {
   uint64_t seed = 1;
   int threads = 1;        // torch intra-op threads of this rank
   int64_t max_steps = 0;  // > 0: stop after this many steps in total, then evaluate
+  // > 0: stop after the first epoch whose test accuracy reaches this (time-to-accuracy runs).
+  double stop_at_accuracy = 0;
   size_t bucket_cap_bytes = frugal::kDefaultBucketCapBytes;
   frugal::Duration timeout = std::chrono::seconds(20);
   int64_t eval_batch_size = 1000;
