@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -23,6 +24,13 @@ std::vector<std::string> DefaultCompressBenchSpecs() {
           "onebit", "sign", "signum", "efsign",  "natural"};
 }
 
+size_t CompressBenchRows(const CompressBenchOptions& options) {
+  if (options.rows > 0) return options.rows;
+  size_t rows = static_cast<size_t>(std::sqrt(static_cast<double>(options.numel)));
+  while (rows > 1 && (rows * rows > options.numel || options.numel % rows != 0)) --rows;
+  return std::max<size_t>(rows, 1);
+}
+
 Status ValidateCompressBenchOptions(const CompressBenchOptions& options) {
   if (options.numel == 0) return InvalidArgumentError("--numel must be positive");
   if (options.numel > (size_t{1} << 31)) {
@@ -32,6 +40,10 @@ Status ValidateCompressBenchOptions(const CompressBenchOptions& options) {
   if (options.iters < 1) return InvalidArgumentError("--iters must be at least 1");
   if (options.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
   if (options.compressors.empty()) return InvalidArgumentError("--compressors: no spec given");
+  if (options.rows > 0 && options.numel % options.rows != 0) {
+    return InvalidArgumentError(
+        fmt::format("--rows {} does not divide --numel {}", options.rows, options.numel));
+  }
   CompressorRegistry registry = DefaultCompressorRegistry();
   for (const std::string& spec : options.compressors) {
     FRUGAL_RETURN_IF_ERROR(registry.Create(spec).status().Annotate("--compressors"));
@@ -61,7 +73,11 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
   std::vector<CompressBenchRow> rows;
   for (const std::string& spec : options.compressors) {
     FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> c, registry.Create(spec));
-    TensorInfo tensor("bench", n);
+    const size_t rows_of_input = CompressBenchRows(options);
+    TensorInfo tensor = rows_of_input == 1 ? TensorInfo("bench", n)
+                                           : TensorInfo("bench", n,
+                                                        {static_cast<int64_t>(rows_of_input),
+                                                         static_cast<int64_t>(n / rows_of_input)});
     CompressContext ctx(options.seed, 0, 1);
     std::vector<std::byte> payload;
     std::vector<double> encode_s, decode_s, memcpy_s;
@@ -87,6 +103,7 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
     CompressBenchRow row;
     row.compressor = c->spec();
     row.numel = n;
+    row.rows = rows_of_input;
     row.iters = options.iters;
     row.wire_bytes = payload.size();
     row.bits_per_element = 8.0 * static_cast<double>(payload.size()) / static_cast<double>(n);
@@ -135,6 +152,7 @@ std::vector<nlohmann::json> CompressJson(const std::vector<CompressBenchRow>& ro
     nlohmann::json j = {{"bench", "compress"},
                         {"compressor", r.compressor},
                         {"numel", r.numel},
+                        {"rows", r.rows},
                         {"iters", r.iters},
                         {"encode_gbps", r.encode_gbps},
                         {"decode_gbps", r.decode_gbps},

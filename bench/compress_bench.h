@@ -19,7 +19,15 @@ struct CompressBenchOptions {
   int iters = 5;                         // timed encodes (and decodes) per compressor
   int warmup = 1;
   uint64_t seed = 1;
+  // The input is a rows x (numel / rows) matrix, as a layer's weight: compressors that work per
+  // column (onebit) or on matrices (powersgd) see that shape. 0: the largest divisor of numel
+  // not above its square root; 1: a flat vector.
+  size_t rows = 0;
 };
+
+// The rows of the benchmark's input: options.rows, or for 0 the largest divisor of numel that is
+// at most sqrt(numel).
+size_t CompressBenchRows(const CompressBenchOptions& options);
 
 // Every quantizer with its defaults: none fp16 bf16 minmax8 qsgd terngrad onebit sign signum
 // efsign natural.
@@ -31,6 +39,7 @@ Status ValidateCompressBenchOptions(const CompressBenchOptions& options);
 struct CompressBenchRow {
   std::string compressor;  // canonical spec
   size_t numel = 0;
+  size_t rows = 1;  // the input was rows x (numel / rows)
   int iters = 0;
   uint64_t wire_bytes = 0;  // the payload, header included
   double bits_per_element = 0;

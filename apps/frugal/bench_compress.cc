@@ -20,6 +20,7 @@ struct CompressFlags {
   int iters = 5;
   int warmup = 1;
   uint64_t seed = 1;
+  size_t rows = 0;
   std::string json;
 };
 
@@ -31,6 +32,7 @@ StatusOr<bench::CompressBenchOptions> ToOptions(const CompressFlags& flags) {
   options.iters = flags.iters;
   options.warmup = flags.warmup;
   options.seed = flags.seed;
+  options.rows = flags.rows;
   FRUGAL_RETURN_IF_ERROR(bench::ValidateCompressBenchOptions(options));
   if (!flags.json.empty()) {
     std::filesystem::path parent = std::filesystem::path(flags.json).parent_path();
@@ -57,6 +59,10 @@ void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher) {
       ->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Untimed rounds before them")->capture_default_str();
   cmd->add_option("--seed", flags->seed, "Seed of the input and of the compressors' streams")
+      ->capture_default_str();
+  cmd->add_option("--rows", flags->rows,
+                  "Shape the input as a rows x (numel/rows) matrix, as a layer's weight (0: the "
+                  "largest divisor of numel up to its square root; 1: a flat vector)")
       ->capture_default_str();
   cmd->add_option("--json", flags->json, "Write one JSON object per compressor to FILE")
       ->type_name("FILE");

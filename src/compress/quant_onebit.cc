@@ -13,24 +13,91 @@
 // <= 0 and the padding is zero before it writes anything.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "compress/quant_util.h"
 
 namespace frugal::compress_internal {
 namespace {
 
-FRUGAL_INLINE void ColumnSumsBody(const float* x, size_t rows, size_t cols, double* pos_sum,
-                                  double* neg_sum, uint32_t* pos_count, float* chk) {
-  for (size_t r = 0; r < rows; ++r) {
-    const float* row = x + r * cols;
-    for (size_t j = 0; j < cols; ++j) {
-      float v = row[j];
-      bool neg = v < 0.0f;
-      pos_sum[j] += neg ? 0.0 : static_cast<double>(v);
-      neg_sum[j] += neg ? static_cast<double>(v) : 0.0;
-      pos_count[j] += neg ? 0u : 1u;
-      chk[j] += v * 0.0f;
+// Column sums in row-major order: float partial sums per column over blocks of kRowBlock rows
+// (vectorised across columns, short enough for float sums to stay accurate), added into the
+// double totals after each block, in a fixed order. `scratch` holds 4 * cols floats.
+constexpr size_t kRowBlock = 128;
+
+FRUGAL_INLINE void ColumnSumsBody(const float* __restrict x, size_t rows, size_t cols,
+                                  double* __restrict pos_sum, double* __restrict neg_sum,
+                                  uint32_t* __restrict pos_count, float* __restrict chk,
+                                  float* __restrict scratch) {
+  float* __restrict fp = scratch;
+  float* __restrict fn = scratch + cols;
+  float* __restrict fc = scratch + 2 * cols;
+  float* __restrict fk = scratch + 3 * cols;
+  for (size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const size_t r1 = std::min(rows, r0 + kRowBlock);
+    std::fill(scratch, scratch + 4 * cols, 0.0f);
+    for (size_t r = r0; r < r1; ++r) {
+      const float* __restrict row = x + r * cols;
+      for (size_t j = 0; j < cols; ++j) {
+        // Branch-free, so that the loop vectorises: m is 1 for a negative element, else 0, and
+        // v - v * m, v * m are exactly v or 0 for finite v (non-finite input is rejected).
+        const float v = row[j];
+        const float m = v < 0.0f ? 1.0f : 0.0f;
+        fp[j] += v - v * m;
+        fn[j] += v * m;
+        fc[j] += 1.0f - m;
+        fk[j] += v * 0.0f;
+      }
     }
+    for (size_t j = 0; j < cols; ++j) {
+      pos_sum[j] += fp[j];
+      neg_sum[j] += fn[j];
+      pos_count[j] += static_cast<uint32_t>(fc[j]);
+      chk[j] += fk[j];
+    }
+  }
+}
+
+// Adds, row by row, neg[j] or pos[j] by the sign bit of each element: the row's bits are
+// unpacked into `mask` (cols bytes of 0 or 1; whole bytes of the plane through a table), then a
+// select-and-add loop the compiler vectorises.
+struct SignByteTable {
+  uint64_t lanes[256];  // byte b -> eight bytes, byte k = bit k of b
+  constexpr SignByteTable() : lanes() {
+    for (unsigned b = 0; b < 256; ++b) {
+      uint64_t v = 0;
+      for (unsigned k = 0; k < 8; ++k) v |= static_cast<uint64_t>((b >> k) & 1u) << (8 * k);
+      lanes[b] = v;
+    }
+  }
+};
+constexpr SignByteTable kSignBytes;
+
+FRUGAL_INLINE void UnpackSignBits(const std::byte* bits, size_t begin, size_t count,
+                                  uint8_t* mask) {
+  size_t k = 0;
+  for (; k < count && (begin + k) % 8 != 0; ++k) {
+    const size_t i = begin + k;
+    mask[k] = (std::to_integer<unsigned>(bits[i >> 3]) >> (i & 7)) & 1u;
+  }
+  for (; k + 8 <= count; k += 8) {
+    const uint64_t lanes = kSignBytes.lanes[std::to_integer<unsigned>(bits[(begin + k) >> 3])];
+    std::memcpy(mask + k, &lanes, 8);
+  }
+  for (; k < count; ++k) {
+    const size_t i = begin + k;
+    mask[k] = (std::to_integer<unsigned>(bits[i >> 3]) >> (i & 7)) & 1u;
+  }
+}
+
+FRUGAL_INLINE void AddColumnSignsBody(const std::byte* __restrict bits, size_t rows, size_t cols,
+                                      const float* __restrict pos, const float* __restrict neg,
+                                      float* __restrict out, uint8_t* __restrict mask) {
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t base = r * cols;
+    UnpackSignBits(bits, base, cols, mask);
+    float* __restrict row = out + base;
+    for (size_t j = 0; j < cols; ++j) row[j] += mask[j] != 0 ? neg[j] : pos[j];
   }
 }
 
@@ -134,13 +201,22 @@ FRUGAL_TARGET_V3 void FlatSumsV3(const float* x, size_t n, double* pos_sum, doub
 #endif
 
 void ColumnSumsGeneric(const float* x, size_t rows, size_t cols, double* ps, double* ns,
-                       uint32_t* pc, float* chk) {
-  ColumnSumsBody(x, rows, cols, ps, ns, pc, chk);
+                       uint32_t* pc, float* chk, float* scratch) {
+  ColumnSumsBody(x, rows, cols, ps, ns, pc, chk, scratch);
+}
+void AddColumnSignsGeneric(const std::byte* bits, size_t rows, size_t cols, const float* pos,
+                           const float* neg, float* out, uint8_t* mask) {
+  AddColumnSignsBody(bits, rows, cols, pos, neg, out, mask);
 }
 #if defined(FRUGAL_X86)
 FRUGAL_TARGET_V3 void ColumnSumsV3(const float* x, size_t rows, size_t cols, double* ps, double* ns,
-                                   uint32_t* pc, float* chk) {
-  ColumnSumsBody(x, rows, cols, ps, ns, pc, chk);
+                                   uint32_t* pc, float* chk, float* scratch) {
+  ColumnSumsBody(x, rows, cols, ps, ns, pc, chk, scratch);
+}
+FRUGAL_TARGET_V3 void AddColumnSignsV3(const std::byte* bits, size_t rows, size_t cols,
+                                       const float* pos, const float* neg, float* out,
+                                       uint8_t* mask) {
+  AddColumnSignsBody(bits, rows, cols, pos, neg, out, mask);
 }
 #endif
 
@@ -180,17 +256,18 @@ class OneBitCompressor final : public QuantizerBase {
                       chk.data());
 #endif
     } else {
+      std::vector<float> scratch(4 * cols);
 #if defined(FRUGAL_X86)
       if (v3) {
         ColumnSumsV3(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
-                     chk.data());
+                     chk.data(), scratch.data());
       } else {
         ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(),
-                          pos_count.data(), chk.data());
+                          pos_count.data(), chk.data(), scratch.data());
       }
 #else
       ColumnSumsGeneric(input.data(), rows, cols, pos_sum.data(), neg_sum.data(), pos_count.data(),
-                        chk.data());
+                        chk.data(), scratch.data());
 #endif
     }
     for (size_t j = 0; j < cols; ++j) {
@@ -233,11 +310,16 @@ class OneBitCompressor final : public QuantizerBase {
       AddSigns(bits, n, pos[0], neg[0], output.data());
       return Status::Ok();
     }
-    for (size_t i = 0, j = 0; i < n; ++i) {
-      bool negative = (std::to_integer<unsigned>(bits[i / 8]) >> (i % 8)) & 1u;
-      output[i] += negative ? neg[j] : pos[j];
-      if (++j == cols) j = 0;
+    if (n == 0) return Status::Ok();
+    const size_t rows = n / cols;
+    std::vector<uint8_t> mask(cols);
+#if defined(FRUGAL_X86)
+    if (HasX86V3()) {
+      AddColumnSignsV3(bits, rows, cols, pos.data(), neg.data(), output.data(), mask.data());
+      return Status::Ok();
     }
+#endif
+    AddColumnSignsGeneric(bits, rows, cols, pos.data(), neg.data(), output.data(), mask.data());
     return Status::Ok();
   }
 };
