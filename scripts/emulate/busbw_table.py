@@ -9,23 +9,16 @@ optimal all-reduce, so 1.0 means the NIC was busy all the time.
 
 Usage: busbw_table.py RATE_BITS_PER_SECOND FILE.jsonl   e.g. busbw_table.py 1e9 ar_1gbit.jsonl
 """
-import json
 import sys
 
-
-def human(nbytes):
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if nbytes >= scale and nbytes % scale == 0:
-            return f"{nbytes // scale}{unit}"
-    return str(nbytes)
+from emulate_common import human, rate_and_records
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.stderr.write(__doc__)
+    parsed = rate_and_records(__doc__)
+    if parsed is None:
         return 2
-    rate = float(sys.argv[1])
-    records = [json.loads(line) for line in open(sys.argv[2]) if line.strip()]
+    rate, records = parsed
     records = [r for r in records if r.get("bench") == "allreduce"]
     if not records:
         sys.stderr.write(f"{sys.argv[2]}: no allreduce records\n")

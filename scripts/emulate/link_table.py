@@ -9,23 +9,16 @@ about 0.956 is the most a 1500-byte-MTU link can show).
 
 Usage: link_table.py RATE_BITS_PER_SECOND FILE.jsonl   e.g. link_table.py 1e8 pp_100mbit.jsonl
 """
-import json
 import sys
 
-
-def human(nbytes):
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if nbytes >= scale and nbytes % scale == 0:
-            return f"{nbytes // scale}{unit}"
-    return str(nbytes)
+from emulate_common import human, rate_and_records
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.stderr.write(__doc__)
+    parsed = rate_and_records(__doc__)
+    if parsed is None:
         return 2
-    rate = float(sys.argv[1])
-    records = [json.loads(line) for line in open(sys.argv[2]) if line.strip()]
+    rate, records = parsed
     samples, fits = {}, {}
     for r in records:
         pair = (r["rank_a"], r["rank_b"])
