@@ -20,42 +20,14 @@
 namespace frugal::sparse {
 namespace {
 
-class GTopKCompressor final : public SparseCompressorBase {
+class GTopKCompressor final : public TopKValuesCompressor {
  public:
-  GTopKCompressor(KeepCount count, SelectMethod method, double sample)
-      : SparseCompressorBase(
+  explicit GTopKCompressor(const TopKParams& p)
+      : TopKValuesCompressor(
             "gtopk", CompressorId::kGTopK,
             CompressorTraits{
                 .needs_error_feedback = true, .variable_size = true, .custom_aggregate = true},
-            fmt::format("ef=0,{},sample={},select={}", count.Canonical(), FormatParam(sample),
-                        SelectMethodName(method))),
-        count_(count),
-        method_(method),
-        sample_(sample) {}
-
-  std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
-
-  Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
-                std::vector<std::byte>& out) const override {
-    CheckSize(input.size(), tensor);
-    FRUGAL_RETURN_IF_ERROR(CheckIndexable(tensor));
-    SparseScratch& s = Scratch(ctx);
-    SelectTopK(input, count_.For(tensor.numel), method_, sample_, ctx.Key(tensor), s.selector,
-               &s.picked);
-    WriteSparsePayload(*this, tensor, {}, s.picked, kLayout, out);
-    return Status::Ok();
-  }
-
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
-    CheckSize(output.size(), tensor);
-    SparseBody& body = Scratch(ctx).body;
-    FRUGAL_RETURN_IF_ERROR(
-        ReadSparsePayload(payload, *this, tensor, kLayout, count_.For(tensor.numel), &body));
-    const SparseVector& e = body.entries;
-    for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += e.values[i];
-    return Status::Ok();
-  }
+            "ef=0,", p) {}
 
   Status Aggregate(Transport& t, std::span<float> data, std::span<float> residual,
                    const TensorInfo& tensor, CompressContext& ctx,
@@ -64,10 +36,9 @@ class GTopKCompressor final : public SparseCompressorBase {
     FRUGAL_CHECK(residual.empty() || residual.size() == data.size(), "gtopk residual size ",
                  residual.size(), " for ", data.size(), " elements");
     FRUGAL_RETURN_IF_ERROR(CheckIndexable(tensor));
-    SparseScratch& s = Scratch(ctx);
-    const size_t k = count_.For(tensor.numel);
+    const size_t k = KeepFor(tensor.numel);
     SparseVector local;
-    SelectTopK(data, k, method_, sample_, ctx.Key(tensor), s.selector, &local);
+    Select(data, tensor, ctx, &local);
     SparseVector global;
     std::vector<uint8_t> alive;
     FRUGAL_RETURN_IF_ERROR(GlobalTopK(t, local, tensor.numel, k,
@@ -84,12 +55,6 @@ class GTopKCompressor final : public SparseCompressorBase {
     for (size_t i = 0; i < global.size(); ++i) data[global.indices[i]] = global.values[i] / divisor;
     return Status::Ok();
   }
-
- private:
-  static constexpr SparseLayout kLayout{.scalars = 0, .values = true, .signs = false};
-  KeepCount count_;
-  SelectMethod method_;
-  double sample_;
 };
 
 }  // namespace
@@ -102,11 +67,8 @@ void RegisterGTopK(CompressorRegistry& registry) {
        .params = "ratio=0.01 | k=N, select=exact|sampled, sample=0.01; error feedback on unless "
                  "ef=0",
        .factory = [](CompressorParams& p) -> StatusOr<std::unique_ptr<Compressor>> {
-         FRUGAL_ASSIGN_OR_RETURN(KeepCount count, ParseKeepCount(p, 0.01));
-         FRUGAL_ASSIGN_OR_RETURN(SelectMethod method, ParseSelectMethod(p, SelectMethod::kExact));
-         FRUGAL_ASSIGN_OR_RETURN(double sample, p.Double("sample", 0.01, 1e-6, 1.0));
-         return std::unique_ptr<Compressor>(
-             std::make_unique<GTopKCompressor>(count, method, sample));
+         FRUGAL_ASSIGN_OR_RETURN(TopKParams topk, ParseTopKParams(p));
+         return std::unique_ptr<Compressor>(std::make_unique<GTopKCompressor>(topk));
        },
        .error_feedback_by_default = true});
   FRUGAL_INTERNAL_ASSERT(s.ok(), s.ToString());

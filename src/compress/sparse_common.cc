@@ -153,4 +153,57 @@ Status ReadSparsePayload(std::span<const std::byte> payload, const Compressor& c
   return Status::Ok();
 }
 
+std::string TopKParams::Canonical() const {
+  return fmt::format("{},sample={},select={}", count.Canonical(), FormatParam(sample),
+                     SelectMethodName(method));
+}
+
+StatusOr<TopKParams> ParseTopKParams(CompressorParams& params) {
+  TopKParams p;
+  FRUGAL_ASSIGN_OR_RETURN(p.count, ParseKeepCount(params, 0.01));
+  FRUGAL_ASSIGN_OR_RETURN(p.method, ParseSelectMethod(params, SelectMethod::kExact));
+  FRUGAL_ASSIGN_OR_RETURN(p.sample, params.Double("sample", 0.01, 1e-6, 1.0));
+  return p;
+}
+
+TopKSelectingCompressor::TopKSelectingCompressor(std::string_view name, CompressorId id,
+                                                 CompressorTraits traits,
+                                                 std::string_view params_prefix,
+                                                 const TopKParams& p)
+    : SparseCompressorBase(name, id, traits, std::string(params_prefix) + p.Canonical()), p_(p) {}
+
+void TopKSelectingCompressor::Select(std::span<const float> x, const TensorInfo& tensor,
+                                     CompressContext& ctx, SparseVector* out) const {
+  SelectTopK(x, KeepFor(tensor.numel), p_.method, p_.sample, ctx.Key(tensor), Scratch(ctx).selector,
+             out);
+}
+
+StatusOr<const SparseVector*> TopKSelectingCompressor::SelectInput(std::span<const float> input,
+                                                                   const TensorInfo& tensor,
+                                                                   CompressContext& ctx) const {
+  CheckSize(input.size(), tensor);
+  FRUGAL_RETURN_IF_ERROR(CheckIndexable(tensor));
+  SparseVector* picked = &Scratch(ctx).picked;
+  Select(input, tensor, ctx, picked);
+  return picked;
+}
+
+Status TopKValuesCompressor::Encode(std::span<const float> input, const TensorInfo& tensor,
+                                    CompressContext& ctx, std::vector<std::byte>& out) const {
+  FRUGAL_ASSIGN_OR_RETURN(const SparseVector* picked, SelectInput(input, tensor, ctx));
+  WriteSparsePayload(*this, tensor, {}, *picked, kLayout, out);
+  return Status::Ok();
+}
+
+Status TopKValuesCompressor::Decode(std::span<const std::byte> payload, const TensorInfo& tensor,
+                                    CompressContext& ctx, std::span<float> output) const {
+  CheckSize(output.size(), tensor);
+  SparseBody& body = Scratch(ctx).body;
+  FRUGAL_RETURN_IF_ERROR(
+      ReadSparsePayload(payload, *this, tensor, kLayout, KeepFor(tensor.numel), &body));
+  const SparseVector& e = body.entries;
+  for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += e.values[i];
+  return Status::Ok();
+}
+
 }  // namespace frugal::sparse

@@ -104,4 +104,50 @@ StatusOr<SelectMethod> ParseSelectMethod(CompressorParams& params, SelectMethod 
 void SelectTopK(std::span<const float> x, size_t k, SelectMethod method, double sample_ratio,
                 const RngKey& rng_key, TopKSelector& selector, SparseVector* out);
 
+// The parameters of the compressors that keep a top-k (topk, stc, gtopk): "ratio=R | k=N",
+// "select=exact|sampled", "sample=S".
+struct TopKParams {
+  KeepCount count;
+  SelectMethod method = SelectMethod::kExact;
+  double sample = 0.01;
+  // "k=N,sample=S,select=M" (KeepCount::Canonical first).
+  std::string Canonical() const;
+};
+StatusOr<TopKParams> ParseTopKParams(CompressorParams& params);
+
+// Base of the compressors that keep the top-k entries of their input (topk, stc, gtopk).
+class TopKSelectingCompressor : public SparseCompressorBase {
+ public:
+  // The spec's parameters are `params_prefix` followed by p.Canonical().
+  TopKSelectingCompressor(std::string_view name, CompressorId id, CompressorTraits traits,
+                          std::string_view params_prefix, const TopKParams& p);
+  std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
+
+ protected:
+  // Checks the input, then selects its top-k into Scratch(ctx).picked and returns it.
+  StatusOr<const SparseVector*> SelectInput(std::span<const float> input, const TensorInfo& tensor,
+                                            CompressContext& ctx) const;
+  // Selects the top-k of x into *out (the residual-aware paths select from other buffers).
+  void Select(std::span<const float> x, const TensorInfo& tensor, CompressContext& ctx,
+              SparseVector* out) const;
+  size_t KeepFor(size_t numel) const { return p_.count.For(numel); }
+
+ private:
+  TopKParams p_;
+};
+
+// topk's payload: the index section, then one float32 value per index. Shared by topk and by
+// gtopk's generic (all-gather) paths.
+class TopKValuesCompressor : public TopKSelectingCompressor {
+ public:
+  using TopKSelectingCompressor::TopKSelectingCompressor;
+  Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
+                std::vector<std::byte>& out) const override;
+  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
+                std::span<float> output) const override;
+
+ private:
+  static constexpr SparseLayout kLayout{.scalars = 0, .values = true, .signs = false};
+};
+
 }  // namespace frugal::sparse

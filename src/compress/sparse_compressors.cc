@@ -137,46 +137,13 @@ class RandomKCompressor final : public SparseCompressorBase {
 
 // ----- topk -----
 
-class TopKCompressor final : public SparseCompressorBase {
+// topk's payload and selection are TopKValuesCompressor's (sparse_common.h).
+class TopKCompressor final : public TopKValuesCompressor {
  public:
-  TopKCompressor(KeepCount count, SelectMethod method, double sample)
-      : SparseCompressorBase("topk", CompressorId::kTopK,
+  explicit TopKCompressor(const TopKParams& p)
+      : TopKValuesCompressor("topk", CompressorId::kTopK,
                              CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             fmt::format("{},sample={},select={}", count.Canonical(),
-                                         FormatParam(sample), SelectMethodName(method))),
-        count_(count),
-        method_(method),
-        sample_(sample) {}
-
-  std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
-
-  Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
-                std::vector<std::byte>& out) const override {
-    CheckSize(input.size(), tensor);
-    FRUGAL_RETURN_IF_ERROR(CheckIndexable(tensor));
-    SparseScratch& s = Scratch(ctx);
-    SelectTopK(input, count_.For(tensor.numel), method_, sample_, ctx.Key(tensor), s.selector,
-               &s.picked);
-    WriteSparsePayload(*this, tensor, {}, s.picked, kLayout, out);
-    return Status::Ok();
-  }
-
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
-    CheckSize(output.size(), tensor);
-    SparseBody& body = Scratch(ctx).body;
-    FRUGAL_RETURN_IF_ERROR(
-        ReadSparsePayload(payload, *this, tensor, kLayout, count_.For(tensor.numel), &body));
-    const SparseVector& e = body.entries;
-    for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += e.values[i];
-    return Status::Ok();
-  }
-
- private:
-  static constexpr SparseLayout kLayout{.scalars = 0, .values = true, .signs = false};
-  KeepCount count_;
-  SelectMethod method_;
-  double sample_;
+                             "", p) {}
 };
 
 // ----- threshold -----
@@ -366,28 +333,18 @@ class SbcCompressor final : public SparseCompressorBase {
   KeepCount count_;
 };
 
-class StcCompressor final : public SparseCompressorBase {
+class StcCompressor final : public TopKSelectingCompressor {
  public:
-  StcCompressor(KeepCount count, SelectMethod method, double sample)
-      : SparseCompressorBase("stc", CompressorId::kStc,
-                             CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             fmt::format("ef=0,{},sample={},select={}", count.Canonical(),
-                                         FormatParam(sample), SelectMethodName(method))),
-        count_(count),
-        method_(method),
-        sample_(sample) {}
-
-  std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
+  explicit StcCompressor(const TopKParams& p)
+      : TopKSelectingCompressor(
+            "stc", CompressorId::kStc,
+            CompressorTraits{.needs_error_feedback = true, .variable_size = true}, "ef=0,", p) {}
 
   Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
                 std::vector<std::byte>& out) const override {
-    CheckSize(input.size(), tensor);
-    FRUGAL_RETURN_IF_ERROR(CheckIndexable(tensor));
-    SparseScratch& s = Scratch(ctx);
-    SelectTopK(input, count_.For(tensor.numel), method_, sample_, ctx.Key(tensor), s.selector,
-               &s.picked);
-    const float mu[1] = {static_cast<float>(MeanMagnitude(s.picked))};
-    WriteSparsePayload(*this, tensor, mu, s.picked, kLayout, out);
+    FRUGAL_ASSIGN_OR_RETURN(const SparseVector* picked, SelectInput(input, tensor, ctx));
+    const float mu[1] = {static_cast<float>(MeanMagnitude(*picked))};
+    WriteSparsePayload(*this, tensor, mu, *picked, kLayout, out);
     return Status::Ok();
   }
 
@@ -396,7 +353,7 @@ class StcCompressor final : public SparseCompressorBase {
     CheckSize(output.size(), tensor);
     SparseBody& body = Scratch(ctx).body;
     FRUGAL_RETURN_IF_ERROR(
-        ReadSparsePayload(payload, *this, tensor, kLayout, count_.For(tensor.numel), &body));
+        ReadSparsePayload(payload, *this, tensor, kLayout, KeepFor(tensor.numel), &body));
     const float mu = body.scalars[0];
     FRUGAL_RETURN_IF_ERROR(CheckScalar("stc", "mu", mu, +1));
     const SparseVector& e = body.entries;
@@ -406,9 +363,6 @@ class StcCompressor final : public SparseCompressorBase {
 
  private:
   static constexpr SparseLayout kLayout{.scalars = 1, .values = false, .signs = true};
-  KeepCount count_;
-  SelectMethod method_;
-  double sample_;
 };
 
 using Made = StatusOr<std::unique_ptr<Compressor>>;
@@ -432,11 +386,8 @@ void RegisterBasicSparsifiers(CompressorRegistry& registry) {
         .summary = "top-k by magnitude, exact or by DGC's sampled threshold; compact indices",
         .params = "ratio=0.01 | k=N, select=exact|sampled, sample=0.01",
         .factory = [](CompressorParams& p) -> Made {
-          FRUGAL_ASSIGN_OR_RETURN(KeepCount count, ParseKeepCount(p, 0.01));
-          FRUGAL_ASSIGN_OR_RETURN(SelectMethod method, ParseSelectMethod(p, SelectMethod::kExact));
-          FRUGAL_ASSIGN_OR_RETURN(double sample, p.Double("sample", 0.01, 1e-6, 1.0));
-          return std::unique_ptr<Compressor>(
-              std::make_unique<TopKCompressor>(count, method, sample));
+          FRUGAL_ASSIGN_OR_RETURN(TopKParams topk, ParseTopKParams(p));
+          return std::unique_ptr<Compressor>(std::make_unique<TopKCompressor>(topk));
         }});
   must({.name = "threshold",
         .summary = "Strom's threshold: entries with |x| >= tau, sent as +-tau (quantize=1)",
@@ -472,11 +423,8 @@ void RegisterBasicSparsifiers(CompressorRegistry& registry) {
         .params = "ratio=0.01 | k=N, select=exact|sampled, sample=0.01; error feedback on unless "
                   "ef=0",
         .factory = [](CompressorParams& p) -> Made {
-          FRUGAL_ASSIGN_OR_RETURN(KeepCount count, ParseKeepCount(p, 0.01));
-          FRUGAL_ASSIGN_OR_RETURN(SelectMethod method, ParseSelectMethod(p, SelectMethod::kExact));
-          FRUGAL_ASSIGN_OR_RETURN(double sample, p.Double("sample", 0.01, 1e-6, 1.0));
-          return std::unique_ptr<Compressor>(
-              std::make_unique<StcCompressor>(count, method, sample));
+          FRUGAL_ASSIGN_OR_RETURN(TopKParams topk, ParseTopKParams(p));
+          return std::unique_ptr<Compressor>(std::make_unique<StcCompressor>(topk));
         },
         .error_feedback_by_default = true});
 }
