@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -21,6 +22,7 @@ struct SweepFlags {
   bool dry_run = false;
   bool render_only = false;
   bool no_retry = false;
+  std::vector<std::string> only;  // AXIS=VALUE terms; empty: every point
   // Filled by validate.
   std::shared_ptr<SweepSpec> spec;
   std::vector<SweepPoint> points;
@@ -68,6 +70,32 @@ Status ValidateFrugalArgs(const std::vector<std::string>& args) {
   return Status::Ok();
 }
 
+// The points whose axes include one of the AXIS=VALUE terms; a term that matches no point is
+// kInvalidArgument naming the values there are.
+StatusOr<std::vector<SweepPoint>> SelectPoints(const std::vector<SweepPoint>& points,
+                                               const std::vector<std::string>& terms) {
+  auto has = [](const SweepPoint& p, const std::string& term) {
+    const std::string words = fmt::format(" {} ", p.Describe());
+    return words.find(fmt::format(" {} ", term)) != std::string::npos;
+  };
+  for (const std::string& term : terms) {
+    if (std::none_of(points.begin(), points.end(),
+                     [&](const SweepPoint& p) { return has(p, term); })) {
+      std::vector<std::string> known;
+      for (const SweepPoint& p : points) known.push_back(p.Describe());
+      return InvalidArgumentError(
+          fmt::format("--only {}: no point has it (points: {})", term, fmt::join(known, "; ")));
+    }
+  }
+  std::vector<SweepPoint> kept;
+  for (const SweepPoint& p : points) {
+    if (std::any_of(terms.begin(), terms.end(), [&](const std::string& t) { return has(p, t); })) {
+      kept.push_back(p);
+    }
+  }
+  return kept;
+}
+
 }  // namespace
 
 void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher) {
@@ -90,6 +118,11 @@ void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher) {
                   "Render the table and plots from the results already there; run nothing");
   sweep->add_flag("--no-retry", flags->no_retry,
                   "Do not run again the points whose earlier run failed");
+  sweep
+      ->add_option("--only", flags->only,
+                   "Run (and report) only the points with this axis value, e.g. "
+                   "variant=dense or lr=0.1; repeat for several")
+      ->type_name("AXIS=VALUE");
   sweep->callback([flags, &dispatcher]() {
     Action action;
     action.name = "sweep";
@@ -104,6 +137,9 @@ void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher) {
     action.check_files = [flags]() -> Status {
       FRUGAL_ASSIGN_OR_RETURN(SweepSpec spec, LoadSweepSpec(flags->file));
       flags->points = ExpandSweep(spec);
+      if (!flags->only.empty()) {
+        FRUGAL_ASSIGN_OR_RETURN(flags->points, SelectPoints(flags->points, flags->only));
+      }
       flags->spec = std::make_shared<SweepSpec>(std::move(spec));
       if (flags->out.empty()) flags->out = "out/sweeps/" + flags->spec->name;
       // Every point must pass the command's own parser before anything runs.

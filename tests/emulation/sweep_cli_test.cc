@@ -25,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class SweepCli : public ::testing::Test {
  protected:
@@ -79,6 +80,22 @@ TEST_F(SweepCli, BadSweepFilesAreRefusedBeforeAnythingRuns) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
     EXPECT_FALSE(fs::exists(dir_ / "out")) << "something ran for: " << c.text;
   }
+}
+
+// --only keeps the points with one of the given axis values; a value no point has is refused.
+TEST_F(SweepCli, OnlySelectsPointsByAxisValue) {
+  std::string quick = std::string(FRUGAL_SOURCE_DIR) + "/sweeps/quick.toml";
+  CommandResult one = Frugal({"sweep", quick, "--dry-run", "--only", "allreduce=mpi"});
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_THAT(one.output, HasSubstr("2 points"));
+  EXPECT_THAT(one.output, Not(HasSubstr("--allreduce=ring")));
+  CommandResult three =
+      Frugal({"sweep", quick, "--dry-run", "--only", "allreduce=mpi", "--only", "lr=0.05"});
+  EXPECT_EQ(three.exit_code, 0) << three.output;
+  EXPECT_THAT(three.output, HasSubstr("3 points"));
+  CommandResult bad = Frugal({"sweep", quick, "--dry-run", "--only", "allreduce=tree"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--only allreduce=tree: no point has it"));
 }
 
 TEST_F(SweepCli, QuickSweepRunsResumesAndRenders) {
