@@ -292,6 +292,17 @@ class Compressor {
   // The compressor this one wraps (error feedback), or nullptr.
   virtual const Compressor* inner() const { return nullptr; }
 
+  // Error feedback fused into the encoder, for compressors that can do it in fewer passes over
+  // memory than the generic path (p = input + residual; Encode(p); residual = p - Decode(...)):
+  // the same payload and residual, bit for bit; on an error the residual is unchanged. nullopt
+  // when the compressor has no fused path.
+  virtual std::optional<Status> EncodeWithResidual(std::span<const float> input,
+                                                   std::span<float> residual,
+                                                   const TensorInfo& tensor, CompressContext& ctx,
+                                                   std::vector<std::byte>& out) const {
+    return std::nullopt;
+  }
+
   // kWireHeaderBytes * 8 + BodyBits(tensor), or nullopt for variable-size payloads.
   std::optional<uint64_t> WireBits(const TensorInfo& tensor) const;
 };

@@ -24,6 +24,10 @@ Status EncodeWithFeedback(const Compressor& inner, std::span<const float> input,
   auto& state = ctx.State<ResidualState>(tensor, slot);
   const size_t n = input.size();
   state.residual.resize(n, 0.0f);
+  if (std::optional<Status> fused =
+          inner.EncodeWithResidual(input, state.residual, tensor, ctx, out)) {
+    return *fused;
+  }
   state.compensated.resize(n);
   float* e = state.residual.data();
   float* p = state.compensated.data();

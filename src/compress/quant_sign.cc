@@ -100,6 +100,27 @@ class ScaledSignCompressor final : public QuantizerBase {
     return Status::Ok();
   }
 
+  // EF-signSGD in two passes instead of the generic five: the signs and ||p||_1 of p = g + e,
+  // then e = p - (+-scale) with p computed again (cheaper than storing it). Bit for bit the
+  // generic path's payload and residual (same summation order, same float operations).
+  std::optional<Status> EncodeWithResidual(std::span<const float> input, std::span<float> residual,
+                                           const TensorInfo& tensor, CompressContext& ctx,
+                                           std::vector<std::byte>& out) const override {
+    CheckInput(input.size(), tensor);
+    CheckInput(residual.size(), tensor);
+    const size_t n = input.size();
+    std::span<std::byte> body = BeginPayload(*this, tensor, 4 + SignBytes(n), out);
+    const double l1 = CompensatePackSignsL1(input.data(), residual.data(), n, body.data() + 4);
+    const float scale = n > 0 ? static_cast<float>(l1 / static_cast<double>(n)) : 0.0f;
+    if (!std::isfinite(scale)) {
+      return InvalidArgumentError(
+          fmt::format("efsign: tensor '{}' has non-finite values", tensor.name));
+    }
+    StoreF32(body.data(), scale);
+    SubtractScaledSigns(input.data(), residual.data(), n, scale);
+    return Status::Ok();
+  }
+
   Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
                 std::span<float> output) const override {
     CheckInput(output.size(), tensor);

@@ -85,6 +85,44 @@ FRUGAL_INLINE void AddSignsBody(const std::byte* bits, size_t n, float pos, floa
   }
 }
 
+FRUGAL_INLINE double CompensatePackBody(const float* g, const float* e, size_t n, std::byte* out) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const size_t full = n / 8;
+  for (size_t b = 0; b < full; ++b) {
+    unsigned byte = 0;
+    for (int j = 0; j < 8; ++j) {
+      const float p = g[8 * b + j] + e[8 * b + j];
+      byte |= static_cast<unsigned>(p < 0.0f) << j;
+      acc[j] += static_cast<double>(std::fabs(p));
+    }
+    out[b] = static_cast<std::byte>(byte);
+  }
+  if (const size_t rest = n - 8 * full; rest > 0) {
+    unsigned byte = 0;
+    for (size_t j = 0; j < rest; ++j) {
+      const float p = g[8 * full + j] + e[8 * full + j];
+      byte |= static_cast<unsigned>(p < 0.0f) << j;
+      acc[j] += static_cast<double>(std::fabs(p));
+    }
+    out[full] = static_cast<std::byte>(byte);
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+FRUGAL_INLINE void SubtractScaledSignsBody(const float* g, float* e, size_t n, float scale) {
+  for (size_t i = 0; i < n; ++i) {
+    const float p = g[i] + e[i];
+    e[i] = p - (0.0f + (p < 0.0f ? -scale : scale));
+  }
+}
+
+double CompensatePackGeneric(const float* g, const float* e, size_t n, std::byte* out) {
+  return CompensatePackBody(g, e, n, out);
+}
+void SubtractScaledSignsGeneric(const float* g, float* e, size_t n, float scale) {
+  SubtractScaledSignsBody(g, e, n, scale);
+}
+
 double PackSignsGeneric(const float* x, size_t n, std::byte* out, bool l1) {
   return PackSignsBody(x, n, out, l1);
 }
@@ -124,6 +162,48 @@ FRUGAL_TARGET_V3 double PackSignsV3(const float* x, size_t n, std::byte* out, bo
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+// CompensatePackBody with AVX2; lane j of the accumulators sums |p[8b + j]| as there.
+FRUGAL_TARGET_V3 double CompensatePackV3(const float* g, const float* e, size_t n, std::byte* out) {
+  __m256d acc_lo = _mm256_setzero_pd();
+  __m256d acc_hi = _mm256_setzero_pd();
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const size_t full = n / 8;
+  for (size_t b = 0; b < full; ++b) {
+    const __m256 p = _mm256_add_ps(_mm256_loadu_ps(g + 8 * b), _mm256_loadu_ps(e + 8 * b));
+    out[b] = static_cast<std::byte>(_mm256_movemask_ps(_mm256_cmp_ps(p, zero, _CMP_LT_OQ)));
+    const __m256 a = _mm256_and_ps(p, abs_mask);
+    acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+    acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+  }
+  alignas(32) double acc[8];
+  _mm256_store_pd(acc, acc_lo);
+  _mm256_store_pd(acc + 4, acc_hi);
+  if (const size_t rest = n - 8 * full; rest > 0) {
+    unsigned byte = 0;
+    for (size_t j = 0; j < rest; ++j) {
+      const float p = g[8 * full + j] + e[8 * full + j];
+      byte |= static_cast<unsigned>(p < 0.0f) << j;
+      acc[j] += static_cast<double>(std::fabs(p));
+    }
+    out[full] = static_cast<std::byte>(byte);
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+FRUGAL_TARGET_V3 void SubtractScaledSignsV3(const float* g, float* e, size_t n, float scale) {
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 vpos = _mm256_add_ps(zero, _mm256_set1_ps(scale));
+  const __m256 vneg = _mm256_add_ps(zero, _mm256_set1_ps(-scale));
+  const size_t full = n / 8;
+  for (size_t b = 0; b < full; ++b) {
+    const __m256 p = _mm256_add_ps(_mm256_loadu_ps(g + 8 * b), _mm256_loadu_ps(e + 8 * b));
+    const __m256 d = _mm256_blendv_ps(vpos, vneg, _mm256_cmp_ps(p, zero, _CMP_LT_OQ));
+    _mm256_storeu_ps(e + 8 * b, _mm256_sub_ps(p, d));
+  }
+  SubtractScaledSignsBody(g + 8 * full, e + 8 * full, n - 8 * full, scale);
+}
+
 FRUGAL_TARGET_V3 void AddSignsV3(const std::byte* bits, size_t n, float pos, float neg,
                                  float* out) {
   const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
@@ -159,6 +239,23 @@ double PackSignsL1(const float* x, size_t n, std::byte* out) {
   if (HasX86V3()) return PackSignsV3(x, n, out, true);
 #endif
   return PackSignsGeneric(x, n, out, true);
+}
+
+double CompensatePackSignsL1(const float* g, const float* e, size_t n, std::byte* out) {
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) return CompensatePackV3(g, e, n, out);
+#endif
+  return CompensatePackGeneric(g, e, n, out);
+}
+
+void SubtractScaledSigns(const float* g, float* e, size_t n, float scale) {
+#if defined(FRUGAL_X86)
+  if (HasX86V3()) {
+    SubtractScaledSignsV3(g, e, n, scale);
+    return;
+  }
+#endif
+  SubtractScaledSignsGeneric(g, e, n, scale);
 }
 
 void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out) {

@@ -90,6 +90,14 @@ inline float LoadF32(const std::byte* at) {
 void PackSigns(const float* x, size_t n, std::byte* out);
 double PackSignsL1(const float* x, size_t n, std::byte* out);
 
+// Error feedback of the scaled sign in two read passes and one write, so that nothing changes
+// until the scale is known to be finite. Pass 1: with p[i] = g[i] + e[i], bit i of out =
+// (p[i] < 0) as PackSigns; returns sum |p[i]| with PackSignsL1's summation order.
+double CompensatePackSignsL1(const float* g, const float* e, size_t n, std::byte* out);
+// Pass 2: e[i] = p[i] - (0 + (p[i] < 0 ? -scale : scale)) with p[i] = g[i] + e[i] again: the
+// residual after a decode of the signs into zeros.
+void SubtractScaledSigns(const float* g, float* e, size_t n, float scale);
+
 // out[i] += bit i ? neg : pos.
 void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out);
 

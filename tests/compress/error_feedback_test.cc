@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 
 #include "compress/test_util.h"
@@ -88,6 +89,52 @@ TEST(ErrorFeedback, FailedEncodingLeavesTheResidual) {
   std::vector<std::byte> out;
   EXPECT_EQ(c->Encode(bad, t, ctx, out).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ctx.FindState<ResidualState>("w", kErrorFeedbackSlot)->residual, before);
+}
+
+}  // namespace
+}  // namespace frugal
+
+namespace frugal {
+namespace {
+
+// efsign's fused error feedback (two passes) gives the generic path's payload and residual bit for
+// bit: p = g + e, Encode(p) by the bare compressor, e = p - Decode(...) into zeros.
+TEST(ErrorFeedback, FusedEfSignEqualsTheGenericPath) {
+  auto fused = testing_compress::Make("efsign");  // error feedback on by default
+  auto bare = testing_compress::Make("efsign:ef=0");
+  ASSERT_NE(fused->inner(), nullptr);
+  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{4099}}) {
+    TensorInfo t("w", n);
+    CompressContext ctx(5, 0, 1), bare_ctx(5, 0, 1);
+    std::vector<float> e(n, 0.0f);
+    for (int step = 0; step < 4; ++step) {
+      ctx.set_step(step);
+      bare_ctx.set_step(step);
+      std::vector<float> g = testing_compress::Gaussian(n, 40 + step);
+      std::vector<std::byte> got = testing_compress::EncodeOrDie(*fused, g, t, ctx);
+      std::vector<float> p(n);
+      for (size_t i = 0; i < n; ++i) p[i] = g[i] + e[i];
+      std::vector<std::byte> want = testing_compress::EncodeOrDie(*bare, p, t, bare_ctx);
+      std::vector<float> d(n, 0.0f);
+      ASSERT_TRUE(bare->Decode(want, t, bare_ctx, d).ok());
+      for (size_t i = 0; i < n; ++i) e[i] = p[i] - d[i];
+      ASSERT_EQ(got, want) << "n " << n << " step " << step;
+      const auto* state = ctx.FindState<ResidualState>("w", kErrorFeedbackSlot);
+      ASSERT_NE(state, nullptr);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(state->residual[i]), std::bit_cast<uint32_t>(e[i]))
+            << "n " << n << " step " << step << " i " << i;
+      }
+    }
+    // A non-finite gradient is refused and the residual is left as it was.
+    const std::vector<float> before =
+        ctx.FindState<ResidualState>("w", kErrorFeedbackSlot)->residual;
+    std::vector<float> bad = testing_compress::Gaussian(n, 99);
+    bad[n / 2] = std::nanf("");
+    std::vector<std::byte> out;
+    EXPECT_EQ(fused->Encode(bad, t, ctx, out).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(ctx.FindState<ResidualState>("w", kErrorFeedbackSlot)->residual, before);
+  }
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ BucketInfo MixedBucket() {
   size_t at = 0;
   for (auto [name, count] : std::vector<std::pair<std::string, size_t>>{
            {"bias1", 10}, {"w1", 5000}, {"bias2", 3}, {"w2", 20000}}) {
-    b.entries.push_back(BucketEntry{name, at, count});
+    b.entries.push_back(BucketEntry{name, at, count, {}});
     at += count;
   }
   b.count = at;
@@ -111,10 +111,14 @@ TEST(CompressedReducer, SmallTensorsStayDenseAndExact) {
       double avg = (double{in[0][i]} + in[1][i] + in[2][i]) / 3;
       err += (r.out[0][i] - avg) * (r.out[0][i] - avg);
       norm += avg * avg;
-      if (exact) ASSERT_NEAR(r.out[0][i], avg, 1e-5) << e.name;
+      if (exact) {
+        ASSERT_NEAR(r.out[0][i], avg, 1e-5) << e.name;
+      }
       for (int k = 1; k < n; ++k) ASSERT_EQ(r.out[k][i], r.out[0][i]);
     }
-    if (!exact) EXPECT_GT(err, 1e-3 * norm) << "w2 went through QSGD";
+    if (!exact) {
+      EXPECT_GT(err, 1e-3 * norm) << "w2 went through QSGD";
+    }
   }
   EXPECT_EQ(r.stats[0].compressed_elements, 20000u);
   EXPECT_GT(r.ratio[0], 2.0) << r.name;
