@@ -48,25 +48,30 @@ namespace {
 // The kernels below are written once as always-inline bodies and instantiated twice: for the
 // baseline ISA and for x86-64-v3 (where the compiler vectorizes them). Both instantiations compute
 // the same bits: the floating-point operations are the same, in the same order.
-FRUGAL_INLINE double PackSignsBody(const float* x, size_t n, std::byte* out, bool want_l1) {
-  // Four double accumulators per group of eight, in a fixed order.
+// Sign bits (and, with want_l1, sum |p[i]|) of p = x, or of p = x + e when kCompensate (error
+// feedback of the scaled sign): eight double accumulators, lane j summing |p[8b + j]|, added in a
+// fixed order.
+template <bool kCompensate>
+FRUGAL_INLINE double PackSignsBody(const float* x, const float* e, size_t n, std::byte* out,
+                                   bool want_l1) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t full = n / 8;
+  auto at = [&](size_t i) { return kCompensate ? x[i] + e[i] : x[i]; };
+  const size_t full = n / 8;
   for (size_t b = 0; b < full; ++b) {
-    const float* g = x + 8 * b;
     unsigned byte = 0;
-    for (int j = 0; j < 8; ++j) byte |= static_cast<unsigned>(g[j] < 0.0f) << j;
-    out[b] = static_cast<std::byte>(byte);
-    if (want_l1) {
-      for (int j = 0; j < 8; ++j) acc[j] += static_cast<double>(std::fabs(g[j]));
+    for (int j = 0; j < 8; ++j) {
+      const float p = at(8 * b + j);
+      byte |= static_cast<unsigned>(p < 0.0f) << j;
+      if (want_l1) acc[j] += static_cast<double>(std::fabs(p));
     }
+    out[b] = static_cast<std::byte>(byte);
   }
-  size_t rest = n - 8 * full;
-  if (rest > 0) {
+  if (const size_t rest = n - 8 * full; rest > 0) {
     unsigned byte = 0;
     for (size_t j = 0; j < rest; ++j) {
-      byte |= static_cast<unsigned>(x[8 * full + j] < 0.0f) << j;
-      if (want_l1) acc[j] += static_cast<double>(std::fabs(x[8 * full + j]));
+      const float p = at(8 * full + j);
+      byte |= static_cast<unsigned>(p < 0.0f) << j;
+      if (want_l1) acc[j] += static_cast<double>(std::fabs(p));
     }
     out[full] = static_cast<std::byte>(byte);
   }
@@ -85,30 +90,6 @@ FRUGAL_INLINE void AddSignsBody(const std::byte* bits, size_t n, float pos, floa
   }
 }
 
-FRUGAL_INLINE double CompensatePackBody(const float* g, const float* e, size_t n, std::byte* out) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const size_t full = n / 8;
-  for (size_t b = 0; b < full; ++b) {
-    unsigned byte = 0;
-    for (int j = 0; j < 8; ++j) {
-      const float p = g[8 * b + j] + e[8 * b + j];
-      byte |= static_cast<unsigned>(p < 0.0f) << j;
-      acc[j] += static_cast<double>(std::fabs(p));
-    }
-    out[b] = static_cast<std::byte>(byte);
-  }
-  if (const size_t rest = n - 8 * full; rest > 0) {
-    unsigned byte = 0;
-    for (size_t j = 0; j < rest; ++j) {
-      const float p = g[8 * full + j] + e[8 * full + j];
-      byte |= static_cast<unsigned>(p < 0.0f) << j;
-      acc[j] += static_cast<double>(std::fabs(p));
-    }
-    out[full] = static_cast<std::byte>(byte);
-  }
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 FRUGAL_INLINE void SubtractScaledSignsBody(const float* g, float* e, size_t n, float scale) {
   for (size_t i = 0; i < n; ++i) {
     const float p = g[i] + e[i];
@@ -117,32 +98,35 @@ FRUGAL_INLINE void SubtractScaledSignsBody(const float* g, float* e, size_t n, f
 }
 
 double CompensatePackGeneric(const float* g, const float* e, size_t n, std::byte* out) {
-  return CompensatePackBody(g, e, n, out);
+  return PackSignsBody<true>(g, e, n, out, true);
 }
 void SubtractScaledSignsGeneric(const float* g, float* e, size_t n, float scale) {
   SubtractScaledSignsBody(g, e, n, scale);
 }
 
 double PackSignsGeneric(const float* x, size_t n, std::byte* out, bool l1) {
-  return PackSignsBody(x, n, out, l1);
+  return PackSignsBody<false>(x, nullptr, n, out, l1);
 }
 void AddSignsGeneric(const std::byte* bits, size_t n, float pos, float neg, float* out) {
   AddSignsBody(bits, n, pos, neg, out);
 }
 
 #if defined(FRUGAL_X86)
-FRUGAL_TARGET_V3 double PackSignsV3(const float* x, size_t n, std::byte* out, bool want_l1) {
-  // Same accumulation order as PackSignsBody: lane j of acc holds the sum of |x[8b + j]|.
+// PackSignsBody with AVX2, the same accumulation order.
+template <bool kCompensate>
+FRUGAL_TARGET_V3 FRUGAL_INLINE double PackSignsV3Body(const float* x, const float* e, size_t n,
+                                                      std::byte* out, bool want_l1) {
   __m256d acc_lo = _mm256_setzero_pd();
   __m256d acc_hi = _mm256_setzero_pd();
   const __m256 zero = _mm256_setzero_ps();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  size_t full = n / 8;
+  const size_t full = n / 8;
   for (size_t b = 0; b < full; ++b) {
     __m256 v = _mm256_loadu_ps(x + 8 * b);
+    if (kCompensate) v = _mm256_add_ps(v, _mm256_loadu_ps(e + 8 * b));
     out[b] = static_cast<std::byte>(_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ)));
     if (want_l1) {
-      __m256 a = _mm256_and_ps(v, abs_mask);
+      const __m256 a = _mm256_and_ps(v, abs_mask);
       acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
       acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
     }
@@ -150,45 +134,24 @@ FRUGAL_TARGET_V3 double PackSignsV3(const float* x, size_t n, std::byte* out, bo
   alignas(32) double acc[8];
   _mm256_store_pd(acc, acc_lo);
   _mm256_store_pd(acc + 4, acc_hi);
-  size_t rest = n - 8 * full;
-  if (rest > 0) {
+  if (const size_t rest = n - 8 * full; rest > 0) {
     unsigned byte = 0;
     for (size_t j = 0; j < rest; ++j) {
-      byte |= static_cast<unsigned>(x[8 * full + j] < 0.0f) << j;
-      if (want_l1) acc[j] += static_cast<double>(std::fabs(x[8 * full + j]));
+      const size_t i = 8 * full + j;
+      const float p = kCompensate ? x[i] + e[i] : x[i];
+      byte |= static_cast<unsigned>(p < 0.0f) << j;
+      if (want_l1) acc[j] += static_cast<double>(std::fabs(p));
     }
     out[full] = static_cast<std::byte>(byte);
   }
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-// CompensatePackBody with AVX2; lane j of the accumulators sums |p[8b + j]| as there.
+FRUGAL_TARGET_V3 double PackSignsV3(const float* x, size_t n, std::byte* out, bool want_l1) {
+  return PackSignsV3Body<false>(x, nullptr, n, out, want_l1);
+}
 FRUGAL_TARGET_V3 double CompensatePackV3(const float* g, const float* e, size_t n, std::byte* out) {
-  __m256d acc_lo = _mm256_setzero_pd();
-  __m256d acc_hi = _mm256_setzero_pd();
-  const __m256 zero = _mm256_setzero_ps();
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const size_t full = n / 8;
-  for (size_t b = 0; b < full; ++b) {
-    const __m256 p = _mm256_add_ps(_mm256_loadu_ps(g + 8 * b), _mm256_loadu_ps(e + 8 * b));
-    out[b] = static_cast<std::byte>(_mm256_movemask_ps(_mm256_cmp_ps(p, zero, _CMP_LT_OQ)));
-    const __m256 a = _mm256_and_ps(p, abs_mask);
-    acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
-    acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
-  }
-  alignas(32) double acc[8];
-  _mm256_store_pd(acc, acc_lo);
-  _mm256_store_pd(acc + 4, acc_hi);
-  if (const size_t rest = n - 8 * full; rest > 0) {
-    unsigned byte = 0;
-    for (size_t j = 0; j < rest; ++j) {
-      const float p = g[8 * full + j] + e[8 * full + j];
-      byte |= static_cast<unsigned>(p < 0.0f) << j;
-      acc[j] += static_cast<double>(std::fabs(p));
-    }
-    out[full] = static_cast<std::byte>(byte);
-  }
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  return PackSignsV3Body<true>(g, e, n, out, true);
 }
 
 FRUGAL_TARGET_V3 void SubtractScaledSignsV3(const float* g, float* e, size_t n, float scale) {
