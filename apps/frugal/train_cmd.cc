@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -276,6 +277,43 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
   return Status::Ok();
 }
 
+// DGC (Lin et al. 2018) moves the optimizer's momentum into the compressor (momentum correction:
+// the optimizer then applies plain SGD, or the momentum would be applied twice and training
+// diverges) and counts its sparsity warm-up in epochs. So a dgc spec without momentum= takes
+// --momentum, one without epoch_steps= takes this run's steps per epoch (0: not known yet), and
+// unless the spec turns the correction off (momentum=0) the optimizer runs without momentum.
+struct DgcAdaptation {
+  std::string spec;
+  bool takes_momentum = false;  // the optimizer must run without momentum
+};
+DgcAdaptation AdaptDgcSpec(const std::string& spec, double momentum, int64_t steps_per_epoch) {
+  const size_t colon = spec.find(':');
+  if (spec.substr(0, colon) != "dgc") return {spec, false};
+  std::vector<std::string> items;
+  std::optional<double> given_momentum;
+  bool given_epoch_steps = false;
+  if (colon != std::string::npos) {
+    for (const auto& word : CLI::detail::split(spec.substr(colon + 1), ',')) {
+      items.push_back(word);
+      const size_t eq = word.find('=');
+      const std::string key = word.substr(0, eq);
+      if (key == "epoch_steps") given_epoch_steps = true;
+      if (key == "momentum" && eq != std::string::npos) {
+        char* end = nullptr;
+        const std::string value = word.substr(eq + 1);
+        const double v = std::strtod(value.c_str(), &end);
+        // A malformed value is left for the registry to refuse.
+        given_momentum = end != nullptr && *end == '\0' ? v : -1.0;
+      }
+    }
+  }
+  if (!given_momentum) items.push_back(fmt::format("momentum={}", momentum));
+  if (!given_epoch_steps && steps_per_epoch > 0) {
+    items.push_back(fmt::format("epoch_steps={}", steps_per_epoch));
+  }
+  return {fmt::format("dgc:{}", fmt::join(items, ",")), given_momentum.value_or(momentum) != 0};
+}
+
 // The compression flags; kNotFound / kInvalidArgument for a bad spec or combination.
 StatusOr<CompressedReducerOptions> ToCompressedReducerOptions(const TrainFlags& flags) {
   CompressedReducerOptions options;
@@ -290,14 +328,14 @@ StatusOr<CompressedReducerOptions> ToCompressedReducerOptions(const TrainFlags& 
         "--compress runs over frugal's transport: --allreduce mpi does not "
         "apply (use ring, rd, rabenseifner, tree, dbtree, hier or torus)");
   }
-  options.spec = flags.compress;
+  options.spec = AdaptDgcSpec(flags.compress, flags.momentum, 0).spec;
   options.error_feedback = flags.ef;
   options.min_bytes = flags.compress_min_bytes;
   FRUGAL_ASSIGN_OR_RETURN(options.path, ParseAggregationPath(flags.aggregate));
   FRUGAL_ASSIGN_OR_RETURN(options.algorithm, ParseAllreduceAlgorithm(flags.allreduce));
   options.seed = flags.seed;
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor,
-                          DefaultCompressorRegistry().Create(flags.compress));
+                          DefaultCompressorRegistry().Create(options.spec));
   if (flags.ef && compressor->inner() == nullptr) {
     compressor = WithErrorFeedback(std::move(compressor));
   }
@@ -312,6 +350,14 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags) {
   options.batch_size = flags.batch_size;
   options.lr = flags.lr;
   options.momentum = flags.momentum;
+  if (AdaptDgcSpec(flags.compress, flags.momentum, 0).takes_momentum) {
+    if (flags.nesterov) {
+      return InvalidArgumentError(
+          "--nesterov does not combine with dgc's momentum correction (dgc:momentum=0 turns it "
+          "off)");
+    }
+    options.momentum = 0;  // in the compressor
+  }
   options.weight_decay = flags.weight_decay;
   options.nesterov = flags.nesterov;
   FRUGAL_ASSIGN_OR_RETURN(options.schedule, frugal_torch::ParseLrScheduleKind(flags.lr_schedule));
@@ -365,9 +411,11 @@ Status CheckDataset(const std::string& dir) {
 // The gradient reducer the flags ask for.
 StatusOr<std::unique_ptr<GradientReducer>> MakeReducer(const TrainFlags& flags,
                                                        const frugal_torch::TrainOptions& options,
-                                                       Transport& world, PhaseRecorder* phases) {
+                                                       int64_t steps_per_epoch, Transport& world,
+                                                       PhaseRecorder* phases) {
   if (!flags.compress.empty()) {
     FRUGAL_ASSIGN_OR_RETURN(CompressedReducerOptions compressed, ToCompressedReducerOptions(flags));
+    compressed.spec = AdaptDgcSpec(flags.compress, flags.momentum, steps_per_epoch).spec;
     compressed.timeout = options.timeout;
     FRUGAL_ASSIGN_OR_RETURN(
         std::unique_ptr<CompressedReducer> reducer,
@@ -579,7 +627,10 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                           frugal_torch::LoadFashionMnist(flags.data_dir));
   FRUGAL_ASSIGN_OR_RETURN(
       std::unique_ptr<GradientReducer> reducer,
-      MakeReducer(flags, options, context.world, flags.timeline.empty() ? nullptr : &phases));
+      MakeReducer(flags, options,
+                  frugal_torch::ShardSampler::StepsPerEpoch(data.train.count, context.world.size(),
+                                                            options.batch_size),
+                  context.world, flags.timeline.empty() ? nullptr : &phases));
   const bool root = context.is_root();
   std::ofstream json;
   if (root && !flags.json.empty()) {

@@ -179,6 +179,11 @@ std::string PartitionName(const PartitionSpec& spec) {
   return buffer;
 }
 
+int64_t ShardSampler::StepsPerEpoch(int64_t total, int world, int64_t batch_size) {
+  const int64_t per_rank = total / world;
+  return (per_rank + batch_size - 1) / batch_size;
+}
+
 ShardSampler::ShardSampler(const std::vector<uint8_t>& labels, int rank, int world,
                            int64_t batch_size, PartitionSpec partition, uint64_t seed)
     : total_(static_cast<int64_t>(labels.size())),
@@ -190,8 +195,7 @@ ShardSampler::ShardSampler(const std::vector<uint8_t>& labels, int rank, int wor
   FRUGAL_CHECK_GT(batch_size, 0);
   FRUGAL_CHECK(rank >= 0 && rank < world, "rank ", rank, " of ", world);
   FRUGAL_CHECK_LE(static_cast<int64_t>(world), total_, "more ranks than training samples");
-  const int64_t per_rank = total_ / world_;
-  steps_per_epoch_ = (per_rank + batch_size_ - 1) / batch_size_;
+  steps_per_epoch_ = StepsPerEpoch(total_, world_, batch_size_);
   if (partition_.kind == PartitionKind::kIid) return;
 
   FRUGAL_CHECK_GT(partition_.alpha, 0.0, "dirichlet alpha");

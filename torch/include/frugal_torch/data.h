@@ -73,6 +73,9 @@ class ShardSampler {
   ShardSampler(const std::vector<uint8_t>& labels, int rank, int world, int64_t batch_size,
                PartitionSpec partition, uint64_t seed);
 
+  // Steps per epoch of every rank for `total` training samples: ceil(floor(total / world) / batch).
+  static int64_t StepsPerEpoch(int64_t total, int world, int64_t batch_size);
+
   int64_t batch_size() const { return batch_size_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   // Samples this rank uses per epoch (iid: floor(N/n); dirichlet: steps * batch).
