@@ -17,7 +17,6 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -287,31 +286,20 @@ struct DgcAdaptation {
   bool takes_momentum = false;  // the optimizer must run without momentum
 };
 DgcAdaptation AdaptDgcSpec(const std::string& spec, double momentum, int64_t steps_per_epoch) {
-  const size_t colon = spec.find(':');
-  if (spec.substr(0, colon) != "dgc") return {spec, false};
-  std::vector<std::string> items;
-  std::optional<double> given_momentum;
-  bool given_epoch_steps = false;
-  if (colon != std::string::npos) {
-    for (const auto& word : CLI::detail::split(spec.substr(colon + 1), ',')) {
-      items.push_back(word);
-      const size_t eq = word.find('=');
-      const std::string key = word.substr(0, eq);
-      if (key == "epoch_steps") given_epoch_steps = true;
-      if (key == "momentum" && eq != std::string::npos) {
-        char* end = nullptr;
-        const std::string value = word.substr(eq + 1);
-        const double v = std::strtod(value.c_str(), &end);
-        // A malformed value is left for the registry to refuse.
-        given_momentum = end != nullptr && *end == '\0' ? v : -1.0;
-      }
-    }
+  StatusOr<CompressorParams> params = CompressorParams::Parse(spec);
+  // Another compressor, or a spec the registry will refuse with its own message.
+  if (!params.ok() || params->name() != "dgc") return {spec, false};
+  std::string adapted = spec;
+  auto add = [&](const std::string& item) {
+    adapted += (adapted.find(':') == std::string::npos ? ":" : ",") + item;
+  };
+  if (!params->Has("momentum")) add(fmt::format("momentum={}", momentum));
+  if (!params->Has("epoch_steps") && steps_per_epoch > 0) {
+    add(fmt::format("epoch_steps={}", steps_per_epoch));
   }
-  if (!given_momentum) items.push_back(fmt::format("momentum={}", momentum));
-  if (!given_epoch_steps && steps_per_epoch > 0) {
-    items.push_back(fmt::format("epoch_steps={}", steps_per_epoch));
-  }
-  return {fmt::format("dgc:{}", fmt::join(items, ",")), given_momentum.value_or(momentum) != 0};
+  // A malformed momentum value counts as non-zero; the registry refuses it.
+  StatusOr<double> correction = params->Double("momentum", momentum, 0.0, 1.0);
+  return {adapted, !correction.ok() || *correction != 0};
 }
 
 // The compression flags; kNotFound / kInvalidArgument for a bad spec or combination.
