@@ -127,7 +127,7 @@ TEST(MpiAggregateTest, CompressedReducerAveragesEveryBucket) {
   ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
   BucketInfo bucket;
   bucket.name = "bucket0";
-  bucket.entries = {BucketEntry{"bias", 0, 100}, BucketEntry{"weight", 100, 5000}};
+  bucket.entries = {BucketEntry{"bias", 0, 100, {}}, BucketEntry{"weight", 100, 5000, {}}};
   bucket.count = 5100;
   Grid in = Inputs(n, bucket.count, 1);
   std::vector<float> data = in[0][world->rank()];
@@ -137,7 +137,9 @@ TEST(MpiAggregateTest, CompressedReducerAveragesEveryBucket) {
     for (int r = 0; r < n; ++r) sum += in[0][r][i];
     ASSERT_NEAR(data[i], sum / n, (i < 100 ? 1e-5 : 2e-3) * (1 + std::fabs(sum)));
   }
-  if (n > 1) EXPECT_GT((*reducer)->compression_ratio(), 1.5);
+  if (n > 1) {
+    EXPECT_GT((*reducer)->compression_ratio(), 1.5);
+  }
 }
 
 }  // namespace
