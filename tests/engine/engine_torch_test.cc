@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstring>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -16,6 +17,7 @@
 #include "frugal_torch/data.h"
 #include "frugal_torch/engine_optimizer.h"
 #include "frugal_torch/trainer.h"
+#include "torch/torch_test_util.h"
 
 namespace frugal_torch {
 namespace {
@@ -24,27 +26,9 @@ using frugal::OverlapMode;
 using frugal::Status;
 using frugal::Transport;
 
-const FashionMnist& Data() {
-  static const FashionMnist* data = [] {
-    auto loaded = LoadFashionMnist();
-    if (!loaded.ok()) throw std::runtime_error(loaded.status().ToString());
-    return new FashionMnist(std::move(loaded).value());
-  }();
-  return *data;
-}
-
-std::unique_ptr<frugal::GradientReducer> Ring(Transport& t) {
-  frugal::DenseReducerOptions options;
-  options.algorithm = "ring";
-  options.timeout = std::chrono::seconds(30);
-  return frugal::MakeDenseReducer(t, options).value();
-}
-
-void ExpectAllOk(const std::vector<Status>& statuses) {
-  for (size_t r = 0; r < statuses.size(); ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
-  }
-}
+using testing_torch::Data;
+using testing_torch::ExpectAllOk;
+using testing_torch::Ring;
 
 TrainOptions SmallRun(const std::string& model) {
   TrainOptions options;
@@ -141,7 +125,11 @@ TEST(EngineTraining, OneStepDelayAppliesThePreviousStepsAverage) {
     at::Generator g = at::detail::createCPUGenerator(1000 + 10 * rank + step);
     return std::make_pair(torch::randn({8, 4}, g), torch::randn({8, 3}, g));
   };
-  auto init = [] {
+  // The ranks are threads: seeding torch's global generator and drawing the initial weights
+  // must not interleave between them, or the ranks (and the reference) start from other weights.
+  std::mutex init_mutex;
+  auto init = [&init_mutex] {
+    std::lock_guard<std::mutex> lock(init_mutex);
     torch::manual_seed(3);
     return torch::nn::Linear(4, 3);
   };

@@ -18,6 +18,7 @@
 #include "frugal_torch/data.h"
 #include "frugal_torch/models.h"
 #include "frugal_torch/trainer.h"
+#include "torch/torch_test_util.h"
 
 namespace frugal_torch {
 namespace {
@@ -26,27 +27,9 @@ using frugal::Status;
 using frugal::StatusCode;
 using frugal::Transport;
 
-const FashionMnist& Data() {
-  static const FashionMnist* data = [] {
-    auto loaded = LoadFashionMnist();
-    if (!loaded.ok()) throw std::runtime_error(loaded.status().ToString());
-    return new FashionMnist(std::move(loaded).value());
-  }();
-  return *data;
-}
-
-std::unique_ptr<frugal::GradientReducer> Ring(Transport& t) {
-  frugal::DenseReducerOptions options;
-  options.algorithm = "ring";
-  options.timeout = std::chrono::seconds(30);
-  return frugal::MakeDenseReducer(t, options).value();
-}
-
-void ExpectAllOk(const std::vector<Status>& statuses) {
-  for (size_t r = 0; r < statuses.size(); ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
-  }
-}
+using testing_torch::Data;
+using testing_torch::ExpectAllOk;
+using testing_torch::Ring;
 
 TEST(Models, ShapesAndParameterCounts) {
   torch::set_num_threads(1);
@@ -327,7 +310,9 @@ TEST(Training, StopsAfterTheEpochThatReachesTheTargetAccuracy) {
       EXPECT_EQ(s.epochs, expected_epochs) << "target " << target;
       EXPECT_TRUE(s.params_consistent);
     }
-    if (target < 0.9) EXPECT_GE(summaries[0].test_accuracy, target);
+    if (target < 0.9) {
+      EXPECT_GE(summaries[0].test_accuracy, target);
+    }
   }
   TrainOptions bad;
   bad.stop_at_accuracy = 1.5;
