@@ -71,13 +71,14 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
   const double bytes = 4.0 * static_cast<double>(n);
   CompressorRegistry registry = DefaultCompressorRegistry();
   std::vector<CompressBenchRow> rows;
+  const size_t rows_of_input = CompressBenchRows(options);
+  const TensorInfo tensor = rows_of_input == 1
+                                ? TensorInfo("bench", n)
+                                : TensorInfo("bench", n,
+                                             {static_cast<int64_t>(rows_of_input),
+                                              static_cast<int64_t>(n / rows_of_input)});
   for (const std::string& spec : options.compressors) {
     FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> c, registry.Create(spec));
-    const size_t rows_of_input = CompressBenchRows(options);
-    TensorInfo tensor = rows_of_input == 1 ? TensorInfo("bench", n)
-                                           : TensorInfo("bench", n,
-                                                        {static_cast<int64_t>(rows_of_input),
-                                                         static_cast<int64_t>(n / rows_of_input)});
     CompressContext ctx(options.seed, 0, 1);
     std::vector<std::byte> payload;
     std::vector<double> encode_s, decode_s, memcpy_s;
