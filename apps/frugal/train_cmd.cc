@@ -78,6 +78,7 @@ struct TrainFlags {
   // Gradient compression (frugal/compressed_reducer.h).
   std::string compress;
   bool ef = false;
+  bool worker_momentum = false;
   size_t compress_min_bytes = 65536;
   std::string aggregate = "auto";
 };
@@ -169,6 +170,10 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "(see `frugal bench compress --help`)")
       ->type_name("SPEC");
   cmd.add_flag("--ef", flags.ef, "--compress: with error feedback (residual memory)");
+  cmd.add_flag("--worker-momentum", flags.worker_momentum,
+               "--compress: apply --momentum (and --nesterov) on each worker before compression; "
+               "the optimizer then steps without momentum (as DGC's momentum correction, "
+               "dist-EF-SGDM)");
   cmd.add_option("--compress-min-bytes", flags.compress_min_bytes,
                  "--compress: tensors smaller than this stay dense")
       ->capture_default_str();
@@ -306,8 +311,10 @@ DgcAdaptation AdaptDgcSpec(const std::string& spec, double momentum, int64_t ste
 StatusOr<CompressedReducerOptions> ToCompressedReducerOptions(const TrainFlags& flags) {
   CompressedReducerOptions options;
   if (flags.compress.empty()) {
-    if (flags.ef || flags.aggregate != "auto" || flags.compress_min_bytes != 65536) {
-      return InvalidArgumentError("--ef, --aggregate and --compress-min-bytes need --compress");
+    if (flags.ef || flags.worker_momentum || flags.aggregate != "auto" ||
+        flags.compress_min_bytes != 65536) {
+      return InvalidArgumentError(
+          "--ef, --worker-momentum, --aggregate and --compress-min-bytes need --compress");
     }
     return options;
   }
@@ -318,6 +325,18 @@ StatusOr<CompressedReducerOptions> ToCompressedReducerOptions(const TrainFlags& 
   }
   options.spec = AdaptDgcSpec(flags.compress, flags.momentum, 0).spec;
   options.error_feedback = flags.ef;
+  if (flags.worker_momentum) {
+    if (AdaptDgcSpec(flags.compress, flags.momentum, 0).takes_momentum) {
+      return InvalidArgumentError(
+          "--worker-momentum does not combine with dgc, whose momentum correction already runs "
+          "on the worker");
+    }
+    if (!(flags.momentum > 0)) {
+      return InvalidArgumentError("--worker-momentum needs a --momentum above 0");
+    }
+    options.worker_momentum = flags.momentum;
+    options.worker_nesterov = flags.nesterov;
+  }
   options.min_bytes = flags.compress_min_bytes;
   FRUGAL_ASSIGN_OR_RETURN(options.path, ParseAggregationPath(flags.aggregate));
   FRUGAL_ASSIGN_OR_RETURN(options.algorithm, ParseAllreduceAlgorithm(flags.allreduce));
@@ -348,6 +367,10 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags) {
   }
   options.weight_decay = flags.weight_decay;
   options.nesterov = flags.nesterov;
+  if (flags.worker_momentum && !flags.compress.empty()) {
+    options.momentum = 0;  // in the compressed reducer
+    options.nesterov = false;
+  }
   FRUGAL_ASSIGN_OR_RETURN(options.schedule, frugal_torch::ParseLrScheduleKind(flags.lr_schedule));
   options.warmup_epochs = flags.warmup_epochs;
   options.lr_milestones = flags.lr_milestones;
@@ -558,6 +581,7 @@ void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& 
   j["aggregate"] =
       compressed != nullptr ? nlohmann::json(flags.aggregate) : nlohmann::json(nullptr);
   j["compress_min_bytes"] = flags.compress_min_bytes;
+  j["worker_momentum"] = compressed != nullptr && flags.worker_momentum;
   nlohmann::json epochs = nlohmann::json::array();
   for (const frugal_torch::EpochRecord& r : s.history) epochs.push_back(r.bytes_sent);
   j["epoch_bytes_sent"] = epochs;

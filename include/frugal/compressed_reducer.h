@@ -26,6 +26,15 @@ struct CompressedReducerOptions {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;  // the dense part and kAllreduce
   Duration timeout = kDefaultTimeout;
   uint64_t seed = 0;  // of the compressors' random streams (with rank, step and tensor)
+  // Worker-side momentum (0: off). Each rank keeps per entry m = momentum * m + g and hands m
+  // (with nesterov: g + momentum * m) to the dense and compressed parts instead of g, so the
+  // compressor sees the smooth momentum and its error enters the parameters once, instead of
+  // being accumulated by the optimizer's momentum buffer (DGC's momentum correction; Zheng et
+  // al. 2019, dist-EF-SGDM). The optimizer then runs without momentum. The average of the
+  // ranks' momenta is the momentum of the averaged gradient: with a lossless compressor the
+  // training is that of momentum SGD (weight decay, if any, is then added outside the momentum).
+  double worker_momentum = 0;
+  bool worker_nesterov = false;
 };
 
 class CompressedReducer : public GradientReducer {

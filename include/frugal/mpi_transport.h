@@ -35,6 +35,11 @@ class MpiRuntime {
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
 
+  // Ranks of the job running on this machine's kernel, this one included, as counted by the
+  // last World() (1 before): ranks of emulated hosts (`--emulate`) count as on one machine. With
+  // more of them than cores, waits yield the core sooner (mpi_transport.cc).
+  int ranks_on_this_machine() const { return ranks_on_this_machine_; }
+
   // MPI_Abort(MPI_COMM_WORLD, code): ends every rank of the job. Used when a rank cannot go on
   // (a timeout, a lost peer) so that no other rank hangs.
   [[noreturn]] void Abort(int code);
@@ -43,6 +48,7 @@ class MpiRuntime {
   MpiRuntime() = default;
   int world_rank_ = 0;
   int world_size_ = 1;
+  int ranks_on_this_machine_ = 1;
 };
 
 }  // namespace frugal

@@ -8,6 +8,8 @@
 //      its compressor state (error-feedback residual, momentum, PowerSGD's Q) follows the tensor
 //      whichever bucket the engine puts it in;
 // with the context's step set to the bucket's step (the compressors' random streams depend on it).
+// With worker_momentum, every entry is first replaced by this rank's momentum of it (kept per
+// entry name, restarted from zero if the entry's size changes).
 // Bytes are counted by the transport around each part; the dense equivalent of a bucket is what
 // a ring all-reduce of it would send, 2 (n - 1) / n * 4 * count.
 #include "frugal/compressed_reducer.h"
@@ -15,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 
 namespace frugal {
 
@@ -55,6 +58,8 @@ class CompressedReducerImpl final : public CompressedReducer {
     stats_.elements += bucket.count;
     stats_.dense_equivalent_bytes +=
         2 * static_cast<uint64_t>(n - 1) * 4 * bucket.count / static_cast<uint64_t>(n);
+
+    if (options_.worker_momentum > 0) ApplyWorkerMomentum(bucket, data);
 
     // 1. The small entries, with one dense all-reduce.
     const uint64_t dense_start = t_.bytes_sent();
@@ -112,9 +117,14 @@ class CompressedReducerImpl final : public CompressedReducer {
   }
 
   std::string name() const override {
-    return fmt::format("compress {} ({}, dense below {})", compressor_->spec(),
+    std::string momentum;
+    if (options_.worker_momentum > 0) {
+      momentum = fmt::format(", worker {}momentum {}", options_.worker_nesterov ? "Nesterov " : "",
+                             options_.worker_momentum);
+    }
+    return fmt::format("compress {} ({}, dense below {}{})", compressor_->spec(),
                        AggregationPathName(ResolveAggregationPath(*compressor_, options_.path)),
-                       FormatMinBytes(options_.min_bytes));
+                       FormatMinBytes(options_.min_bytes), momentum);
   }
   uint64_t bytes_sent() const override { return stats_.bytes_sent; }
   std::string bytes_counted_by() const override { return "transport"; }
@@ -123,6 +133,21 @@ class CompressedReducerImpl final : public CompressedReducer {
 
  private:
   bool Small(const BucketEntry& e) const { return 4 * e.count < options_.min_bytes; }
+
+  // data[e] <- m_e = mu * m_e + g_e, or g_e + mu * m_e with Nesterov's momentum.
+  void ApplyWorkerMomentum(const BucketInfo& bucket, std::span<float> data) {
+    const float mu = static_cast<float>(options_.worker_momentum);
+    for (const BucketEntry& e : bucket.entries) {
+      FRUGAL_CHECK_LE(e.offset + e.count, data.size(), "entry ", e.name, " of ", bucket.name);
+      std::vector<float>& m = momentum_[e.name];
+      if (m.size() != e.count) m.assign(e.count, 0.0f);
+      float* g = data.data() + e.offset;
+      for (size_t i = 0; i < e.count; ++i) {
+        m[i] = mu * m[i] + g[i];
+        g[i] = options_.worker_nesterov ? g[i] + mu * m[i] : m[i];
+      }
+    }
+  }
 
   // The entry's shape when it is consistent with its count, else flat.
   static std::vector<int64_t> ShapeOf(const BucketEntry& e) {
@@ -141,6 +166,7 @@ class CompressedReducerImpl final : public CompressedReducer {
   AggregateOptions aggregate_;
   CompressContext ctx_;
   std::vector<float> dense_buffer_;
+  std::map<std::string, std::vector<float>, std::less<>> momentum_;
   Stats stats_;
 };
 
@@ -153,6 +179,10 @@ StatusOr<std::unique_ptr<CompressedReducer>> MakeCompressedReducer(
     compressor = WithErrorFeedback(std::move(compressor));
   }
   FRUGAL_RETURN_IF_ERROR(CheckAggregationPath(*compressor, options.path));
+  if (!(options.worker_momentum >= 0 && options.worker_momentum < 1)) {
+    return InvalidArgumentError(
+        fmt::format("worker momentum {} is not in [0, 1)", options.worker_momentum));
+  }
   return std::unique_ptr<CompressedReducer>(
       std::make_unique<CompressedReducerImpl>(t, std::move(compressor), options));
 }

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <mutex>
+#include <string>
 
 #include "compress/test_util.h"
 #include "frugal/compressed_reducer.h"
@@ -34,10 +37,12 @@ struct Result {
   std::string name;
 };
 
-Result RunReducer(int n, const CompressedReducerOptions& options, int steps,
-                  const std::vector<std::vector<float>>& in) {
+// Runs `steps` steps of a reducer on n ranks: input(step, rank) is reduced, then handed to
+// output(step, rank, reduced).
+Result RunReducerSteps(int n, const CompressedReducerOptions& options, int steps,
+                       const std::function<std::vector<float>(int, int)>& input,
+                       const std::function<void(int, int, std::vector<float>)>& output) {
   Result r;
-  r.out = in;
   r.stats.resize(n);
   r.ratio.resize(n);
   std::mutex mu;
@@ -48,9 +53,9 @@ Result RunReducer(int n, const CompressedReducerOptions& options, int steps,
     BucketInfo bucket = MixedBucket();
     for (int s = 0; s < steps; ++s) {
       bucket.step = s;
-      std::vector<float> data = in[t.rank()];
+      std::vector<float> data = input(s, t.rank());
       FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, data));
-      r.out[t.rank()] = data;
+      output(s, t.rank(), std::move(data));
     }
     r.stats[t.rank()] = reducer->stats();
     r.ratio[t.rank()] = reducer->compression_ratio();
@@ -58,6 +63,17 @@ Result RunReducer(int n, const CompressedReducerOptions& options, int steps,
     r.name = reducer->name();
     return Status::Ok();
   });
+  return r;
+}
+
+// The same input on every step; out holds the last step's result.
+Result RunReducer(int n, const CompressedReducerOptions& options, int steps,
+                  const std::vector<std::vector<float>>& in) {
+  std::vector<std::vector<float>> out = in;
+  Result r = RunReducerSteps(
+      n, options, steps, [&](int, int rank) { return in[rank]; },
+      [&](int, int rank, std::vector<float> data) { out[rank] = std::move(data); });
+  r.out = std::move(out);
   return r;
 }
 
@@ -180,9 +196,57 @@ TEST(CompressedReducer, BadSpecOrPathIsRejected) {
     options.path = AggregationPath::kAllreduce;
     EXPECT_EQ(MakeCompressedReducer(t, registry, options).status().code(),
               StatusCode::kInvalidArgument);
+    options.path = AggregationPath::kAuto;
+    for (double mu : {-0.1, 1.0, std::nan("")}) {
+      options.worker_momentum = mu;
+      EXPECT_EQ(MakeCompressedReducer(t, registry, options).status().code(),
+                StatusCode::kInvalidArgument)
+          << mu;
+    }
     return Status::Ok();
   });
   EXPECT_TRUE(status[0].ok()) << status[0].ToString();
+}
+
+// Worker-side momentum through a lossless compressor is momentum SGD's buffer of the averaged
+// gradient (heavy ball: m = mu m + avg g; Nesterov: avg g + mu m), for the small (dense) entries
+// and the compressed ones alike, with gradients that change from step to step.
+TEST(CompressedReducer, WorkerMomentumOfALosslessCompressorIsTheMomentumOfTheAverage) {
+  constexpr int kRanks = 3, kSteps = 5;
+  constexpr double kMu = 0.9;
+  const size_t count = MixedBucket().count;
+  for (bool nesterov : {false, true}) {
+    CompressedReducerOptions options;
+    options.spec = "none";
+    options.min_bytes = 1024;
+    options.timeout = std::chrono::seconds(20);
+    options.worker_momentum = kMu;
+    options.worker_nesterov = nesterov;
+    std::vector<std::vector<std::vector<float>>> out(kSteps,
+                                                     std::vector<std::vector<float>>(kRanks));
+    Result r = RunReducerSteps(
+        kRanks, options, kSteps, [&](int s, int rank) { return Gaussian(count, 100 * s + rank); },
+        [&](int s, int rank, std::vector<float> data) { out[s][rank] = std::move(data); });
+    for (const Status& s : r.status) ASSERT_TRUE(s.ok()) << s.ToString();
+    const std::string& name = r.name;
+    EXPECT_NE(name.find("momentum 0.9"), std::string::npos) << name;
+    std::vector<double> m(count, 0.0);
+    for (int s = 0; s < kSteps; ++s) {
+      std::vector<std::vector<float>> g;
+      for (int r = 0; r < kRanks; ++r) g.push_back(Gaussian(count, 100 * s + r));
+      for (size_t i = 0; i < count; ++i) {
+        double avg = 0;
+        for (int r = 0; r < kRanks; ++r) avg += g[r][i];
+        avg /= kRanks;
+        m[i] = kMu * m[i] + avg;
+        const double expected = nesterov ? avg + kMu * m[i] : m[i];
+        for (int r = 0; r < kRanks; ++r) {
+          ASSERT_NEAR(out[s][r][i], expected, 1e-5 * (1 + std::abs(expected)))
+              << "step " << s << " rank " << r << " element " << i << " nesterov " << nesterov;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

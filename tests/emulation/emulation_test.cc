@@ -312,7 +312,8 @@ TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
   job.command = {"sh", "-c",
                  fmt::format("echo $(hostname) $(ip -4 -o addr show dev eth0 | awk '{{print $4}}') "
                              "$(getent hosts $(hostname) | awk '{{print $1}}') "
-                             "> {}/rank.$OMPI_COMM_WORLD_RANK",
+                             "> {0}/rank.$OMPI_COMM_WORLD_RANK; "
+                             "cat /proc/sys/kernel/random/boot_id > {0}/boot.$OMPI_COMM_WORLD_RANK",
                              dir.string())};
   job.timeout = std::chrono::seconds(120);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
@@ -333,6 +334,16 @@ TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
   EXPECT_THAT(lines[2],
               ::testing::MatchesRegex("frg-[0-9]+-[0-9]+-h1 10\\.213\\.0\\.2/24 10\\.213\\.0\\.2"));
   EXPECT_EQ(lines[2], lines[3]);
+  // Emulated hosts share the machine's kernel: the MPI transport counts the ranks that share its
+  // cores by the kernel's boot id, which every emulated host sees unchanged.
+  std::string boot_id;
+  std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), boot_id);
+  ASSERT_FALSE(boot_id.empty());
+  for (int r = 0; r < 4; ++r) {
+    std::string seen;
+    std::getline(std::ifstream(dir / fmt::format("boot.{}", r)), seen);
+    EXPECT_EQ(seen, boot_id) << "rank " << r;
+  }
   fs::remove_all(dir);
 }
 

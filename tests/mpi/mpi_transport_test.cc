@@ -34,6 +34,8 @@ TEST(MpiTransport, RankSizeAndHostname) {
   std::array<char, 256> host{};
   ASSERT_EQ(gethostname(host.data(), host.size() - 1), 0);
   EXPECT_EQ(t->hostname(), std::string(host.data()));
+  // ... so every rank counts all of them as sharing its cores.
+  EXPECT_EQ(mpitest::Runtime().ranks_on_this_machine(), t->size());
 }
 
 // Every rank sends to its right neighbour and receives from its left one, for sizes from 0

@@ -18,8 +18,8 @@
 // `spin`, polling with sched_yield until kYieldTime, then polling with sleeps that grow with the
 // time already waited, capped at kMaxSleep, so a long wait costs little CPU (the engine's
 // communication thread shares the cores with the training threads) and at most ~1/16 of extra
-// latency. `spin` depends on whether this host runs more ranks than it has cores (counted once
-// by World() with MPI_Comm_split_type): oversubscribed, a waiting rank yields after
+// latency. `spin` depends on whether this machine runs more ranks than it has cores (counted
+// once by World(), see RanksOnThisMachine): oversubscribed, a waiting rank yields after
 // kOversubscribedSpin so that the rank it waits for can run; otherwise it polls for the whole
 // kYieldTime like MPI's own blocking calls, because a yield on a busy machine can lose the core
 // for a whole scheduler time slice (milliseconds) while the answer is on its way. On expiry a
@@ -46,6 +46,8 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 #include <vector>
@@ -167,6 +169,34 @@ void BackOff(const WaitPolicy& policy, Clock::duration waited) {
   }
   auto sleep = std::min<Clock::duration>(waited / 16, kMaxSleep);
   std::this_thread::sleep_for(sleep);
+}
+
+// The number of ranks of `comm` that run on this machine's kernel, this one included. Ranks
+// compare a hash of the kernel's boot id (MPI_Allgather), not their host names: ranks of
+// emulated hosts (`--emulate`, one UTS namespace each) have their own host names, and Open MPI
+// counts each as a node of its own, but they share the machine's cores. Without a readable boot
+// id, the ranks that share memory (MPI_Comm_split_type) are counted instead.
+int RanksOnThisMachine(MPI_Comm comm) {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(in, boot_id);
+  // 0 marks "unknown"; if any rank has no boot id, all of them fall back to shared memory.
+  const uint64_t mine = boot_id.empty() ? 0 : std::hash<std::string>{}(boot_id) | 1;
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<uint64_t> all(static_cast<size_t>(size));
+  // Every rank sees the same `all`, so all of them take the same branch.
+  if (MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm) == MPI_SUCCESS &&
+      std::find(all.begin(), all.end(), uint64_t{0}) == all.end()) {
+    return static_cast<int>(std::count(all.begin(), all.end(), mine));
+  }
+  int local_ranks = 1;
+  MPI_Comm local = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+    MPI_Comm_size(local, &local_ranks);
+    MPI_Comm_free(&local);
+  }
+  return local_ranks;
 }
 
 // "rank 3" or, in a split transport, "rank 1 (world rank 3)".
@@ -537,14 +567,10 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   }
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
-  // Ranks on this host (they share memory) against the cores this process may run on.
+  // Ranks on this machine against the cores this process may run on.
   auto shared = std::make_shared<Shared>();
-  MPI_Comm local = MPI_COMM_NULL;
-  int local_ranks = 1;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
-    MPI_Comm_size(local, &local_ranks);
-    MPI_Comm_free(&local);
-  }
+  const int local_ranks = RanksOnThisMachine(comm);
+  ranks_on_this_machine_ = local_ranks;
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
