@@ -90,14 +90,7 @@ class ScaledSignCompressor final : public QuantizerBase {
     CheckInput(input.size(), tensor);
     const size_t n = input.size();
     std::span<std::byte> body = BeginPayload(*this, tensor, 4 + SignBytes(n), out);
-    double l1 = PackSignsL1(input.data(), n, body.data() + 4);
-    float scale = n > 0 ? static_cast<float>(l1 / static_cast<double>(n)) : 0.0f;
-    if (!std::isfinite(scale)) {
-      return InvalidArgumentError(
-          fmt::format("efsign: tensor '{}' has non-finite values", tensor.name));
-    }
-    StoreF32(body.data(), scale);
-    return Status::Ok();
+    return StoreScale(PackSignsL1(input.data(), n, body.data() + 4), tensor, body).status();
   }
 
   // EF-signSGD in two passes instead of the generic five: the signs and ||p||_1 of p = g + e,
@@ -110,13 +103,10 @@ class ScaledSignCompressor final : public QuantizerBase {
     CheckInput(residual.size(), tensor);
     const size_t n = input.size();
     std::span<std::byte> body = BeginPayload(*this, tensor, 4 + SignBytes(n), out);
-    const double l1 = CompensatePackSignsL1(input.data(), residual.data(), n, body.data() + 4);
-    const float scale = n > 0 ? static_cast<float>(l1 / static_cast<double>(n)) : 0.0f;
-    if (!std::isfinite(scale)) {
-      return InvalidArgumentError(
-          fmt::format("efsign: tensor '{}' has non-finite values", tensor.name));
-    }
-    StoreF32(body.data(), scale);
+    FRUGAL_ASSIGN_OR_RETURN(
+        float scale,
+        StoreScale(CompensatePackSignsL1(input.data(), residual.data(), n, body.data() + 4), tensor,
+                   body));
     SubtractScaledSigns(input.data(), residual.data(), n, scale);
     return Status::Ok();
   }
@@ -136,6 +126,21 @@ class ScaledSignCompressor final : public QuantizerBase {
     FRUGAL_RETURN_IF_ERROR(CheckSignPadding(body.data() + 4, tensor.numel, "efsign"));
     AddSigns(body.data() + 4, tensor.numel, scale, -scale, output.data());
     return Status::Ok();
+  }
+
+ private:
+  // scale = ||p||_1 / numel into the first 4 bytes of the body; kInvalidArgument (nothing else
+  // changed) when it is not finite.
+  static StatusOr<float> StoreScale(double l1, const TensorInfo& tensor,
+                                    std::span<std::byte> body) {
+    const size_t n = tensor.numel;
+    const float scale = n > 0 ? static_cast<float>(l1 / static_cast<double>(n)) : 0.0f;
+    if (!std::isfinite(scale)) {
+      return InvalidArgumentError(
+          fmt::format("efsign: tensor '{}' has non-finite values", tensor.name));
+    }
+    StoreF32(body.data(), scale);
+    return scale;
   }
 };
 

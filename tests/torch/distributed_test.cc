@@ -286,6 +286,17 @@ TEST(Training, RanksEndIdenticalAndTheSummaryIsSane) {
   }
 }
 
+// Trains on n in-process ranks over the ring reducer; every rank must succeed.
+std::vector<TrainSummary> TrainOnRing(int n, const TrainOptions& options) {
+  std::vector<TrainSummary> summaries(n);
+  ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
+    auto reducer = Ring(t);
+    FRUGAL_ASSIGN_OR_RETURN(summaries[t.rank()], Train(t, *reducer, Data(), options));
+    return Status::Ok();
+  }));
+  return summaries;
+}
+
 // --stop-at-accuracy ends the run on every rank after the first epoch that reaches the target,
 // and only then.
 TEST(Training, StopsAfterTheEpochThatReachesTheTargetAccuracy) {
@@ -299,12 +310,7 @@ TEST(Training, StopsAfterTheEpochThatReachesTheTargetAccuracy) {
     options.stop_at_accuracy = target;
     options.timeout = std::chrono::seconds(60);
     options.test_samples = 500;
-    std::vector<TrainSummary> summaries(n);
-    ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
-      auto reducer = Ring(t);
-      FRUGAL_ASSIGN_OR_RETURN(summaries[t.rank()], Train(t, *reducer, Data(), options));
-      return Status::Ok();
-    }));
+    const std::vector<TrainSummary> summaries = TrainOnRing(n, options);
     const int64_t expected_epochs = target < 0.9 ? 1 : 2;
     for (const TrainSummary& s : summaries) {
       EXPECT_EQ(s.epochs, expected_epochs) << "target " << target;
@@ -328,12 +334,7 @@ TEST(Training, DirichletPartitionTrains) {
   options.partition = {PartitionKind::kDirichlet, 0.3};
   options.timeout = std::chrono::seconds(60);
   options.test_samples = 500;
-  std::vector<TrainSummary> summaries(n);
-  ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
-    auto reducer = Ring(t);
-    FRUGAL_ASSIGN_OR_RETURN(summaries[t.rank()], Train(t, *reducer, Data(), options));
-    return Status::Ok();
-  }));
+  const std::vector<TrainSummary> summaries = TrainOnRing(n, options);
   EXPECT_TRUE(summaries[0].params_consistent);
   EXPECT_EQ(summaries[0].steps, 5);
 }
