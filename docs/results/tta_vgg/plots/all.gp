@@ -8,19 +8,37 @@ set title 'tta_vgg'
 set xlabel 'epoch'
 unset logscale x
 plot 'docs/results/tta_vgg/plots/all_0.dat' using 1:2 with linespoints lw 2 pt 1 title 'dense', \
-     'docs/results/tta_vgg/plots/all_1.dat' using 1:2 with linespoints lw 2 pt 2 title 'qsgd', \
-     'docs/results/tta_vgg/plots/all_2.dat' using 1:2 with linespoints lw 2 pt 3 title 'topk_100x_ef'
+     'docs/results/tta_vgg/plots/all_1.dat' using 1:2 with linespoints lw 2 pt 2 title 'fp16', \
+     'docs/results/tta_vgg/plots/all_2.dat' using 1:2 with linespoints lw 2 pt 3 title 'qsgd', \
+     'docs/results/tta_vgg/plots/all_3.dat' using 1:2 with linespoints lw 2 pt 4 title 'efsign', \
+     'docs/results/tta_vgg/plots/all_4.dat' using 1:2 with linespoints lw 2 pt 5 title 'efsign_wm', \
+     'docs/results/tta_vgg/plots/all_5.dat' using 1:2 with linespoints lw 2 pt 6 title 'topk_100x_ef', \
+     'docs/results/tta_vgg/plots/all_6.dat' using 1:2 with linespoints lw 2 pt 7 title 'dgc', \
+     'docs/results/tta_vgg/plots/all_7.dat' using 1:2 with linespoints lw 2 pt 8 title 'powersgd', \
+     'docs/results/tta_vgg/plots/all_8.dat' using 1:2 with linespoints lw 2 pt 9 title 'powersgd_r4'
 set output 'docs/results/tta_vgg/accuracy_vs_time_all.png'
 set title 'tta_vgg'
 set xlabel 'wall time (s)'
 unset logscale x
 plot 'docs/results/tta_vgg/plots/all_0.dat' using 3:2 with linespoints lw 2 pt 1 title 'dense', \
-     'docs/results/tta_vgg/plots/all_1.dat' using 3:2 with linespoints lw 2 pt 2 title 'qsgd', \
-     'docs/results/tta_vgg/plots/all_2.dat' using 3:2 with linespoints lw 2 pt 3 title 'topk_100x_ef'
+     'docs/results/tta_vgg/plots/all_1.dat' using 3:2 with linespoints lw 2 pt 2 title 'fp16', \
+     'docs/results/tta_vgg/plots/all_2.dat' using 3:2 with linespoints lw 2 pt 3 title 'qsgd', \
+     'docs/results/tta_vgg/plots/all_3.dat' using 3:2 with linespoints lw 2 pt 4 title 'efsign', \
+     'docs/results/tta_vgg/plots/all_4.dat' using 3:2 with linespoints lw 2 pt 5 title 'efsign_wm', \
+     'docs/results/tta_vgg/plots/all_5.dat' using 3:2 with linespoints lw 2 pt 6 title 'topk_100x_ef', \
+     'docs/results/tta_vgg/plots/all_6.dat' using 3:2 with linespoints lw 2 pt 7 title 'dgc', \
+     'docs/results/tta_vgg/plots/all_7.dat' using 3:2 with linespoints lw 2 pt 8 title 'powersgd', \
+     'docs/results/tta_vgg/plots/all_8.dat' using 3:2 with linespoints lw 2 pt 9 title 'powersgd_r4'
 set output 'docs/results/tta_vgg/accuracy_vs_bytes_all.png'
 set title 'tta_vgg'
 set xlabel 'MB sent per worker'
 set logscale x
 plot 'docs/results/tta_vgg/plots/all_0.dat' using 4:2 with linespoints lw 2 pt 1 title 'dense', \
-     'docs/results/tta_vgg/plots/all_1.dat' using 4:2 with linespoints lw 2 pt 2 title 'qsgd', \
-     'docs/results/tta_vgg/plots/all_2.dat' using 4:2 with linespoints lw 2 pt 3 title 'topk_100x_ef'
+     'docs/results/tta_vgg/plots/all_1.dat' using 4:2 with linespoints lw 2 pt 2 title 'fp16', \
+     'docs/results/tta_vgg/plots/all_2.dat' using 4:2 with linespoints lw 2 pt 3 title 'qsgd', \
+     'docs/results/tta_vgg/plots/all_3.dat' using 4:2 with linespoints lw 2 pt 4 title 'efsign', \
+     'docs/results/tta_vgg/plots/all_4.dat' using 4:2 with linespoints lw 2 pt 5 title 'efsign_wm', \
+     'docs/results/tta_vgg/plots/all_5.dat' using 4:2 with linespoints lw 2 pt 6 title 'topk_100x_ef', \
+     'docs/results/tta_vgg/plots/all_6.dat' using 4:2 with linespoints lw 2 pt 7 title 'dgc', \
+     'docs/results/tta_vgg/plots/all_7.dat' using 4:2 with linespoints lw 2 pt 8 title 'powersgd', \
+     'docs/results/tta_vgg/plots/all_8.dat' using 4:2 with linespoints lw 2 pt 9 title 'powersgd_r4'
