@@ -323,10 +323,11 @@ StatusOr<CompressedReducerOptions> ToCompressedReducerOptions(const TrainFlags& 
         "--compress runs over frugal's transport: --allreduce mpi does not "
         "apply (use ring, rd, rabenseifner, tree, dbtree, hier or torus)");
   }
-  options.spec = AdaptDgcSpec(flags.compress, flags.momentum, 0).spec;
+  const DgcAdaptation adapted = AdaptDgcSpec(flags.compress, flags.momentum, 0);
+  options.spec = adapted.spec;
   options.error_feedback = flags.ef;
   if (flags.worker_momentum) {
-    if (AdaptDgcSpec(flags.compress, flags.momentum, 0).takes_momentum) {
+    if (adapted.takes_momentum) {
       return InvalidArgumentError(
           "--worker-momentum does not combine with dgc, whose momentum correction already runs "
           "on the worker");
