@@ -409,6 +409,6 @@ Status AggregateCompressed(Transport& t, const Compressor& compressor, std::span
 // Tags [kCompressTagBase, kCompressTagBase + 16) are used by the compressed aggregation paths'
 // point-to-point messages; compressors' own Aggregate() may use [kCompressTagBase + 16,
 // kCompressTagBase + 64).
-inline constexpr int kCompressTagBase = 29800;
+inline constexpr int kCompressTagBase = kCompressTags.begin;
 
 }  // namespace frugal

@@ -8,7 +8,8 @@
 //    completed. A receive buffer may be larger than the message; Work::bytes() tells the size that
 //    arrived. A message larger than the receive buffer completes the Work with kMalformed.
 //  - A receive with source kAnySource matches a message from any rank; Work::peer() tells which.
-//  - Tags are in [0, kMaxTag]. Tags at or above kReservedTagBase are used by frugal's collectives.
+//  - Tags are in [0, kMaxTag]. Every layer of frugal takes its tags from one range of the registry
+//    below (TagRange); tags below kUserTagEnd are free for programs and benchmarks.
 //
 // Thread safety: one thread owns a Transport (and all Work it made) at a time. frugal's engine
 // gives that role to its communication thread; nothing else calls the transport after start-up.
@@ -18,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <span>
@@ -33,7 +35,38 @@ namespace frugal {
 
 inline constexpr int kAnySource = -1;
 inline constexpr int kMaxTag = 32767;  // the smallest MPI_TAG_UB the MPI standard allows
-inline constexpr int kReservedTagBase = 30000;
+
+// The registry of message-tag ranges: [begin, end) per layer. No layer picks numbers outside its
+// range; a layer that needs more grows its range here. Ranges do not overlap (checked below).
+struct TagRange {
+  int begin;
+  int end;
+  constexpr int operator[](int i) const { return begin + i; }  // the i-th tag of the range
+  constexpr int size() const { return end - begin; }
+};
+inline constexpr int kUserTagEnd = 20000;                         // programs, benchmarks, tests
+inline constexpr TagRange kStrategyTags{20000, 21000};            // training strategies
+inline constexpr TagRange kParameterServerTags{21000, 23000};     // parameter server
+inline constexpr TagRange kGossipTags{23000, 25000};              // decentralized training
+inline constexpr TagRange kEngineTags{29700, 29800};              // engine negotiation
+inline constexpr TagRange kCompressTags{29800, 29900};            // compressed aggregation
+inline constexpr TagRange kCollectiveTags{30000, 30100};          // collectives
+inline constexpr TagRange kTransportTags{kMaxTag, kMaxTag + 1};   // Transport::Split
+// Kept for the collectives' own numbering: their tags are kReservedTagBase + i.
+inline constexpr int kReservedTagBase = kCollectiveTags.begin;
+
+namespace tag_registry_internal {
+inline constexpr TagRange kAll[] = {{0, kUserTagEnd},  kStrategyTags, kParameterServerTags,
+                                    kGossipTags,       kEngineTags,   kCompressTags,
+                                    kCollectiveTags,   kTransportTags};
+constexpr bool Disjoint() {
+  for (size_t i = 0; i + 1 < std::size(kAll); ++i) {
+    if (kAll[i].end > kAll[i + 1].begin || kAll[i].begin >= kAll[i].end) return false;
+  }
+  return kAll[std::size(kAll) - 1].end <= kMaxTag + 1;
+}
+static_assert(Disjoint(), "tag ranges overlap or are out of order");
+}  // namespace tag_registry_internal
 
 struct ProbeResult {
   int source = -1;

@@ -87,7 +87,7 @@ using engine_internal::TensorDescriptor;
 
 namespace {
 
-constexpr int kNegotiationTag = 29700;
+constexpr int kNegotiationTag = kEngineTags[0];
 constexpr auto kStallCheckPeriod = std::chrono::milliseconds(100);
 
 struct Interval {

@@ -54,7 +54,7 @@ namespace frugal {
 namespace {
 
 // Split's exchange of (color, key); collectives use tags below this one.
-constexpr int kSplitTag = kMaxTag;
+constexpr int kSplitTag = kTransportTags[0];
 
 struct Counters {
   std::atomic<uint64_t> bytes_sent{0};

@@ -62,7 +62,7 @@ constexpr auto kYieldTime = std::chrono::milliseconds(5);
 constexpr auto kMaxSleep = std::chrono::microseconds(500);
 constexpr auto kCancelGrace = std::chrono::milliseconds(200);
 constexpr size_t kLargeBlockBytes = size_t{1} << 30;
-constexpr int kSplitTag = 1;
+constexpr int kSplitTag = kTransportTags[0];
 
 std::string MpiErrorString(int error) {
   std::array<char, MPI_MAX_ERROR_STRING> text{};
