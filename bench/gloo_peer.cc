@@ -10,17 +10,21 @@
 //
 // Timeout. The context's timeout (the benchmark's) bounds every wait of Gloo: each pair's socket
 // timeouts in the calling-thread modes, each wait for a send or receive completion in async mode.
-// A wait that expires throws with the address of the pair's remote end ("Read timeout
-// [127.0.0.1]:41234"). To name the rank, every rank publishes, after connecting, the local
-// address of its end of each pair (PeerAddresses): the remote end of my pair to rank r is
-// rank r's local end of its pair to me. DescribeFailure maps the address in Gloo's message back to
-// the rank and picks the code by what happened: kTimeout for an expired wait, kPeerLost for a
-// connection the other side closed or reset, else kIoError.
+// A wait that expires throws with the address Gloo keeps for the pair's remote end ("Read timeout
+// [127.0.0.1]:41234"). That is the remote end of the connection, or, when the connection was
+// accepted before this rank's own connect call ran, the listening address rank r published in
+// the rendezvous store (Gloo's connect overwrites the address it learnt on accepting). So rank r
+// goes by two addresses (RemoteAddresses): its end of the connection, which every rank publishes
+// after connecting, and its listening address for the pair, read back from the store.
+// DescribeGlooFailure maps the address in Gloo's message back to the rank and picks the code by
+// what happened: kTimeout for an expired wait, kPeerLost for a connection the other side closed
+// or reset, else kIoError.
 #include <fmt/format.h>
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 #include <stdlib.h>
 
@@ -43,7 +47,7 @@ std::string_view AlgorithmName(GlooAlgorithm algorithm) {
 class GlooPeer : public AllreducePeer {
  public:
   GlooPeer(std::shared_ptr<gloo::rendezvous::Context> context, GlooAlgorithm algorithm,
-           std::vector<std::string> remote_addresses, Duration timeout)
+           std::vector<std::vector<std::string>> remote_addresses, Duration timeout)
       : context_(std::move(context)),
         algorithm_kind_(algorithm),
         remote_addresses_(std::move(remote_addresses)),
@@ -82,7 +86,7 @@ class GlooPeer : public AllreducePeer {
  private:
   std::shared_ptr<gloo::rendezvous::Context> context_;
   GlooAlgorithm algorithm_kind_;
-  std::vector<std::string> remote_addresses_;
+  std::vector<std::vector<std::string>> remote_addresses_;
   Duration timeout_;
   std::unique_ptr<gloo::Algorithm> algorithm_;
   float* data_ = nullptr;
@@ -112,16 +116,16 @@ StatusOr<bool> AllOnOneHost(Transport& t, Duration timeout) {
                      [&](const std::string& host) { return host == hosts[0]; });
 }
 
-// remote[r]: the address of rank r's end of the pair between this rank and rank r, as Gloo
-// prints it in its messages (empty for this rank). Collective over `t`; `local` is this rank's
-// address of its end of each pair, '\n'-separated in rank order.
-StatusOr<std::vector<std::string>> PeerAddresses(Transport& t,
-                                                 const std::vector<std::string>& local,
-                                                 Duration timeout) {
+// remote[r]: the addresses by which Gloo may name rank r in this rank's messages (none for this
+// rank): rank r's end of the connection between us and `listening[r]`. Collective over `t`;
+// `local[r]` is this rank's end of its connection to rank r.
+StatusOr<std::vector<std::vector<std::string>>> RemoteAddresses(
+    Transport& t, const std::vector<std::string>& local, const std::vector<std::string>& listening,
+    Duration timeout) {
   std::string joined;
   for (const auto& address : local) joined += address + "\n";
   FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> all, GatherStrings(t, joined, timeout));
-  std::vector<std::string> remote(static_cast<size_t>(t.size()));
+  std::vector<std::vector<std::string>> remote(static_cast<size_t>(t.size()));
   for (int r = 0; r < t.size(); ++r) {
     if (r == t.rank()) continue;
     // Entry t.rank() of rank r's list.
@@ -130,7 +134,8 @@ StatusOr<std::vector<std::string>> PeerAddresses(Transport& t,
       const size_t end = list.find('\n');
       list = end == std::string_view::npos ? std::string_view() : list.substr(end + 1);
     }
-    remote[static_cast<size_t>(r)] = std::string(list.substr(0, list.find('\n')));
+    remote[static_cast<size_t>(r)] = {std::string(list.substr(0, list.find('\n'))),
+                                      listening[static_cast<size_t>(r)]};
   }
   return remote;
 }
@@ -170,6 +175,7 @@ StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
 
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::vector<std::string> local(static_cast<size_t>(t.size()));
+  std::vector<std::string> listening(static_cast<size_t>(t.size()));
   Status connected = Status::Ok();
   try {
     gloo::transport::tcp::attr attr;
@@ -187,6 +193,15 @@ StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
       if (r == t.rank()) continue;
       auto& pair = context->getPair(r);
       local[static_cast<size_t>(r)] = pair->address().str();
+      // Rank r stored the listening addresses of its pairs in rank order, skipping itself.
+      const std::vector<char> stored = store.get(std::to_string(r));
+      const size_t each = stored.size() / static_cast<size_t>(t.size() - 1);
+      const size_t index = static_cast<size_t>(t.rank() > r ? t.rank() - 1 : t.rank());
+      const auto first = stored.begin() + static_cast<std::ptrdiff_t>(index * each);
+      listening[static_cast<size_t>(r)] =
+          gloo::transport::tcp::Address(
+              std::vector<char>(first, first + static_cast<std::ptrdiff_t>(each)))
+              .str();
       if (options.mode != GlooMode::kAsync) {
         pair->setSync(true, options.mode == GlooMode::kBusyPoll);
       }
@@ -207,8 +222,8 @@ StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
   FRUGAL_RETURN_IF_ERROR(connected);
   FRUGAL_RETURN_IF_ERROR(agreed);
   if (ok[0] != 0.0f) return IoError("Gloo rendezvous failed on another rank");
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> remote,
-                          PeerAddresses(t, local, options.timeout));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> remote,
+                          RemoteAddresses(t, local, listening, options.timeout));
   return std::unique_ptr<AllreducePeer>(
       std::make_unique<GlooPeer>(context, options.algorithm, std::move(remote), options.timeout));
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <climits>
@@ -146,11 +147,15 @@ std::string_view GlooModeName(GlooMode mode) {
   return "?";
 }
 
-Status DescribeGlooFailure(std::string_view what, const std::vector<std::string>& remote_addresses,
+Status DescribeGlooFailure(std::string_view what,
+                           const std::vector<std::vector<std::string>>& remote_addresses,
                            Duration timeout) {
   std::vector<int> ranks;
   for (size_t r = 0; r < remote_addresses.size(); ++r) {
-    if (!remote_addresses[r].empty() && ContainsAddress(what, remote_addresses[r])) {
+    if (std::any_of(remote_addresses[r].begin(), remote_addresses[r].end(),
+                    [&](const std::string& address) {
+                      return !address.empty() && ContainsAddress(what, address);
+                    })) {
       ranks.push_back(static_cast<int>(r));
     }
   }

@@ -80,10 +80,11 @@ struct GlooPeerOptions {
 // whose connection closes kPeerLost.
 StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t, const GlooPeerOptions& options);
 
-// The Status for an exception text of Gloo: the ranks whose address (remote_addresses[r], as
-// Gloo prints it) the text contains are named; an expired wait is kTimeout, a connection closed
-// or reset by the other side kPeerLost, anything else kIoError.
-Status DescribeGlooFailure(std::string_view what, const std::vector<std::string>& remote_addresses,
+// The Status for an exception text of Gloo: the ranks r one of whose addresses
+// (remote_addresses[r], as Gloo prints them) the text contains are named; an expired wait is
+// kTimeout, a connection closed or reset by the other side kPeerLost, anything else kIoError.
+Status DescribeGlooFailure(std::string_view what,
+                           const std::vector<std::vector<std::string>>& remote_addresses,
                            Duration timeout);
 
 }  // namespace frugal::bench

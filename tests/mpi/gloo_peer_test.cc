@@ -21,7 +21,8 @@ using std::chrono::steady_clock;
 float Value(size_t i, int rank) { return static_cast<float>((7 * i + 13 * rank + 1) % 16); }
 
 TEST(DescribeGlooFailure, NamesTheRankWhoseAddressTheMessageHolds) {
-  const std::vector<std::string> remote = {"", "[127.0.0.1]:4123", "[127.0.0.1]:41234"};
+  const std::vector<std::vector<std::string>> remote = {
+      {}, {"[127.0.0.1]:4123", "[127.0.0.1]:999"}, {"[127.0.0.1]:41234", "[127.0.0.1]:5000"}};
   Status timeout = DescribeGlooFailure("[pair.cc:574] Read timeout [127.0.0.1]:41234", remote,
                                        milliseconds(1500));
   EXPECT_EQ(timeout.code(), StatusCode::kTimeout);
@@ -29,7 +30,7 @@ TEST(DescribeGlooFailure, NamesTheRankWhoseAddressTheMessageHolds) {
       << timeout.message();
   EXPECT_EQ(timeout.message().find("rank 1"), std::string::npos) << timeout.message();
 
-  Status gone = DescribeGlooFailure("writev [127.0.0.1]:4123: Connection reset by peer", remote,
+  Status gone = DescribeGlooFailure("writev [127.0.0.1]:999: Connection reset by peer", remote,
                                     milliseconds(1500));
   EXPECT_EQ(gone.code(), StatusCode::kPeerLost);
   EXPECT_NE(gone.message().find("rank 1 is gone"), std::string::npos) << gone.message();
