@@ -41,6 +41,12 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
   if (!(flags.stall_warning_s >= 0) || !(flags.stall_shutdown_s >= 0)) {
     return InvalidArgumentError("--stall-warning-s and --stall-shutdown-s must be >= 0");
   }
+  if (flags.stall_warning_s > 0 && flags.stall_warning_s * 1000 >= flags.timeout_ms) {
+    return InvalidArgumentError(fmt::format(
+        "--stall-warning-s {} must be shorter than --timeout-ms {} (the wait ends the job at the "
+        "timeout, so a later warning would never be printed)",
+        flags.stall_warning_s, flags.timeout_ms));
+  }
   overlap.engine.cycle_time = Duration(std::llround(flags.cycle_time_ms));
   overlap.engine.fusion_threshold_bytes =
       static_cast<size_t>(std::llround(flags.fusion_threshold_mb * (1 << 20)));
@@ -185,7 +191,8 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "--overlap priority: partition size (0: no partitioning)")
       ->capture_default_str();
   cmd.add_option("--stall-warning-s", flags.stall_warning_s,
-                 "Warn when some ranks submitted a gradient and others not for this long (0: off)")
+                 "Warn, naming the ranks, when some ranks submitted a gradient and others not for this "
+                 "long (0: off); must be shorter than --timeout-ms, which ends the job")
       ->capture_default_str();
   cmd.add_option("--stall-shutdown-s", flags.stall_shutdown_s,
                  "End the job when such a stall lasts this long (0: never)")
