@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <string>
 
+#include "frugal/timer.h"
+#include "transport/mpi/mpi_request.h"
+
 namespace frugal::mpitest {
 namespace {
 
@@ -46,6 +49,14 @@ std::unique_ptr<Transport> TestWorld() {
     return nullptr;
   }
   return std::move(world).value();
+}
+
+bool AbandonedOperationsComplete(Transport& t, Duration timeout) {
+  const auto start = Clock::now();
+  while (mpi_internal::AbandonedOperations(t) > 0) {
+    if (Clock::now() - start > timeout) return false;
+  }
+  return true;
 }
 
 }  // namespace frugal::mpitest
