@@ -71,7 +71,7 @@ struct TrainFlags {
   double cycle_time_ms = 1;
   double fusion_threshold_mb = 64;
   double partition_mb = 4;
-  double stall_warning_s = 60;
+  double stall_warning_s = 10;
   double stall_shutdown_s = 0;
   int engine_nice = 0;
   std::string timeline;

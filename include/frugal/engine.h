@@ -26,8 +26,12 @@
 //    reducers) and completes the Work of every tensor whose values have all been reduced.
 //  - inspects stalls: a tensor that some ranks have submitted and others have not for longer than
 //    `stall_warning` is reported (once, by the lowest rank that submitted it) naming the ranks and
-//    tensors; after `stall_shutdown` (if set) the engine fails every pending tensor with kTimeout
-//    and tells its peers, which fail too.
+//    tensors; after `stall_shutdown` (if set) the engine fails every pending tensor with kTimeout.
+//  - fails as a whole: an error (a timeout, a reducer's error, a malformed message) or an exception
+//    on the engine thread (a compressor's failed check, bad_alloc, a throwing on_stall) fails every
+//    pending and later Work with that Status, and the engine tells its peers (at once, bounded by
+//    200 ms in all), which fail with the same code and a message naming the rank and the cause as
+//    soon as they next negotiate or a reduction with the failed rank times out.
 //  - runs other collectives (Call): evaluation, metric exchange, broadcasts, so that no other
 //    thread needs the transport after start-up.
 //
@@ -92,7 +96,6 @@ enum class SchedulePolicy { kFifo, kPriority };
 inline constexpr Duration kDefaultCycleTime = std::chrono::milliseconds(1);
 inline constexpr size_t kDefaultFusionThresholdBytes = size_t{64} << 20;
 inline constexpr size_t kDefaultPartitionBytes = size_t{4} << 20;
-inline constexpr Duration kDefaultStallWarning = std::chrono::seconds(60);
 
 // Reported by the stall inspector.
 struct StallReport {
@@ -125,7 +128,13 @@ struct EngineOptions {
   // Bounds every wait for peers: a negotiation cycle whose peers do not all answer within it fails
   // with kTimeout naming the silent ranks and the pending tensors.
   Duration timeout = kDefaultTimeout;
-  Duration stall_warning = kDefaultStallWarning;
+  // The stall inspector and the timeout watch the same thing: a rank that does not submit a tensor
+  // its peers have submitted does not answer their negotiation, so after `timeout` the job ends
+  // with kTimeout anyway. A stall warning or shutdown is therefore only seen when it is shorter
+  // than `timeout`: Start refuses (kInvalidArgument) a nonzero stall_warning or stall_shutdown
+  // that is not. By default the warning comes at half the timeout, naming the missing ranks while
+  // there is still time to look at them; Engine::options() shows the value in use.
+  std::optional<Duration> stall_warning;       // absent: timeout / 2; zero: no warning
   Duration stall_shutdown = Duration::zero();  // zero: never shut down
   // Called on the engine thread for each stall report; by default reports are logged as warnings.
   std::function<void(const StallReport&)> on_stall;
@@ -176,7 +185,8 @@ struct EngineStats {
 class Engine {
  public:
   // Collective over `t`: checks that every rank passes the same scheduling options
-  // (kInvalidArgument on every rank naming the ranks that differ), aligns the timeline origin
+  // (kInvalidArgument on every rank naming the ranks that differ; kInvalidArgument at once for a
+  // stall warning or shutdown not shorter than the timeout), aligns the timeline origin
   // with a barrier and starts the engine thread. `t` and `reducer` must outlive the engine and
   // are used only by the engine thread until Shutdown returns.
   static StatusOr<std::unique_ptr<Engine>> Start(Transport& t, GradientReducer& reducer,

@@ -88,7 +88,10 @@ using engine_internal::TensorDescriptor;
 namespace {
 
 constexpr int kNegotiationTag = kEngineTags[0];
+constexpr int kAbortTag = kEngineTags[1];
 constexpr auto kStallCheckPeriod = std::chrono::milliseconds(100);
+// A failed engine's notice to its peers: sent to all at once, waited for at most this long.
+constexpr Duration kAbortSendBound = std::chrono::milliseconds(200);
 
 struct Interval {
   Clock::time_point begin;
@@ -429,6 +432,9 @@ class Engine::Impl {
 
   // ---- the engine thread ----
 
+  // The thread's body: no exception leaves it. One that escapes the loop (a compressor's failed
+  // check, bad_alloc, a throwing stall callback) fails the engine like an error Status: a failed
+  // FRUGAL_CHECK is kInvalidArgument (bad input reached a layer below), anything else kInternal.
   void Loop() {
     pthread_setname_np(pthread_self(), "frugal-engine");
     if (options_.thread_nice != 0 &&
@@ -436,6 +442,21 @@ class Engine::Impl {
       options_.logger.Warning(fmt::format("engine: cannot set the thread's nice value to {}: {}",
                                           options_.thread_nice, std::strerror(errno)));
     }
+    Status failure;
+    try {
+      Run();
+      return;
+    } catch (const CheckError& e) {
+      failure = InvalidArgumentError(fmt::format("engine thread: {}", e.what()));
+    } catch (const std::exception& e) {
+      failure = InternalError(fmt::format("engine thread: {}", e.what()));
+    } catch (...) {
+      failure = InternalError("engine thread: an exception of unknown type");
+    }
+    Fail(std::move(failure));
+  }
+
+  void Run() {
     while (true) {
       Item call;
       {
@@ -562,7 +583,6 @@ class Engine::Impl {
     ++cycle_;
     FRUGAL_ASSIGN_OR_RETURN(CycleOutcome outcome, engine_internal::EvaluateCycle(cache_, all));
     const auto evaluated = Clock::now();
-    if (outcome.shutdown) return CancelledError(*outcome.shutdown);
     if (outcome.plan && plan_.empty()) AdoptPlan(*outcome.plan);
 
     for (const auto& [id, message] : outcome.mismatched) {
@@ -643,6 +663,7 @@ class Engine::Impl {
     auto last_inspection = start;
     std::vector<std::byte> buffer;
     while (missing > 0) {
+      FRUGAL_RETURN_IF_ERROR(PollAbort());
       bool progress = false;
       for (int p = 0; p < size_; ++p) {
         if (got[static_cast<size_t>(p)]) continue;
@@ -655,8 +676,9 @@ class Engine::Impl {
             engine_internal::DecodeCycleMessage(std::span(buffer.data(), recv->bytes()));
         if (!message.ok()) return message.status().Annotate(fmt::format("from rank {}", p));
         if (message->cycle != mine.cycle) {
-          return InternalError(fmt::format("negotiation: rank {} is in cycle {}, this rank in {}",
-                                           p, message->cycle, mine.cycle));
+          return MalformedError(fmt::format(
+              "negotiation: rank {} sent a message of cycle {}, this rank is in cycle {}", p,
+              message->cycle, mine.cycle));
         }
         reported_[static_cast<size_t>(p)] = ReportedNames(*message);
         all[static_cast<size_t>(p)] = std::move(*message);
@@ -670,7 +692,7 @@ class Engine::Impl {
       if (StopRequested()) return CancelledError("the engine was shut down");
       if (now - last_inspection >= kStallCheckPeriod) {
         last_inspection = now;
-        FRUGAL_RETURN_IF_ERROR(InspectStalls(now, mine.cycle));
+        FRUGAL_RETURN_IF_ERROR(InspectStalls(now));
       }
       if (now - start >= options_.timeout) {
         std::vector<int> silent;
@@ -722,8 +744,9 @@ class Engine::Impl {
     return fmt::format("{}", fmt::join(names, ", "));
   }
 
-  Status InspectStalls(Clock::time_point now, uint64_t cycle) {
-    if (options_.stall_warning <= Duration::zero() && options_.stall_shutdown <= Duration::zero()) {
+  Status InspectStalls(Clock::time_point now) {
+    if (*options_.stall_warning <= Duration::zero() &&
+        options_.stall_shutdown <= Duration::zero()) {
       return Status::Ok();
     }
     std::vector<StallReport> reports;
@@ -732,8 +755,8 @@ class Engine::Impl {
       for (auto& [name, entries] : pending_) {
         Entry& head = *entries.front();
         const auto age = now - head.submitted;
-        const bool warn = options_.stall_warning > Duration::zero() &&
-                          age >= options_.stall_warning && !head.stall_warned;
+        const bool warn = *options_.stall_warning > Duration::zero() &&
+                          age >= *options_.stall_warning && !head.stall_warned;
         const bool shut =
             options_.stall_shutdown > Duration::zero() && age >= options_.stall_shutdown;
         if (!warn && !shut) continue;
@@ -757,9 +780,7 @@ class Engine::Impl {
     for (const StallReport& report : reports) {
       Report(report);
       if (report.shutdown) {
-        const std::string reason = "stall inspector: " + report.ToString() + "; shutting down";
-        SendShutdown(cycle + 1, reason);
-        return TimeoutError(reason);
+        return TimeoutError("stall inspector: " + report.ToString() + "; shutting down");
       }
     }
     return Status::Ok();
@@ -774,23 +795,42 @@ class Engine::Impl {
     }
   }
 
-  // Best effort: tells the peers, in the message of the next cycle, that this rank stops.
-  void SendShutdown(uint64_t cycle, const std::string& reason) {
-    CycleMessage m;
-    m.cycle = cycle;
-    m.cache_size = cache_.size();
-    m.shutdown = true;
-    m.reason = reason;
-    shutdown_message_ = engine_internal::EncodeCycleMessage(m);
+  // Best effort: tells every peer that this engine failed and why (kAbortTag). The sends start
+  // together and are waited for at most kAbortSendBound in all; a peer that has gone does not
+  // delay the others.
+  void SendAbort(const Status& status) {
+    if (size_ == 1) return;
+    const auto deadline = Clock::now() + kAbortSendBound;
+    abort_message_ =
+        engine_internal::EncodeAbortMessage({status.code(), std::string(status.message())});
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
-      stats_.negotiation_bytes += shutdown_message_.size() * static_cast<uint64_t>(size_ - 1);
+      stats_.negotiation_bytes += abort_message_.size() * static_cast<uint64_t>(size_ - 1);
     }
+    std::vector<std::unique_ptr<Work>> sends;
     for (int p = 0; p < size_; ++p) {
-      if (p == rank_) continue;
-      std::unique_ptr<Work> send = t_.ISend(p, kNegotiationTag, shutdown_message_);
-      (void)send->Wait(std::chrono::milliseconds(200));
+      if (p != rank_) sends.push_back(t_.ISend(p, kAbortTag, abort_message_));
     }
+    for (auto& send : sends) {
+      const auto left = std::max(Clock::duration::zero(), deadline - Clock::now());
+      (void)send->Wait(std::chrono::duration_cast<Duration>(left));
+    }
+  }
+
+  // A peer's abort notice, if one has arrived: its failure as this rank's (same code, the message
+  // naming the peer). Malformed notices are errors of their own.
+  Status PollAbort() {
+    if (size_ == 1) return Status::Ok();
+    std::optional<ProbeResult> probe = t_.IProbe(kAnySource, kAbortTag);
+    if (!probe) return Status::Ok();
+    std::vector<std::byte> buffer(probe->bytes);
+    std::unique_ptr<Work> recv = t_.IRecv(probe->source, kAbortTag, buffer);
+    FRUGAL_RETURN_IF_ERROR(recv->Wait(options_.timeout).Annotate("abort notice"));
+    peer_failed_ = true;
+    StatusOr<engine_internal::AbortMessage> message =
+        engine_internal::DecodeAbortMessage(std::span(buffer.data(), recv->bytes()));
+    if (!message.ok()) return message.status().Annotate(fmt::format("from rank {}", probe->source));
+    return Status(message->code, fmt::format("rank {} failed: {}", probe->source, message->reason));
   }
 
   // ---- queue and execution ----
@@ -868,6 +908,7 @@ class Engine::Impl {
       size_t take = 1;
       size_t bytes = queue_[0].count * sizeof(float);
       while (options_.partition_bytes > 0 && take < queue_.size() &&
+             queue_[take].entry->step == queue_[0].entry->step &&
              bytes + queue_[take].count * sizeof(float) <= options_.partition_bytes) {
         bytes += queue_[take].count * sizeof(float);
         ++take;
@@ -880,14 +921,27 @@ class Engine::Impl {
     while (true) {
       std::optional<size_t> group = ReadyGroup();
       if (group) {
-        std::vector<Unit> bucket;
+        std::vector<Unit> members;
         for (uint32_t id : plan_[*group]) {
           auto it = std::find_if(queue_.begin(), queue_.end(),
                                  [&](const Unit& u) { return u.held && u.entry->id == id; });
-          bucket.push_back(*it);
+          members.push_back(*it);
           queue_.erase(it);
         }
-        FRUGAL_RETURN_IF_ERROR(ReduceBucket(bucket));
+        // One bucket per step among the members, in the order of the first member of each.
+        while (!members.empty()) {
+          const uint64_t step = members.front().entry->step;
+          std::vector<Unit> bucket;
+          for (auto it = members.begin(); it != members.end();) {
+            if (it->entry->step != step) {
+              ++it;
+              continue;
+            }
+            bucket.push_back(*it);
+            it = members.erase(it);
+          }
+          FRUGAL_RETURN_IF_ERROR(ReduceBucket(bucket));
+        }
         continue;
       }
       auto first =
@@ -898,7 +952,7 @@ class Engine::Impl {
       if (options_.fusion == FusionPolicy::kCycle) {
         size_t bytes = bucket[0].count * sizeof(float);
         for (auto it = queue_.begin(); it != queue_.end();) {
-          if (it->held) {
+          if (it->held || it->entry->step != bucket[0].entry->step) {
             ++it;
             continue;
           }
@@ -964,7 +1018,11 @@ class Engine::Impl {
       cost_samples_seconds_.push_back(seconds);
     }
     if (options_.timeline) DrawReduction(info, units, begin, end);
-    if (!status.ok()) return status.Annotate("engine");
+    if (!status.ok()) {
+      // A peer that failed first (and left this reduction waiting for it) has the cause.
+      FRUGAL_RETURN_IF_ERROR(PollAbort());
+      return status.Annotate("engine");
+    }
     for (const Unit& u : units) {
       Entry* e = u.entry;
       if (--e->units_left > 0) continue;
@@ -1097,6 +1155,8 @@ class Engine::Impl {
 
   // ---- failure ----
 
+  // Fails every pending and later Work with `status`, after telling the peers (unless the engine
+  // is being shut down, or the failure is a peer's notice, which the others have received too).
   void Fail(Status status) {
     bool stopping = false;
     {
@@ -1104,7 +1164,10 @@ class Engine::Impl {
       stopping = stop_ && status.code() == StatusCode::kCancelled;
       if (failure_.ok() && !stopping) failure_ = status;
     }
-    if (!stopping) options_.logger.Error("engine: " + status.ToString());
+    if (!stopping) {
+      options_.logger.Error("engine: " + status.ToString());
+      if (!peer_failed_) SendAbort(status);
+    }
     CloseAndFailAll(status);
   }
 
@@ -1162,7 +1225,8 @@ class Engine::Impl {
   TensorCache cache_;
   std::vector<std::set<std::string>> reported_;
   std::vector<std::byte> out_message_;
-  std::vector<std::byte> shutdown_message_;
+  std::vector<std::byte> abort_message_;
+  bool peer_failed_ = false;  // the failure came from a peer's abort notice
   std::vector<Unit> queue_;
   uint64_t next_order_ = 0;
   uint64_t buckets_ = 0;
@@ -1191,6 +1255,19 @@ StatusOr<std::unique_ptr<Engine>> Engine::Start(Transport& t, GradientReducer& r
   FRUGAL_CHECK_GT(options.fusion_threshold_bytes, size_t{0}, "fusion threshold");
   FRUGAL_CHECK_GE(options.mgwfbp_warmup_steps, 0);
   FRUGAL_CHECK_GE(options.mgwfbp_profile_steps, 1);
+  // A stall that lasts reaches the timeout of the negotiation, which ends the job: a warning or
+  // shutdown not shorter than it would never be seen.
+  if (!options.stall_warning) options.stall_warning = options.timeout / 2;
+  for (const auto& [name, value] :
+       {std::pair<const char*, Duration>{"warning", *options.stall_warning},
+        {"shutdown", options.stall_shutdown}}) {
+    if (value > Duration::zero() && value >= options.timeout) {
+      return InvalidArgumentError(fmt::format(
+          "engine start: the stall {} ({} ms) must be shorter than the timeout ({} ms), which ends "
+          "the job first",
+          name, value.count(), options.timeout.count()));
+    }
+  }
   // Every rank must schedule alike, or they would reduce different buckets.
   const uint64_t mine = OptionsFingerprint(options);
   std::vector<std::byte> all;

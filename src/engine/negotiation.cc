@@ -14,8 +14,8 @@
 //     is the same, and mismatched otherwise - the message groups the ranks by description;
 //  3. a tensor reported by some ranks only is partial (the stall inspector and the detection of
 //     unmatched names use the reporting ranks);
-//  4. all_waiting is the AND of the waiting flags, shutdown the reason of the lowest rank that
-//     shuts down, plan the merge plan of the first message that carries one.
+//  4. all_waiting is the AND of the waiting flags, plan the merge plan of the first message that
+//     carries one.
 // DecodeCycleMessage checks every count and length against the bytes that are left before it
 // reads, so a malformed message is an error, never an out-of-bounds read.
 #include "engine/negotiation.h"
@@ -31,10 +31,11 @@ namespace frugal::engine_internal {
 namespace {
 
 constexpr char kMagic[4] = {'F', 'R', 'N', 'G'};
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 constexpr uint16_t kFlagWaiting = 1;
-constexpr uint16_t kFlagShutdown = 2;
 constexpr uint16_t kFlagPlan = 4;
+constexpr char kAbortMagic[4] = {'F', 'R', 'A', 'B'};
+constexpr uint16_t kAbortVersion = 1;
 constexpr size_t kMaxNameBytes = 4096;
 constexpr size_t kMaxDims = 32;
 constexpr uint32_t kMaxCacheSize = 1u << 24;
@@ -110,7 +111,6 @@ std::vector<std::byte> EncodeCycleMessage(const CycleMessage& m) {
   w.Put<uint16_t>(kVersion);
   uint16_t flags = 0;
   if (m.waiting) flags |= kFlagWaiting;
-  if (m.shutdown) flags |= kFlagShutdown;
   if (m.plan) flags |= kFlagPlan;
   w.Put<uint16_t>(flags);
   w.Put<uint64_t>(m.cycle);
@@ -118,11 +118,6 @@ std::vector<std::byte> EncodeCycleMessage(const CycleMessage& m) {
   std::vector<uint8_t> bits(m.bits);
   bits.resize((m.cache_size + 7) / 8, 0);
   w.Bytes(bits.data(), bits.size());
-  if (m.shutdown) {
-    const std::string reason = m.reason.substr(0, kMaxReasonBytes);
-    w.Put<uint32_t>(static_cast<uint32_t>(reason.size()));
-    w.Bytes(reason.data(), reason.size());
-  }
   w.Put<uint32_t>(static_cast<uint32_t>(m.descriptors.size()));
   for (const TensorDescriptor& d : m.descriptors) {
     FRUGAL_CHECK_LE(d.name.size(), kMaxNameBytes, "tensor name too long");
@@ -156,22 +151,13 @@ StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes) {
   uint16_t flags = 0;
   CycleMessage m;
   if (!r.Get(version) || version != kVersion) return Bad("unknown version");
-  if (!r.Get(flags) || (flags & ~(kFlagWaiting | kFlagShutdown | kFlagPlan)) != 0) {
-    return Bad("unknown flags");
-  }
+  if (!r.Get(flags) || (flags & ~(kFlagWaiting | kFlagPlan)) != 0) return Bad("unknown flags");
   m.waiting = (flags & kFlagWaiting) != 0;
-  m.shutdown = (flags & kFlagShutdown) != 0;
   if (!r.Get(m.cycle) || !r.Get(m.cache_size)) return Bad("truncated header");
   if (m.cache_size > kMaxCacheSize) return Bad("cache size out of range");
   if (!r.Raw((m.cache_size + 7) / 8, m.bits)) return Bad("truncated bit vector");
   if (m.cache_size % 8 != 0 && !m.bits.empty() && (m.bits.back() >> (m.cache_size % 8)) != 0) {
     return Bad("bits set beyond the cache size");
-  }
-  if (m.shutdown) {
-    uint32_t size = 0;
-    if (!r.Get(size) || size > kMaxReasonBytes || !r.String(size, m.reason)) {
-      return Bad("bad shutdown reason");
-    }
   }
   uint32_t count = 0;
   if (!r.Get(count)) return Bad("truncated descriptor count");
@@ -214,6 +200,42 @@ StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes) {
     m.plan = std::move(plan);
   }
   if (r.left() != 0) return Bad("trailing bytes");
+  return m;
+}
+
+std::vector<std::byte> EncodeAbortMessage(const AbortMessage& m) {
+  Writer w;
+  w.Bytes(kAbortMagic, sizeof(kAbortMagic));
+  w.Put<uint16_t>(kAbortVersion);
+  w.Put<uint8_t>(static_cast<uint8_t>(m.code));
+  const std::string reason = m.reason.substr(0, kMaxReasonBytes);
+  w.Put<uint32_t>(static_cast<uint32_t>(reason.size()));
+  w.Bytes(reason.data(), reason.size());
+  return w.Take();
+}
+
+StatusOr<AbortMessage> DecodeAbortMessage(std::span<const std::byte> bytes) {
+  Reader r(bytes);
+  std::string magic;
+  if (!r.String(sizeof(kAbortMagic), magic) ||
+      std::memcmp(magic.data(), kAbortMagic, sizeof(kAbortMagic)) != 0) {
+    return MalformedError("abort message: bad magic");
+  }
+  uint16_t version = 0;
+  uint8_t code = 0;
+  uint32_t size = 0;
+  AbortMessage m;
+  if (!r.Get(version) || version != kAbortVersion) {
+    return MalformedError("abort message: unknown version");
+  }
+  if (!r.Get(code) || code == static_cast<uint8_t>(StatusCode::kOk) ||
+      code > static_cast<uint8_t>(StatusCode::kInternal)) {
+    return MalformedError("abort message: bad status code");
+  }
+  m.code = static_cast<StatusCode>(code);
+  if (!r.Get(size) || size > kMaxReasonBytes || !r.String(size, m.reason) || r.left() != 0) {
+    return MalformedError("abort message: bad reason");
+  }
   return m;
 }
 
@@ -313,9 +335,6 @@ StatusOr<CycleOutcome> EvaluateCycle(TensorCache& cache, std::span<const CycleMe
   outcome.all_waiting = n > 0;
   for (int r = 0; r < n; ++r) {
     outcome.all_waiting = outcome.all_waiting && messages[r].waiting;
-    if (messages[r].shutdown && !outcome.shutdown) {
-      outcome.shutdown = fmt::format("rank {} shut down: {}", r, messages[r].reason);
-    }
     if (messages[r].plan && !outcome.plan) {
       for (const auto& group : *messages[r].plan) {
         for (uint32_t id : group) {

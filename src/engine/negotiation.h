@@ -30,9 +30,7 @@ struct TensorDescriptor {
 
 struct CycleMessage {
   uint64_t cycle = 0;
-  bool waiting = false;   // a thread of the sender waits on a tensor the sender has reported
-  bool shutdown = false;  // the sender is shutting down; `reason` says why
-  std::string reason;
+  bool waiting = false;       // a thread of the sender waits on a tensor the sender has reported
   uint32_t cache_size = 0;    // entries in the sender's cache when it built the message
   std::vector<uint8_t> bits;  // bit i (LSB first): the tensor with cache id i is pending
   std::vector<TensorDescriptor> descriptors;  // pending tensors not in the cache, or differing
@@ -43,13 +41,24 @@ struct CycleMessage {
   void SetBit(uint32_t id);
 };
 
-// Wire format, little-endian: magic "FRNG", version u16, flags u16 (1 waiting, 2 shutdown,
-// 4 plan), cycle u64, cache_size u32, bits, reason (u32 length + bytes) if shutdown,
-// descriptor count u32 and descriptors (name u16+bytes, dtype u16+bytes, ndim u8, dims i64,
-// priority i32), plan (u32 groups, each u32 count + u32 ids) if plan.
+// Wire format, little-endian: magic "FRNG", version u16, flags u16 (1 waiting, 4 plan), cycle
+// u64, cache_size u32, bits, descriptor count u32 and descriptors (name u16+bytes, dtype
+// u16+bytes, ndim u8, dims i64, priority i32), plan (u32 groups, each u32 count + u32 ids) if plan.
 std::vector<std::byte> EncodeCycleMessage(const CycleMessage& message);
 // Validates every length, count and id before use; kMalformed otherwise.
 StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes);
+
+// The notice a failed engine sends every peer (on its own tag, outside the cycles): the code and
+// message of its failure, so that the peers fail with the same code and the cause.
+struct AbortMessage {
+  StatusCode code = StatusCode::kInternal;
+  std::string reason;
+};
+// Wire format, little-endian: magic "FRAB", version u16, code u8, reason (u32 length + bytes, at
+// most 64 KiB; longer reasons are cut).
+std::vector<std::byte> EncodeAbortMessage(const AbortMessage& message);
+// kMalformed for a bad magic, version, code (OK or unknown) or length.
+StatusOr<AbortMessage> DecodeAbortMessage(std::span<const std::byte> bytes);
 
 // The cache of known tensors: ids are given in the order in which the evaluation first meets a
 // name, which is the same on every rank.
@@ -72,7 +81,6 @@ struct CycleOutcome {
   // Reported by some ranks only: id and the reporting ranks.
   std::vector<std::pair<uint32_t, std::vector<int>>> partial;
   bool all_waiting = false;
-  std::optional<std::string> shutdown;  // the reason of the lowest rank shutting down
   std::optional<std::vector<std::vector<uint32_t>>> plan;
 };
 

@@ -1,11 +1,12 @@
 // Timed compressors for the engine's timeline.
 //
-// TimedCompressor forwards every method of Compressor to the compressor it wraps; Encode and
-// Decode also record [begin, end) with the tensor's name in the PhaseRecorder. WithPhaseTiming
-// copies every entry of a registry with its factory wrapped so that the compressor it builds is
-// wrapped in a TimedCompressor; CompressorRegistry::Create then adds error feedback around it
-// (the timed compressor has no inner(), exactly like the compressor it wraps), so the residual
-// arithmetic is unchanged and only the leaf encode/decode calls are timed.
+// TimedCompressor forwards every method of Compressor to the compressor it wraps; Encode, Decode
+// and the fused error-feedback encoder (EncodeWithResidual) also record [begin, end) with the
+// tensor's name in the PhaseRecorder, so a timed compressor takes the same paths as an untimed one.
+// WithPhaseTiming copies every entry of a registry with its factory wrapped so that the compressor
+// it builds is wrapped in a TimedCompressor; CompressorRegistry::Create then adds error feedback
+// around it (the timed compressor has no inner(), exactly like the compressor it wraps), so the
+// residual arithmetic is unchanged and only the leaf encode/decode calls are timed.
 #include <memory>
 #include <utility>
 
@@ -38,6 +39,16 @@ class TimedCompressor final : public Compressor {
     const auto begin = Clock::now();
     Status status = inner_->Decode(payload, tensor, ctx, output);
     recorder_.Record("decompress", tensor.name, begin, Clock::now());
+    return status;
+  }
+  // Error feedback's fused encoder (one "compress" phase); nullopt, untimed, where the wrapped
+  // compressor has none, so that error feedback falls back to the timed Encode and Decode.
+  std::optional<Status> EncodeWithResidual(std::span<const float> input, std::span<float> residual,
+                                           const TensorInfo& tensor, CompressContext& ctx,
+                                           std::vector<std::byte>& out) const override {
+    const auto begin = Clock::now();
+    std::optional<Status> status = inner_->EncodeWithResidual(input, residual, tensor, ctx, out);
+    if (status) recorder_.Record("compress", tensor.name, begin, Clock::now());
     return status;
   }
   Status Aggregate(Transport& t, std::span<float> data, std::span<float> residual,

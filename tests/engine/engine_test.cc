@@ -285,18 +285,23 @@ TEST(Engine, StallInspectorNamesTheMissingRankAndTensor) {
   const int n = 3;
   std::mutex mutex;
   std::vector<std::pair<int, StallReport>> reports;
+  Gate reported;
   ExpectAllOk(RunRanks(n, [&](Transport& t) -> Status {
     std::unique_ptr<GradientReducer> reducer = RingReducer(t);
     EngineOptions options;
     options.stall_warning = std::chrono::milliseconds(200);
     const int rank = t.rank();
     options.on_stall = [&, rank](const StallReport& report) {
-      std::lock_guard<std::mutex> lock(mutex);
-      reports.emplace_back(rank, report);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        reports.emplace_back(rank, report);
+      }
+      reported.Open();
     };
     FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Start(t, *reducer, options));
     std::vector<float> a(16, 1.0f);
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(900));
+    // Rank 1 submits once the stall has been reported.
+    if (rank == 1 && !reported.Wait(kWait)) return TimeoutError("no stall report");
     FRUGAL_RETURN_IF_ERROR(engine->Submit(Req("grad.a"), a)->Wait(kWait));
     return engine->Shutdown();
   }));
@@ -316,6 +321,8 @@ TEST(Engine, StallShutdownFailsThePendingTensorsNamingTheRank) {
   const int n = 3;
   const Stopwatch watch;
   std::vector<double> seconds(n, 0);
+  std::atomic<int> failed{0};
+  Gate both_failed;
   std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
     std::unique_ptr<GradientReducer> reducer = RingReducer(t);
     EngineOptions options;
@@ -324,12 +331,13 @@ TEST(Engine, StallShutdownFailsThePendingTensorsNamingTheRank) {
     options.on_stall = [](const StallReport&) {};
     FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Start(t, *reducer, options));
     std::vector<float> a(16, 1.0f);
-    if (t.rank() == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-      return engine->Shutdown();  // never submitted
+    if (t.rank() == 1) {  // never submits
+      if (!both_failed.Wait(kWait)) return TimeoutError("ranks 0 and 2 did not fail");
+      return engine->Shutdown();
     }
     Status status = engine->Submit(Req("grad.a"), a)->Wait(kWait);
     seconds[t.rank()] = watch.Seconds();
+    if (++failed == 2) both_failed.Open();
     (void)engine->Shutdown();
     return status;
   });
@@ -342,25 +350,34 @@ TEST(Engine, StallShutdownFailsThePendingTensorsNamingTheRank) {
   }
 }
 
-TEST(Engine, ASilentRankTimesOutNamingIt) {
+// With the default stall warning (half the timeout) the stall inspector names the silent rank
+// first; then the negotiation times out naming it.
+TEST(Engine, ASilentRankIsReportedAndThenTimesOutNamingIt) {
   const int n = 2;
+  Gate timed_out;
+  std::vector<StallReport> reports;
   std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
     std::unique_ptr<GradientReducer> reducer = RingReducer(t);
     EngineOptions options;
     options.timeout = std::chrono::milliseconds(600);
+    options.on_stall = [&](const StallReport& report) { reports.push_back(report); };
     FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Start(t, *reducer, options));
-    if (t.rank() == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    if (t.rank() == 1) {  // silent until rank 0 has timed out
+      if (!timed_out.Wait(kWait)) return TimeoutError("rank 0 did not time out");
       return engine->Shutdown();
     }
     std::vector<float> a(4, 1.0f);
     Status status = engine->Submit(Req("x"), a)->Wait(kWait);
+    timed_out.Open();
     (void)engine->Shutdown();
     return status;
   });
   EXPECT_EQ(statuses[0].code(), StatusCode::kTimeout) << statuses[0].ToString();
   EXPECT_THAT(statuses[0].message(), HasSubstr("no answer from rank 1"));
   EXPECT_THAT(statuses[0].message(), HasSubstr("'x'"));
+  ASSERT_EQ(reports.size(), 1u);  // from rank 0, the only rank that submitted
+  EXPECT_EQ(reports[0].tensor, "x");
+  EXPECT_EQ(reports[0].missing, std::vector<int>{1});
 }
 
 // Holds every rank's engine in a Call until all tensors are submitted, so they are agreed in one
@@ -417,8 +434,9 @@ TEST(Engine, AHigherPriorityTensorOvertakesQueuedPartitions) {
       std::vector<float> early(8, 1.0f);
       std::unique_ptr<Work> wl = engine->Submit(Req("late", 9), late);
       if (!in_first.Wait(kWait)) return TimeoutError("first reduction did not start");
+      // Submitted while the engine is held inside the first reduction, so it is negotiated
+      // after it, while the other partitions of "late" are queued.
       std::unique_ptr<Work> we = engine->Submit(Req("early", 0), early);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       release.Open();
       FRUGAL_RETURN_IF_ERROR(wl->Wait(kWait));
       FRUGAL_RETURN_IF_ERROR(we->Wait(kWait));
@@ -545,14 +563,22 @@ TEST(Engine, DifferentSchedulingOptionsAreRejectedOnEveryRank) {
   }
 }
 
+// Rank 0's engine is inside a negotiation, waiting for rank 1 (its stall report proves it), when
+// Shutdown stops it.
 TEST(Engine, ShutdownCancelsPendingWorkAndLaterSubmissionsFail) {
   ExpectAllOk(RunRanks(2, [&](Transport& t) -> Status {
     std::unique_ptr<GradientReducer> reducer = RingReducer(t);
-    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Start(t, *reducer, {}));
+    Gate negotiating;
+    EngineOptions options;
+    options.stall_warning = std::chrono::milliseconds(1);
+    options.on_stall = [&](const StallReport&) { negotiating.Open(); };
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Start(t, *reducer, options));
     std::vector<float> a(4, 1.0f);
     std::unique_ptr<Work> w;
-    if (t.rank() == 0) w = engine->Submit(Req("only_here"), a);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (t.rank() == 0) {
+      w = engine->Submit(Req("only_here"), a);
+      if (!negotiating.Wait(kWait)) return TimeoutError("no stall report");
+    }
     FRUGAL_RETURN_IF_ERROR(engine->Shutdown());
     if (w && w->Wait(kWait).code() != StatusCode::kCancelled) {
       return InternalError("pending work was not cancelled");
@@ -665,9 +691,8 @@ TEST(Negotiation, EveryTruncationAndCorruptionIsRejectedWithoutCrashing) {
   m.cycle = 7;
   m.cache_size = 9;
   m.SetBit(3);
-  m.shutdown = true;
-  m.reason = "stop";
   m.descriptors.push_back({"layer.bias", {10}, "float32", 1});
+  m.plan = std::vector<std::vector<uint32_t>>{{0, 3}};
   const std::vector<std::byte> bytes = engine_internal::EncodeCycleMessage(m);
   for (size_t size = 0; size < bytes.size(); ++size) {
     EXPECT_EQ(engine_internal::DecodeCycleMessage(std::span(bytes.data(), size)).status().code(),
@@ -680,6 +705,23 @@ TEST(Negotiation, EveryTruncationAndCorruptionIsRejectedWithoutCrashing) {
     bad[rng.Below(bad.size())] = static_cast<std::byte>(rng.Below(256));
     (void)engine_internal::DecodeCycleMessage(bad);  // must not crash
   }
+}
+
+TEST(Negotiation, AbortMessagesRoundTripAndTruncationsAreRejected) {
+  const std::vector<std::byte> bytes =
+      engine_internal::EncodeAbortMessage({StatusCode::kTimeout, "stall inspector: 'a'"});
+  StatusOr<engine_internal::AbortMessage> back = engine_internal::DecodeAbortMessage(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->code, StatusCode::kTimeout);
+  EXPECT_EQ(back->reason, "stall inspector: 'a'");
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    EXPECT_EQ(engine_internal::DecodeAbortMessage(std::span(bytes.data(), size)).status().code(),
+              StatusCode::kMalformed)
+        << size;
+  }
+  std::vector<std::byte> ok_code = bytes;
+  ok_code[6] = static_cast<std::byte>(StatusCode::kOk);  // after magic and version
+  EXPECT_EQ(engine_internal::DecodeAbortMessage(ok_code).status().code(), StatusCode::kMalformed);
 }
 
 TEST(MergePlan, MergesOnlyTensorsThatArriveWithinAlphaOfTheGroupStart) {
