@@ -51,6 +51,10 @@ class MpiRuntime {
   // more of them than cores, waits yield the core sooner (mpi_transport.cc).
   int ranks_on_this_machine() const { return ranks_on_this_machine_; }
 
+  // Operations given up by their owners (a Wait that timed out, a Work destroyed unfinished) that
+  // MPI has not completed yet, after testing each of them once, which drives MPI's progress.
+  size_t abandoned_operations();
+
   // MPI_Abort(MPI_COMM_WORLD, code): ends every rank of the job. Used when a rank cannot go on
   // (a timeout, a lost peer) so that no other rank hangs.
   [[noreturn]] void Abort(int code);

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "frugal/timer.h"
-#include "transport/mpi/mpi_request.h"
 
 namespace frugal::mpitest {
 namespace {
@@ -51,9 +50,9 @@ std::unique_ptr<Transport> TestWorld() {
   return std::move(world).value();
 }
 
-bool AbandonedOperationsComplete(Transport& t, Duration timeout) {
+bool AbandonedOperationsComplete(Duration timeout) {
   const auto start = Clock::now();
-  while (mpi_internal::AbandonedOperations(t) > 0) {
+  while (Runtime().abandoned_operations() > 0) {
     if (Clock::now() - start > timeout) return false;
   }
   return true;

@@ -22,6 +22,6 @@ std::unique_ptr<Transport> TestWorld();
 
 // Tests the operations given up on this rank (which drives MPI's progress) until MPI has
 // completed all of them; false if some remain after `timeout`.
-bool AbandonedOperationsComplete(Transport& t, Duration timeout);
+bool AbandonedOperationsComplete(Duration timeout);
 
 }  // namespace frugal::mpitest

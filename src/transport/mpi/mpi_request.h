@@ -9,8 +9,6 @@
 // memory its caller has freed or reused, however late the peer is.
 #pragma once
 
-// The C API only; Open MPI's deprecated C++ bindings are not used.
-#define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <cstddef>
@@ -40,9 +38,5 @@ bool IsMpiTransport(const Transport& t);
 std::unique_ptr<Work> WorkForRequest(Transport& t, MPI_Request request, Memory memory,
                                      std::string what,
                                      std::function<std::string(Duration)> timeout_message);
-
-// Operations given up by their owners that MPI has not completed yet, for the runtime behind
-// MPI transport `t`, after testing each of them once (which also drives MPI's progress).
-size_t AbandonedOperations(Transport& t);
 
 }  // namespace frugal::mpi_internal

@@ -335,7 +335,6 @@ class MpiTransport : public Transport {
   friend std::unique_ptr<Work> mpi_internal::WorkForRequest(
       Transport& t, MPI_Request request, mpi_internal::Memory memory, std::string what,
       std::function<std::string(Duration)> timeout_message);
-  friend size_t mpi_internal::AbandonedOperations(Transport& t);
 
   StatusOr<std::optional<ProbeResult>> TryProbe(int src, int tag) {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size_), "probe: source rank ", src, " of ",
@@ -423,6 +422,8 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   return std::unique_ptr<Transport>(std::make_unique<MpiTransport>(comm, control, shared));
 }
 
+size_t MpiRuntime::abandoned_operations() { return abandoned_->Reap(); }
+
 void MpiRuntime::Abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
@@ -443,12 +444,6 @@ std::unique_ptr<Work> WorkForRequest(Transport& t, MPI_Request request, Memory m
   op.what = std::move(what);
   op.timeout_message = std::move(timeout_message);
   return std::make_unique<MpiWork>(std::move(op), mpi->shared_->policy, mpi->shared_->abandoned);
-}
-
-size_t AbandonedOperations(Transport& t) {
-  auto* mpi = dynamic_cast<MpiTransport*>(&t);
-  FRUGAL_CHECK(mpi != nullptr, "AbandonedOperations needs an MPI transport");
-  return mpi->shared_->abandoned->Reap();
 }
 
 }  // namespace mpi_internal
