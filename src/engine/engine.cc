@@ -667,7 +667,9 @@ class Engine::Impl {
       bool progress = false;
       for (int p = 0; p < size_; ++p) {
         if (got[static_cast<size_t>(p)]) continue;
-        std::optional<ProbeResult> probe = t_.IProbe(p, kNegotiationTag);
+        StatusOr<std::optional<ProbeResult>> found = t_.IProbe(p, kNegotiationTag);
+        if (!found.ok()) return found.status().Annotate("negotiation");
+        const std::optional<ProbeResult>& probe = *found;
         if (!probe) continue;
         buffer.resize(probe->bytes);
         std::unique_ptr<Work> recv = t_.IRecv(p, kNegotiationTag, buffer);
@@ -821,7 +823,9 @@ class Engine::Impl {
   // naming the peer). Malformed notices are errors of their own.
   Status PollAbort() {
     if (size_ == 1) return Status::Ok();
-    std::optional<ProbeResult> probe = t_.IProbe(kAnySource, kAbortTag);
+    StatusOr<std::optional<ProbeResult>> found = t_.IProbe(kAnySource, kAbortTag);
+    if (!found.ok()) return found.status().Annotate("abort notice");
+    const std::optional<ProbeResult>& probe = *found;
     if (!probe) return Status::Ok();
     std::vector<std::byte> buffer(probe->bytes);
     std::unique_ptr<Work> recv = t_.IRecv(probe->source, kAbortTag, buffer);
