@@ -98,8 +98,8 @@ TEST(EngineMpiErrors, ShapeMismatchFailsOnEveryRank) {
 
 // The last rank's reducer throws: its engine fails with the cause and tells the others, whose
 // reduction with it times out; every rank then fails with the same code, naming the rank and the
-// cause.
-TEST(EngineMpiErrors, AnExceptionOnOneRankFailsEveryRankWithTheCause) {
+// cause. (Runs in a job of its own: see CMakeLists.txt.)
+TEST(EngineMpiFailure, AnExceptionOnOneRankFailsEveryRankWithTheCause) {
   class ThrowingReducer final : public GradientReducer {
    public:
     explicit ThrowingReducer(std::unique_ptr<GradientReducer> inner) : inner_(std::move(inner)) {}
