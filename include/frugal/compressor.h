@@ -2,20 +2,16 @@
 // registry that builds compressors from spec strings, and the aggregation paths that move
 // compressed gradients between ranks.
 //
-// Where each family lives (src/compress/, layer frugal_compress):
-//   quantizers (none, fp16, bf16, minmax8, qsgd, terngrad, onebit, sign, signum, efsign,
-//   natural) ....................... quant_*.cc, registered by RegisterQuantizers()
-//   sparsifiers (randomk, topk, threshold, dgc, gtopk, ...) ... sparse_*.cc and gtopk*.cc,
-//                                   registered by RegisterSparsifiers(), which
-//                                   src/compress/sparse_register.cc must define
-//   low rank (powersgd) ........... lowrank_*.cc, registered by RegisterLowRank(), which
-//                                   src/compress/lowrank_register.cc must define
-//   sketches (sketch) ............. sketch_*.cc, registered by RegisterSketches(), which
-//                                   src/compress/sketch_register.cc must define
-// The three hooks are declared in src/compress/register.h. src/compress/CMakeLists.txt compiles
-// every sparse_*.cc, gtopk*.cc, lowrank_*.cc and sketch_*.cc, and DefaultCompressorRegistry()
-// calls a hook only when its *_register.cc file exists, so the build never depends on a file
-// that has not been written yet.
+// The compressors DefaultCompressorRegistry() holds, by family (src/compress/, layer
+// frugal_compress; each family registers itself through a hook declared in
+// src/compress/register.h):
+//   quantizers: none, fp16, bf16, minmax8, qsgd, terngrad, onebit, sign, signum, efsign,
+//     natural ...................... quant_*.cc, RegisterQuantizers()
+//   sparsifiers: randomk, topk, threshold, adaptive, sbc, stc, dgc, gtopk
+//     .............................. sparse_*.cc and gtopk_*.cc, RegisterSparsifiers()
+//   low rank: powersgd ............. lowrank_*.cc, RegisterLowRank()
+//   sketches: sketch ............... sketch_*.cc, RegisterSketches()
+// tests/compress/registry_test.cc checks that the registry holds exactly these names.
 //
 // Wire format: see compress_wire.h (versioned header + bit-packed body, validated before use).
 //

@@ -6,11 +6,12 @@
 
 namespace frugal {
 
-// Defined in src/compress/sparse_register.cc: randomk, topk, threshold, dgc, gtopk, ...
+// Defined in src/compress/sparse_register.cc: randomk, topk, threshold, adaptive, sbc, stc, dgc,
+// gtopk.
 void RegisterSparsifiers(CompressorRegistry& registry);
 // Defined in src/compress/lowrank_register.cc: powersgd.
 void RegisterLowRank(CompressorRegistry& registry);
-// Defined in src/compress/sketch_register.cc: countsketch.
+// Defined in src/compress/sketch_register.cc: sketch (a count sketch).
 void RegisterSketches(CompressorRegistry& registry);
 
 }  // namespace frugal

@@ -50,15 +50,9 @@ const CompressorEntry* CompressorRegistry::Find(std::string_view name) const {
 CompressorRegistry DefaultCompressorRegistry() {
   CompressorRegistry registry;
   RegisterQuantizers(registry);
-#if defined(FRUGAL_HAVE_SPARSE_REGISTER)
   RegisterSparsifiers(registry);
-#endif
-#if defined(FRUGAL_HAVE_LOWRANK_REGISTER)
   RegisterLowRank(registry);
-#endif
-#if defined(FRUGAL_HAVE_SKETCH_REGISTER)
   RegisterSketches(registry);
-#endif
   return registry;
 }
 

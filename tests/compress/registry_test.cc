@@ -1,5 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "compress/test_util.h"
 
 namespace frugal {
@@ -89,15 +96,65 @@ TEST(CompressorRegistry, DuplicateRegistrationFails) {
   EXPECT_EQ(registry.Register(entry).code(), StatusCode::kInvalidArgument);
 }
 
-TEST(CompressorRegistry, EveryQuantizerIsRegistered) {
-  CompressorRegistry registry = DefaultCompressorRegistry();
-  for (const char* name : {"none", "fp16", "bf16", "minmax8", "qsgd", "terngrad", "onebit", "sign",
-                           "signum", "efsign", "natural"}) {
-    EXPECT_TRUE(registry.Contains(name)) << name;
-    const CompressorEntry* e = registry.Find(name);
-    ASSERT_NE(e, nullptr);
-    EXPECT_FALSE(e->summary.empty());
+// Every compressor frugal offers, by family. A family whose registration is lost (a hook no
+// longer called, an entry removed) fails here instead of vanishing from `--compress`.
+const std::vector<std::string> kQuantizers = {"none",   "fp16",     "bf16",   "minmax8",
+                                              "qsgd",   "terngrad", "onebit", "sign",
+                                              "signum", "efsign",   "natural"};
+const std::vector<std::string> kSparsifiers = {"randomk", "topk", "threshold", "adaptive",
+                                               "sbc",     "stc",  "dgc",       "gtopk"};
+const std::vector<std::string> kLowRank = {"powersgd"};
+const std::vector<std::string> kSketches = {"sketch"};
+
+std::vector<std::string> AllCompressorNames() {
+  std::vector<std::string> all;
+  for (const auto* family : {&kQuantizers, &kSparsifiers, &kLowRank, &kSketches}) {
+    all.insert(all.end(), family->begin(), family->end());
   }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+TEST(CompressorRegistry, HoldsExactlyTheDocumentedCompressors) {
+  CompressorRegistry registry = DefaultCompressorRegistry();
+  std::vector<std::string> names = registry.Names();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, AllCompressorNames());
+  for (const std::string& name : names) {
+    const CompressorEntry* e = registry.Find(name);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_FALSE(e->summary.empty()) << name;
+    // Every entry builds with its defaults.
+    EXPECT_NE(Make(name), nullptr) << name;
+  }
+}
+
+// The list in include/frugal/compressor.h's header comment is the one users read: it names the
+// same compressors, family by family.
+TEST(CompressorRegistry, HeaderCommentListsTheSameCompressors) {
+  std::ifstream header(FRUGAL_SOURCE_DIR "/include/frugal/compressor.h");
+  ASSERT_TRUE(header) << "cannot read " FRUGAL_SOURCE_DIR "/include/frugal/compressor.h";
+  const std::string begin = "// The compressors DefaultCompressorRegistry() holds";
+  std::string line;
+  while (std::getline(header, line) && line.rfind(begin, 0) != 0) {
+  }
+  ASSERT_FALSE(header.eof()) << "no line starting with '" << begin << "'";
+  std::vector<std::string> documented;
+  const std::regex name_re("^[a-z0-9]+$");
+  while (std::getline(header, line) && line != "//") {
+    if (line.rfind("//   ", 0) != 0) continue;  // only the indented family lines
+    std::string text = line.substr(2);
+    if (size_t colon = text.find(':'); colon != std::string::npos) text = text.substr(colon + 1);
+    text = text.substr(0, text.find(".."));
+    std::istringstream words(text);
+    for (std::string word; std::getline(words, word, ',');) {
+      std::istringstream trimmed(word);
+      std::string name;
+      if (trimmed >> name && std::regex_match(name, name_re)) documented.push_back(name);
+    }
+  }
+  std::sort(documented.begin(), documented.end());
+  EXPECT_EQ(documented, AllCompressorNames());
 }
 
 // The canonical spec builds an identical compressor (same spec, same id, same traits).
