@@ -283,7 +283,8 @@ namespace frugal {
 namespace {
 
 // A message longer than INT_MAX bytes (one MPI message through a derived datatype). Needs
-// about 4.5 GB of memory on ranks 0 and 1; registered separately with the label "long".
+// about 9 GB of memory on ranks 0 and 1 (their buffers and the transport's staging copies);
+// registered separately with the label "long".
 TEST(MpiTransportLarge, MessageLongerThanIntMax) {
   auto t = mpitest::TestWorld();
   ASSERT_NE(t, nullptr);
