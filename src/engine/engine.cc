@@ -269,7 +269,10 @@ class Engine::Impl {
         continue;
       }
       // The coordinator with nothing of its own joins the session of peers that report.
-      if (idle && !negotiator_.PeerReportWaiting()) continue;
+      if (idle) {
+        FRUGAL_ASSIGN_OR_RETURN(const bool joined, negotiator_.PeerReportWaiting());
+        if (!joined) continue;
+      }
       if (!in_session_) {
         // As Horovod's loop: gather for one cycle time before the first negotiation, so that
         // gradients produced together are agreed (and fused) together.

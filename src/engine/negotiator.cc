@@ -67,6 +67,14 @@ std::string Quoted(const std::set<std::string>& names, size_t limit) {
   return fmt::format("{}", fmt::join(quoted, ", "));
 }
 
+// A message waiting now, with a transport error annotated.
+StatusOr<std::optional<ProbeResult>> ProbeNow(Transport& t, int src, int tag,
+                                              std::string_view what) {
+  StatusOr<std::optional<ProbeResult>> found = t.IProbe(src, tag);
+  if (!found.ok()) return found.status().Annotate(what);
+  return found;
+}
+
 std::string RankWord(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", JoinRanks(ranks));
 }
@@ -120,7 +128,9 @@ StatusOr<CycleOutcome> Negotiator::Coordinate(
   int missing = size_ - 1;
   while (missing > 0) {
     FRUGAL_RETURN_IF_ERROR(PollAbort());
-    if (std::optional<ProbeResult> probe = t_.IProbe(kAnySource, kReportTag)) {
+    FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                            ProbeNow(t_, kAnySource, kReportTag, "negotiation"));
+    if (probe) {
       FRUGAL_ASSIGN_OR_RETURN(CycleMessage report, ReceiveReport(*probe));
       const auto r = static_cast<size_t>(probe->source);
       if (got[r]) {
@@ -189,7 +199,9 @@ StatusOr<CycleOutcome> Negotiator::Follow(const CycleMessage& mine,
   std::vector<std::byte> buffer;
   while (true) {
     FRUGAL_RETURN_IF_ERROR(PollAbort());
-    if (std::optional<ProbeResult> probe = t_.IProbe(0, kDecisionTag)) {
+    FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                            ProbeNow(t_, 0, kDecisionTag, "negotiation"));
+    if (probe) {
       buffer.resize(probe->bytes);
       std::unique_ptr<Work> recv = t_.IRecv(0, kDecisionTag, buffer);
       FRUGAL_RETURN_IF_ERROR(recv->Wait(options_.timeout).Annotate("negotiation"));
@@ -214,8 +226,11 @@ StatusOr<CycleOutcome> Negotiator::Follow(const CycleMessage& mine,
   }
 }
 
-bool Negotiator::PeerReportWaiting() {
-  return coordinator() && t_.IProbe(kAnySource, kReportTag).has_value();
+StatusOr<bool> Negotiator::PeerReportWaiting() {
+  if (!coordinator()) return false;
+  FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                          ProbeNow(t_, kAnySource, kReportTag, "negotiation"));
+  return probe.has_value();
 }
 
 std::set<std::string> Negotiator::ReportedNames(const CycleMessage& m) const {
@@ -318,7 +333,8 @@ void Negotiator::SendAbort(const Status& status) {
 
 Status Negotiator::PollAbort() {
   if (size_ == 1) return Status::Ok();
-  std::optional<ProbeResult> probe = t_.IProbe(kAnySource, kAbortTag);
+  FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                          ProbeNow(t_, kAnySource, kAbortTag, "abort notice"));
   if (!probe) return Status::Ok();
   std::vector<std::byte> buffer(probe->bytes);
   std::unique_ptr<Work> recv = t_.IRecv(probe->source, kAbortTag, buffer);

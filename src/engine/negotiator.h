@@ -58,7 +58,7 @@ class Negotiator {
 
   // The coordinator while it has nothing pending: whether a peer has reported (it then runs
   // cycles too, so that its peers' tensors are inspected and decided on).
-  bool PeerReportWaiting();
+  StatusOr<bool> PeerReportWaiting();
 
   const TensorCache& cache() const { return cache_; }
   uint64_t bytes_sent() const { return bytes_sent_; }  // reports, decisions and abort notices

@@ -235,10 +235,8 @@ class MpiTransport : public Transport {
                                     PeerName(src, world_ranks_), timeout.count(), tag));
   }
 
-  std::optional<ProbeResult> IProbe(int src, int tag) override {
-    auto found = TryProbe(src, tag);
-    if (!found.ok()) return std::nullopt;
-    return *found;
+  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
+    return TryProbe(src, tag);
   }
 
   StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
