@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "emulate_process.h"
+#include "child_process.h"
 #include "sweep_report.h"
 
 namespace frugal::apps {

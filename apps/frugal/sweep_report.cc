@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "emulate_process.h"
+#include "child_process.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
