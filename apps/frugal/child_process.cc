@@ -300,7 +300,7 @@ Status RunChecked(const std::vector<std::string>& argv, const RunCommandOptions&
     why = result.term_signal != 0 ? fmt::format("killed by signal {}", result.term_signal)
                                   : fmt::format("exit code {}", result.exit_code);
   }
-  return FailedPreconditionError(fmt::format("'{}' failed: {}", ShellQuote(argv), why));
+  return IoError(fmt::format("'{}' failed: {}", ShellQuote(argv), why));
 }
 
 HeldSignals::HeldSignals() {

@@ -43,8 +43,8 @@ struct RunCommandOptions {
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    const RunCommandOptions& options = {});
 
-// RunCommand, and turn anything but exit code 0 into an error status that quotes the command and
-// the last line of its output.
+// RunCommand, and turn anything but exit code 0 into kIoError quoting the command and the last
+// line of its output.
 Status RunChecked(const std::vector<std::string>& argv, const RunCommandOptions& options = {});
 
 // "ip netns add frg-1-0-c" (arguments with spaces are quoted).

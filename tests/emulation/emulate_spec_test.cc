@@ -125,7 +125,7 @@ TEST(RunCommand, CapturesOutputAndExitCode) {
   EXPECT_THAT(r->output, HasSubstr("out"));
   EXPECT_THAT(r->output, HasSubstr("err"));
   Status s = RunChecked({"sh", "-c", "echo 'no such device' >&2; exit 1"});
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
   EXPECT_THAT(s.message(), HasSubstr("no such device"));
 }
 
