@@ -375,8 +375,9 @@ class Engine::Impl {
     for (uint32_t id : outcome.agreed) {
       std::unique_ptr<Entry> entry = PopHead(cache.at(id).name);
       if (!entry) {
-        return InternalError(fmt::format("negotiation agreed on '{}', which is not pending here",
-                                         cache.at(id).name));
+        return MalformedError(
+            fmt::format("negotiation: the coordinator agreed on '{}', which is not pending here",
+                        cache.at(id).name));
       }
       entry->id = id;
       if (options_.timeline) {

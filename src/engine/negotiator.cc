@@ -11,8 +11,9 @@
 // decisions, so every rank derives the same agreed tensors, failures, plan and end of session.
 //
 // Waiting is bounded: the coordinator waits `timeout` for the reports and then fails naming the
-// ranks that did not report; the others wait twice as long for the decision, so that the
-// coordinator's failure, which names the silent ranks, reaches them first (as an abort notice).
+// ranks that did not report (at once, with kPeerLost, for a rank the transport knows to be gone);
+// the others wait twice as long for the decision, so that the coordinator's failure, which names
+// the silent ranks, reaches them first (as an abort notice).
 //
 // Stall inspector (the coordinator): it keeps, per rank, the tensors of its latest report that are
 // still pending, and when each tensor was first seen pending (the submission time for its own).
@@ -145,7 +146,15 @@ StatusOr<CycleOutcome> Negotiator::Coordinate(
     }
     const auto now = Clock::now();
     if (stop_requested()) return CancelledError("the engine was shut down");
-    if (now - last_inspection_ >= kStallCheckPeriod) FRUGAL_RETURN_IF_ERROR(InspectStalls(now));
+    if (now - last_inspection_ >= kStallCheckPeriod) {
+      // A rank the transport knows to be gone fails the cycle now (kPeerLost), not at the timeout.
+      for (int p = 1; p < size_; ++p) {
+        if (!got[static_cast<size_t>(p)]) {
+          FRUGAL_RETURN_IF_ERROR(ProbeNow(t_, p, kReportTag, "negotiation").status());
+        }
+      }
+      FRUGAL_RETURN_IF_ERROR(InspectStalls(now));
+    }
     if (now - start >= options_.timeout) {
       std::vector<int> silent;
       for (int p = 0; p < size_; ++p) {

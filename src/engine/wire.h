@@ -1,4 +1,6 @@
-// Little-endian writing and bounds-checked reading of the engine's messages (internal).
+// Little-endian writing and bounds-checked reading of the engine's messages (internal). Every
+// message starts with a four-character magic and a u16 version and ends with the CRC-32 of the
+// bytes before it, so that a changed byte is refused, not misread.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "frugal/crc.h"
 
 namespace frugal::engine_internal {
 
@@ -23,7 +27,11 @@ class WireWriter {
     out_.resize(at + size);
     if (size > 0) std::memcpy(out_.data() + at, data, size);
   }
-  std::vector<std::byte> Take() { return std::move(out_); }
+  // The message, sealed with the CRC-32 of its bytes.
+  std::vector<std::byte> Take() {
+    Put<uint32_t>(Crc32(out_));
+    return std::move(out_);
+  }
 
  private:
   std::vector<std::byte> out_;
@@ -32,7 +40,18 @@ class WireWriter {
 // Every read checks the bytes left first and returns false instead of reading past the end.
 class WireReader {
  public:
-  explicit WireReader(std::span<const std::byte> in) : in_(in) {}
+  // Reads `message` without its CRC-32 trailer; sealed() tells whether the trailer matched (when
+  // it does not, nothing is left to read).
+  explicit WireReader(std::span<const std::byte> message) {
+    if (message.size() < sizeof(uint32_t)) return;
+    const std::span<const std::byte> body = message.first(message.size() - sizeof(uint32_t));
+    uint32_t crc = 0;
+    std::memcpy(&crc, message.data() + body.size(), sizeof(crc));
+    if (crc != Crc32(body)) return;
+    in_ = body;
+    sealed_ = true;
+  }
+  bool sealed() const { return sealed_; }
   template <typename T>
   bool Get(T& value) {
     if (left() < sizeof(T)) return false;
@@ -58,6 +77,7 @@ class WireReader {
  private:
   std::span<const std::byte> in_;
   size_t at_ = 0;
+  bool sealed_ = false;
 };
 
 // Every message starts with a four-character magic and a u16 version.
@@ -65,9 +85,11 @@ inline void PutHeader(WireWriter& w, std::string_view magic, uint16_t version) {
   w.Bytes(magic.data(), magic.size());
   w.Put<uint16_t>(version);
 }
-// The error ("bad magic", "unknown version") if the header is not `magic` and `version`.
+// The error ("bad checksum", "bad magic", "unknown version") if the message is not sealed or
+// its header is not `magic` and `version`.
 inline std::optional<std::string> GetHeader(WireReader& r, std::string_view magic,
                                             uint16_t version) {
+  if (!r.sealed()) return "bad checksum";
   std::string seen;
   if (!r.String(magic.size(), seen) || seen != magic) return "bad magic";
   uint16_t seen_version = 0;
