@@ -17,7 +17,8 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
+
+#include "frugal/backoff.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
@@ -58,6 +59,9 @@ namespace {
 
 constexpr milliseconds kLockTimeout{60000};
 constexpr milliseconds kProcessGoneTimeout{5000};
+// Polls of the state lock and of the processes left in a namespace: sleeps growing to 50 / 20 ms.
+constexpr BackOffPolicy kLockPoll{.max_sleep = milliseconds(50)};
+constexpr BackOffPolicy kProcessPoll{.max_sleep = milliseconds(20)};
 
 std::string Trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -124,7 +128,8 @@ class StateLock {
     std::string path = std::string(kEmulateStateRoot) + "/.lock";
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return IoError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-    auto deadline = steady_clock::now() + kLockTimeout;
+    const auto start = steady_clock::now();
+    const auto deadline = start + kLockTimeout;
     while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK && errno != EINTR) {
         int err = errno;
@@ -136,7 +141,7 @@ class StateLock {
         return TimeoutError(fmt::format("{} stayed locked by another frugal for {} ms", path,
                                         kLockTimeout.count()));
       }
-      std::this_thread::sleep_for(milliseconds(50));
+      BackOff(kLockPoll, steady_clock::now() - start);
     }
     return std::unique_ptr<StateLock>(new StateLock(fd));
   }
@@ -176,7 +181,8 @@ std::vector<std::string> ListNamespaces() {
 
 // Kills every process inside namespace `name` and waits until none is left.
 Status KillNamespaceProcesses(const std::string& name) {
-  auto deadline = steady_clock::now() + kProcessGoneTimeout;
+  const auto start = steady_clock::now();
+  const auto deadline = start + kProcessGoneTimeout;
   while (true) {
     FRUGAL_ASSIGN_OR_RETURN(CommandResult pids, RunCommand({"ip", "netns", "pids", name}));
     if (pids.exit_code != 0) return Status::Ok();  // the namespace is already gone
@@ -190,7 +196,7 @@ Status KillNamespaceProcesses(const std::string& name) {
                                       alive.size(), name, kProcessGoneTimeout.count()));
     }
     for (long p : alive) ::kill(static_cast<pid_t>(p), SIGKILL);
-    std::this_thread::sleep_for(milliseconds(20));
+    BackOff(kProcessPoll, steady_clock::now() - start);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "child_process.h"
+#include "frugal/hash.h"
 #include "sweep_report.h"
 
 namespace frugal::apps {
@@ -42,13 +43,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string Fnv1a(std::string_view text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:012x}", h & 0xffffffffffffull);
+// The low 48 bits of the key's FNV-1a, as 12 hex digits.
+std::string ShortId(std::string_view key) {
+  return fmt::format("{:012x}", Fnv1a64(key) & 0xffffffffffffull);
 }
 
 std::string NowIso() {
@@ -132,7 +129,7 @@ std::vector<SweepPoint> ExpandSweep(const SweepSpec& spec) {
       key["variant_args"] = variant->words;
     }
     p.key = key.dump();
-    p.id = Fnv1a(p.key);
+    p.id = ShortId(p.key);
     points.push_back(std::move(p));
     // Odometer: the last axis turns fastest.
     size_t i = spec.axes.size();

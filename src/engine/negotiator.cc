@@ -29,13 +29,12 @@
 #include "engine/negotiator.h"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "engine/abort_message.h"
 #include "engine/decision.h"
+#include "frugal/backoff.h"
 
 namespace frugal::engine_internal {
 namespace {
@@ -47,13 +46,9 @@ constexpr auto kStallCheckPeriod = std::chrono::milliseconds(100);
 constexpr Duration kAbortSendBound = std::chrono::milliseconds(200);
 
 void BackOff(Clock::duration waited) {
-  if (waited < std::chrono::microseconds(50)) return;
-  if (waited < std::chrono::milliseconds(1)) {
-    sched_yield();
-    return;
-  }
-  std::this_thread::sleep_for(
-      std::min<Clock::duration>(waited / 16, std::chrono::microseconds(500)));
+  frugal::BackOff(BackOffPolicy{std::chrono::microseconds(50), std::chrono::milliseconds(1),
+                                std::chrono::microseconds(500)},
+                  waited);
 }
 
 std::string Quoted(const std::set<std::string>& names, size_t limit) {
