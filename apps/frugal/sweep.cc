@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "child_process.h"
+#include "frugal/hash.h"
 #include "sweep_report.h"
 
 namespace frugal::apps {
@@ -24,8 +25,6 @@ namespace fs = std::filesystem;
 /*
  * The sweep harness.
  *
- * SweepSpecFromToml() turns the parsed file into a SweepSpec, refusing anything it does not know
- * (the file is the experiment's record, so a typo must not silently change the experiment).
  * ExpandSweep() enumerates the cartesian product of the axes with an odometer over `digit`
  * (last axis fastest); each SweepPoint carries its flags (base, then axes), its command words,
  * and `key`: the command and the flags sorted by name, serialized as JSON. The key is the
@@ -44,46 +43,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kReservedFlags[] = {"json", "help", "h"};
-
-bool IsFlagName(const std::string& s) {
-  if (s.empty() || !std::islower(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) ||
-           std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-  });
-}
-
-std::string Fnv1a(std::string_view text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:012x}", h & 0xffffffffffffull);
-}
-
-nlohmann::json ToJson(const TomlValue& v) {
-  switch (v.type) {
-    case TomlValue::Type::kString:
-      return v.string;
-    case TomlValue::Type::kInteger:
-      return v.integer;
-    case TomlValue::Type::kFloat:
-      return v.number;
-    case TomlValue::Type::kBool:
-      return v.boolean;
-    case TomlValue::Type::kArray: {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& e : v.elements) a.push_back(ToJson(e));
-      return a;
-    }
-  }
-  return nullptr;
-}
-
-bool SameValue(const TomlValue& a, const TomlValue& b) {
-  return a.type == b.type && a.AsWord() == b.AsWord();
+// The low 48 bits of the key's FNV-1a, as 12 hex digits.
+std::string ShortId(std::string_view key) {
+  return fmt::format("{:012x}", Fnv1a64(key) & 0xffffffffffffull);
 }
 
 std::string NowIso() {
@@ -104,28 +66,9 @@ std::string LastNonEmptyLine(const fs::path& path) {
   return last;
 }
 
-class SpecReader {
- public:
-  explicit SpecReader(std::string_view source) : source_(source) {}
-
-  Status Error(int line, const std::string& what) const {
-    return InvalidArgumentError(fmt::format("{}:{}: {}", source_, line, what));
-  }
-
-  StatusOr<std::string> String(const TomlEntry& e, std::string_view where) const {
-    if (e.value.type != TomlValue::Type::kString) {
-      return Error(e.value.line, fmt::format("{}{} must be a string", where, e.key));
-    }
-    return e.value.string;
-  }
-
- private:
-  std::string source_;
-};
-
 }  // namespace
 
-const TomlValue* SweepPoint::Find(std::string_view flag) const {
+const FlagValue* SweepPoint::Find(std::string_view flag) const {
   for (const auto& f : flags) {
     if (f.name == flag) return &f.value;
   }
@@ -134,261 +77,24 @@ const TomlValue* SweepPoint::Find(std::string_view flag) const {
 
 nlohmann::json SweepPoint::PointJson() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& f : flags) j[f.name] = ToJson(f.value);
+  for (const auto& f : flags) j[f.name] = f.value.ToJson();
   return j;
 }
 
 std::string SweepPoint::Describe() const {
   std::vector<std::string> parts;
   for (const auto& name : axis_names) {
-    const TomlValue* v = Find(name);
+    const FlagValue* v = Find(name);
     if (v != nullptr) parts.push_back(fmt::format("{}={}", name, v->AsWord()));
   }
   return fmt::format("{}", fmt::join(parts, " "));
-}
-
-StatusOr<SweepSpec> SweepSpecFromToml(const TomlDocument& doc, std::string_view source) {
-  SweepSpec spec;
-  spec.source = std::string(source);
-  SpecReader r(source);
-
-  for (const auto& e : doc.root.entries) {
-    if (e.key == "name") {
-      FRUGAL_ASSIGN_OR_RETURN(spec.name, r.String(e, ""));
-      bool ok = !spec.name.empty() && std::all_of(spec.name.begin(), spec.name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-      });
-      if (!ok) return r.Error(e.value.line, "name may only hold letters, digits, '-' and '_'");
-    } else if (e.key == "description") {
-      FRUGAL_ASSIGN_OR_RETURN(spec.description, r.String(e, ""));
-    } else if (e.key == "command") {
-      if (e.value.type != TomlValue::Type::kArray || e.value.elements.empty() ||
-          e.value.elements.front().type != TomlValue::Type::kString) {
-        return r.Error(e.value.line,
-                       "command must be a non-empty array of strings, e.g. [\"train\"]");
-      }
-      spec.command.clear();
-      for (const auto& w : e.value.elements) spec.command.push_back(w.string);
-    } else if (e.key == "timeout_minutes") {
-      if (e.value.type != TomlValue::Type::kInteger || e.value.integer < 1 ||
-          e.value.integer > 7 * 24 * 60) {
-        return r.Error(e.value.line, "timeout_minutes must be a whole number in [1, 10080]");
-      }
-      spec.timeout = std::chrono::minutes(e.value.integer);
-    } else {
-      return r.Error(e.value.line,
-                     fmt::format("unknown key '{}' (accepted at the top: name, description, "
-                                 "command, timeout_minutes; tables: [base], [axes], [variants], "
-                                 "[report])",
-                                 e.key));
-    }
-  }
-  if (spec.name.empty()) return r.Error(1, "the sweep needs a name (name = \"...\")");
-
-  std::set<std::string> flag_names;
-  auto check_flag = [&](const TomlEntry& e) -> Status {
-    if (!IsFlagName(e.key)) {
-      return r.Error(e.value.line, fmt::format("'{}' is not a long flag name", e.key));
-    }
-    if (e.key == kVariantAxis) {
-      return r.Error(e.value.line, "'variant' names the axis of [variants]; it is not a flag");
-    }
-    for (auto reserved : kReservedFlags) {
-      if (e.key == reserved) {
-        return r.Error(e.value.line, fmt::format("--{} is set by the sweep harness itself", e.key));
-      }
-    }
-    if (!flag_names.insert(e.key).second) {
-      return r.Error(e.value.line, fmt::format("'{}' is in both [base] and [axes]", e.key));
-    }
-    return Status::Ok();
-  };
-
-  const TomlTable* report = nullptr;
-  const TomlTable* variants_table = nullptr;
-  for (const auto& table : doc.tables) {
-    if (table.name == "base") {
-      for (const auto& e : table.entries) {
-        FRUGAL_RETURN_IF_ERROR(check_flag(e));
-        if (e.value.type == TomlValue::Type::kArray) {
-          return r.Error(e.value.line, fmt::format("[base] {} is an array; lists of values to "
-                                                   "try belong in [axes]",
-                                                   e.key));
-        }
-        spec.base.push_back(SweepFlag{e.key, e.value});
-      }
-    } else if (table.name == "axes") {
-      for (const auto& e : table.entries) {
-        FRUGAL_RETURN_IF_ERROR(check_flag(e));
-        if (e.value.type != TomlValue::Type::kArray) {
-          return r.Error(
-              e.value.line,
-              fmt::format("[axes] {} must be an array of values, e.g. [0.01, 0.1]", e.key));
-        }
-        if (e.value.elements.empty()) {
-          return r.Error(e.value.line, fmt::format("[axes] {} is empty", e.key));
-        }
-        for (size_t i = 0; i < e.value.elements.size(); ++i) {
-          for (size_t j = 0; j < i; ++j) {
-            if (SameValue(e.value.elements[i], e.value.elements[j])) {
-              return r.Error(e.value.line, fmt::format("[axes] {} lists {} twice", e.key,
-                                                       e.value.elements[i].AsWord()));
-            }
-          }
-        }
-        spec.axes.push_back(SweepAxis{e.key, e.value.elements});
-      }
-    } else if (table.name == "variants") {
-      variants_table = &table;
-    } else if (table.name == "report") {
-      report = &table;
-    } else {
-      return r.Error(table.line, fmt::format("unknown table [{}] (accepted: [base], [axes], "
-                                             "[variants], [report])",
-                                             table.name));
-    }
-  }
-  if (variants_table != nullptr) {
-    if (variants_table->entries.empty())
-      return r.Error(variants_table->line, "[variants] is empty");
-    SweepAxis axis{std::string(kVariantAxis), {}};
-    for (const auto& e : variants_table->entries) {
-      const TomlValue& v = e.value;
-      bool words_ok = v.type == TomlValue::Type::kArray &&
-                      (v.elements.empty() || v.elements.front().type == TomlValue::Type::kString);
-      if (!words_ok) {
-        return r.Error(v.line, fmt::format("[variants] {} must be an array of flags, e.g. "
-                                           "[\"--compress=fp16\"] (or [] for none)",
-                                           e.key));
-      }
-      SweepVariant variant{e.key, {}};
-      std::set<std::string> own;
-      for (const auto& w : v.elements) {
-        std::string name = w.string.rfind("--", 0) == 0 ? w.string.substr(2, w.string.find('=') - 2)
-                                                        : std::string();
-        if (!IsFlagName(name)) {
-          return r.Error(v.line, fmt::format("[variants] {}: '{}' is not a flag (--name or "
-                                             "--name=value)",
-                                             e.key, w.string));
-        }
-        for (auto reserved : kReservedFlags) {
-          if (name == reserved) {
-            return r.Error(v.line, fmt::format("--{} is set by the sweep harness itself", name));
-          }
-        }
-        if (flag_names.count(name) != 0) {
-          return r.Error(v.line, fmt::format("[variants] {} sets --{}, which [base] or [axes] "
-                                             "sets too",
-                                             e.key, name));
-        }
-        if (!own.insert(name).second) {
-          return r.Error(v.line, fmt::format("[variants] {} sets --{} twice", e.key, name));
-        }
-        variant.words.push_back(w.string);
-      }
-      TomlValue label;
-      label.type = TomlValue::Type::kString;
-      label.string = e.key;
-      label.line = v.line;
-      axis.values.push_back(label);
-      spec.variants.push_back(std::move(variant));
-    }
-    spec.axes.insert(spec.axes.begin(), std::move(axis));
-  }
-  if (spec.axes.empty()) {
-    return r.Error(1, "the sweep has no [axes] or [variants] (a table of flag = [values...])");
-  }
-
-  auto is_axis = [&](const std::string& name) {
-    return std::any_of(spec.axes.begin(), spec.axes.end(),
-                       [&](const SweepAxis& a) { return a.name == name; });
-  };
-  // Defaults: lr as columns, np as workers, the other axes as methods.
-  bool methods_given = false;
-  if (is_axis("lr")) spec.report.columns = "lr";
-  if (flag_names.count("np") != 0) spec.report.workers = "np";
-  if (report != nullptr) {
-    for (const auto& e : report->entries) {
-      if (e.key == "columns" || e.key == "workers") {
-        FRUGAL_ASSIGN_OR_RETURN(std::string v, r.String(e, "[report] "));
-        if (e.key == "columns") {
-          if (!v.empty() && !is_axis(v)) {
-            return r.Error(e.value.line, fmt::format("[report] columns: '{}' is not an axis", v));
-          }
-          spec.report.columns = v;
-        } else {
-          if (!v.empty() && flag_names.count(v) == 0) {
-            return r.Error(e.value.line, fmt::format("[report] workers: '{}' is not a flag of "
-                                                     "the sweep",
-                                                     v));
-          }
-          spec.report.workers = v;
-        }
-      } else if (e.key == "methods") {
-        if (e.value.type != TomlValue::Type::kArray || e.value.elements.empty() ||
-            e.value.elements.front().type != TomlValue::Type::kString) {
-          return r.Error(e.value.line, "[report] methods must be a non-empty array of axis names");
-        }
-        for (const auto& m : e.value.elements) {
-          if (!is_axis(m.string)) {
-            return r.Error(e.value.line,
-                           fmt::format("[report] methods: '{}' is not an axis", m.string));
-          }
-          spec.report.methods.push_back(m.string);
-        }
-        methods_given = true;
-      } else if (e.key == "target_accuracy") {
-        if ((e.value.type != TomlValue::Type::kFloat &&
-             e.value.type != TomlValue::Type::kInteger) ||
-            e.value.number <= 0 || e.value.number > 1) {
-          return r.Error(e.value.line,
-                         "[report] target_accuracy must be a fraction in (0, 1], e.g. 0.88");
-        }
-        spec.report.target_accuracy = e.value.number;
-      } else if (e.key == "baseline") {
-        FRUGAL_ASSIGN_OR_RETURN(spec.report.baseline, r.String(e, "[report] "));
-      } else {
-        return r.Error(e.value.line,
-                       fmt::format("unknown key '{}' in [report] (accepted: columns, workers, "
-                                   "methods, target_accuracy, baseline)",
-                                   e.key));
-      }
-    }
-  }
-  if (!methods_given) {
-    for (const auto& a : spec.axes) {
-      if (a.name != spec.report.columns && a.name != spec.report.workers) {
-        spec.report.methods.push_back(a.name);
-      }
-    }
-  }
-  for (const auto& m : spec.report.methods) {
-    if (m == spec.report.columns || m == spec.report.workers) {
-      return r.Error(report != nullptr ? report->line : 1,
-                     fmt::format("[report] '{}' cannot be a method and the {} at once", m,
-                                 m == spec.report.columns ? "columns" : "workers"));
-    }
-  }
-  return spec;
-}
-
-StatusOr<SweepSpec> LoadSweepSpec(const std::string& path) {
-  FRUGAL_ASSIGN_OR_RETURN(TomlDocument doc, ReadTomlFile(path));
-  return SweepSpecFromToml(doc, path);
-}
-
-const SweepVariant* SweepSpec::FindVariant(std::string_view name) const {
-  for (const auto& v : variants) {
-    if (v.name == name) return &v;
-  }
-  return nullptr;
 }
 
 std::vector<std::string> FlagWords(const std::vector<SweepFlag>& flags) {
   std::vector<std::string> words;
   for (const auto& f : flags) {
     if (f.name == kVariantAxis) continue;  // stands for its variant's words
-    if (f.value.type == TomlValue::Type::kBool) {
+    if (f.value.type == FlagValue::Type::kBool) {
       words.push_back(f.value.boolean ? fmt::format("--{}", f.name)
                                       : fmt::format("--{}=false", f.name));
     } else {
@@ -416,14 +122,14 @@ std::vector<SweepPoint> ExpandSweep(const SweepSpec& spec) {
     nlohmann::json key;
     key["command"] = spec.command;
     key["flags"] = p.PointJson();  // nlohmann::json objects keep keys sorted
-    if (const TomlValue* v = p.Find(kVariantAxis)) {
-      const SweepVariant* variant = spec.FindVariant(v->string);
-      FRUGAL_INTERNAL_ASSERT(variant != nullptr, "no variant ", v->string);
+    if (const FlagValue* v = p.Find(kVariantAxis)) {
+      const SweepVariant* variant = spec.FindVariant(v->word);
+      FRUGAL_INTERNAL_ASSERT(variant != nullptr, "no variant ", v->word);
       p.args.insert(p.args.end(), variant->words.begin(), variant->words.end());
       key["variant_args"] = variant->words;
     }
     p.key = key.dump();
-    p.id = Fnv1a(p.key);
+    p.id = ShortId(p.key);
     points.push_back(std::move(p));
     // Odometer: the last axis turns fastest.
     size_t i = spec.axes.size();

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "emulate.h"
+#include "emulate_job.h"
 #include "launcher.h"
 #include "sweep.h"
 #include "sweep_report.h"

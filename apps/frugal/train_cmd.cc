@@ -30,6 +30,7 @@
 #include "frugal_torch/schedule.h"
 #include "frugal_torch/trainer.h"
 #include "launcher.h"
+#include "toml_file.h"
 
 namespace frugal::apps {
 namespace {
@@ -186,38 +187,27 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
 }
 
 // Applies the `key = value` items of a TOML file to the options of `cmd` that the command line
-// did not set, as if they had been given as --key value. CLI11 reads the file (its TOML
-// formatter); keys may use '-' or '_'. Throws CLI::ConfigError (a bad command line: exit 2) for
-// an unreadable file, an unknown key or a bad value.
+// did not set, as if they had been given as --key value. toml_file.h reads the file; keys may use
+// '-' or '_'. Throws CLI::ConfigError (a bad command line: exit 2) for an unreadable file, TOML
+// that does not parse, an unknown key or a bad value, naming the file and the line.
 void ApplyConfigFile(CLI::App& cmd, const std::string& path) {
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_file(path);
-  } catch (const CLI::Error& e) {
-    throw CLI::ConfigError(fmt::format("--config {}: cannot read it: {}", path, e.what()));
-  }
-  if (items.empty() && !std::ifstream(path)) {
-    throw CLI::ConfigError(fmt::format("--config {}: cannot read it", path));
-  }
-  for (const CLI::ConfigItem& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // section markers
-    if (!item.parents.empty() && !(item.parents.size() == 1 && item.parents[0] == "train")) {
-      throw CLI::ConfigError(fmt::format("--config {}: unknown key '{}' (only a [train] section)",
-                                         path, item.fullname()));
-    }
-    std::string name = item.name;
+  auto items = ReadFlagFile(path, "train");
+  if (!items.ok()) throw CLI::ConfigError(fmt::format("--config {}", items.status().message()));
+  for (const FlagSetting& item : *items) {
+    std::string name = item.key;
     std::replace(name.begin(), name.end(), '_', '-');
     CLI::Option* option = cmd.get_option_no_throw("--" + name);
     if (option == nullptr || name == "config") {
-      throw CLI::ConfigError(fmt::format("--config {}: unknown key '{}'", path, item.name));
+      throw CLI::ConfigError(
+          fmt::format("--config {}:{}: unknown key '{}'", path, item.line, item.key));
     }
     if (option->count() > 0) continue;  // the command line wins
     try {
-      option->add_result(item.inputs);
+      option->add_result(item.words);
       option->run_callback();
     } catch (const CLI::Error& e) {
-      throw CLI::ConfigError(
-          fmt::format("--config {}: bad value for '{}': {}", path, item.name, e.what()));
+      throw CLI::ConfigError(fmt::format("--config {}:{}: bad value for '{}': {}", path, item.line,
+                                         item.key, e.what()));
     }
   }
 }

@@ -1,4 +1,4 @@
-// The sweep harness: the TOML reader, strict validation of sweep files, grid expansion, the
+// The sweep harness: TOML files, strict validation of sweep files, grid expansion, the
 // runner with resume and interruption, and the rendered table and plots. The runs are done by a
 // small shell program that writes `frugal train --json` lines whose accuracy is a known function
 // of the flags, so every number in the rendered table can be checked.
@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "sweep_report.h"
-#include "sweep_toml.h"
+#include "toml_file.h"
 
 namespace frugal::apps {
 namespace {
@@ -26,92 +26,92 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 // ---------------------------------------------------------------------------------------------
-// TOML reader
+// TOML files
 
-TEST(ParseToml, ReadsTheSubset) {
+TEST(TomlFile, WordsAndFileOrder) {
   auto doc = ParseToml(R"(# a sweep
 name = "quick"   # trailing comment
 count = 1_000
 neg = -3
 lr = 0.05
-tiny = 1e-3
+tiny = 1e-5
 big = 2.5E+3
+whole = 2.0
 on = true
 lit = 'C:\path'
 esc = "a\"b\\c\u00e9"
 [axes]
-lr = [0.01,
+zeta = [0.01,
       0.1, # comment inside
       ]
-empty = []
-names = ["a", 'b']
+alpha = []
 )",
                        "t.toml");
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
-  const TomlTable& root = doc->root;
-  EXPECT_EQ(root.Find("name")->value.string, "quick");
-  EXPECT_EQ(root.Find("count")->value.integer, 1000);
-  EXPECT_EQ(root.Find("count")->value.AsWord(), "1000");
-  EXPECT_EQ(root.Find("neg")->value.integer, -3);
-  EXPECT_EQ(root.Find("lr")->value.type, TomlValue::Type::kFloat);
-  EXPECT_EQ(root.Find("lr")->value.AsWord(), "0.05");
-  EXPECT_DOUBLE_EQ(root.Find("tiny")->value.number, 1e-3);
-  EXPECT_DOUBLE_EQ(root.Find("big")->value.number, 2500);
-  EXPECT_TRUE(root.Find("on")->value.boolean);
-  EXPECT_EQ(root.Find("lit")->value.string, "C:\\path");
-  EXPECT_EQ(root.Find("esc")->value.string, "a\"b\\c\xc3\xa9");
-  const TomlTable* axes = doc->FindTable("axes");
+  auto word = [&](const char* key) { return *TomlWord(*doc->get(key)); };
+  EXPECT_EQ(word("name"), "quick");
+  EXPECT_EQ(word("count"), "1000");
+  EXPECT_EQ(word("neg"), "-3");
+  EXPECT_EQ(word("lr"), "0.05");
+  EXPECT_EQ(word("tiny"), "1e-05");
+  EXPECT_EQ(word("big"), "2500.0");
+  EXPECT_EQ(word("whole"), "2.0");
+  EXPECT_EQ(word("on"), "true");
+  EXPECT_EQ(word("lit"), "C:\\path");
+  EXPECT_EQ(word("esc"), "a\"b\\c\xc3\xa9");
+  std::vector<std::string> order;
+  for (const auto& [key, node] : InFileOrder(*doc)) order.push_back(key);
+  EXPECT_EQ(order, (std::vector<std::string>{"name", "count", "neg", "lr", "tiny", "big", "whole",
+                                             "on", "lit", "esc", "axes"}));
+  const toml::table* axes = doc->get("axes")->as_table();
   ASSERT_NE(axes, nullptr);
-  EXPECT_EQ(axes->Find("lr")->value.elements.size(), 2u);
-  EXPECT_EQ(axes->Find("lr")->value.elements[1].AsWord(), "0.1");
-  EXPECT_TRUE(axes->Find("empty")->value.elements.empty());
-  EXPECT_EQ(axes->Find("names")->value.elements[1].string, "b");
-  EXPECT_EQ(axes->Find("lr")->value.line, 12);
+  EXPECT_EQ(InFileOrder(*axes).front().first, "zeta");
+  EXPECT_EQ(TomlLine(*axes->get("zeta")), 13);
+  EXPECT_FALSE(TomlWord(*axes->get("zeta")).ok());
 }
 
-TEST(ParseToml, RefusesWhatItDoesNotKnowWithTheLine) {
-  struct Case {
-    const char* text;
-    const char* says;
-  };
-  for (const Case& c : {
-           Case{"a = 1\na = 2\n", "t.toml:2: key 'a' appears twice"},
-           Case{"[x]\n[x]\n", "t.toml:2: table [x] appears twice"},
-           Case{"a = \"open\n", "t.toml:1: string is not closed"},
-           Case{"a = [1, 2\n", "t.toml:1: array is not closed"},
-           Case{"a = [1, \"x\"]\n", "mixes integer and string"},
-           Case{"a = [[1]]\n", "nested arrays"},
-           Case{"a = {b = 1}\n", "inline tables"},
-           Case{"[[t]]\n", "arrays of tables"},
-           Case{"a.b = 1\n", "dotted keys"},
-           Case{"[a.b]\n", "dotted table names"},
-           Case{"a = 1 b = 2\n", "one entry per line"},
-           Case{"a = yes\n", "'yes' is not a value"},
-           Case{"a = 007\n", "'007' is not a value"},
-           Case{"a = 1__0\n", "is not a value"},
-           Case{"a = 1.\n", "is not a value"},
-           Case{"a = inf\n", "is not a value"},
-           Case{"a =\n", "missing value"},
-           Case{"= 1\n", "expected a key"},
-           Case{"a = \"x\\q\"\n", "unknown escape"},
-           Case{"a = \"\"\"x\"\"\"\n", "multi-line strings"},
-           Case{"\n\nkey\n", "t.toml:3: expected '=' after key 'key'"},
-       }) {
-    auto doc = ParseToml(c.text, "t.toml");
-    ASSERT_FALSE(doc.ok()) << c.text;
-    EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument) << c.text;
-    EXPECT_THAT(doc.status().message(), HasSubstr(c.says)) << c.text;
+TEST(TomlFile, BadTomlIsOneLineWithFileAndLine) {
+  for (const char* text : {"a = 1\na = 2\n", "[x]\n[x]\n", "a = \"open\n", "a = [1, 2\n",
+                           "a = 1 b = 2\n", "a = yes\n", "a = 007\n", "a =\n", "\n\nkey\n"}) {
+    auto doc = ParseToml(text, "t.toml");
+    ASSERT_FALSE(doc.ok()) << text;
+    EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(doc.status().message(), ::testing::StartsWith("t.toml:")) << text;
+    EXPECT_EQ(doc.status().message().find('\n'), std::string::npos) << doc.status().message();
   }
+  auto third = ParseToml("\n\nkey\n", "t.toml");
+  EXPECT_THAT(third.status().message(), ::testing::StartsWith("t.toml:3:"));
+  EXPECT_EQ(ReadTomlFile("/nonexistent/x.toml").status().code(), StatusCode::kNotFound);
+}
+
+TEST(TomlFile, FlagFileReadsTheTopAndItsSection) {
+  const fs::path path = fs::temp_directory_path() / fmt::format("frugal-flags-{}.toml", getpid());
+  auto read = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    return ReadFlagFile(path.string(), "train");
+  };
+  auto ok = read("epochs = 3\n[train]\nlr = 0.1\nfast = true\nsizes = [1, 2]\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->size(), 4u);
+  EXPECT_EQ((*ok)[0].key, "epochs");
+  EXPECT_EQ((*ok)[0].words, std::vector<std::string>{"3"});
+  EXPECT_EQ((*ok)[1].words, std::vector<std::string>{"0.1"});
+  EXPECT_EQ((*ok)[1].line, 3);
+  EXPECT_EQ((*ok)[2].words, std::vector<std::string>{"true"});
+  EXPECT_EQ((*ok)[3].words, (std::vector<std::string>{"1", "2"}));
+  auto other = read("[bench]\nlr = 1\n");
+  EXPECT_THAT(other.status().message(), HasSubstr(":1: unknown table [bench] (only [train])"));
+  auto nested = read("[train]\nlr = [[1]]\n");
+  EXPECT_THAT(nested.status().message(), HasSubstr(":2: lr: expected a string, number or boolean"));
+  auto date = read("when = 2024-01-01\n");
+  EXPECT_THAT(date.status().message(), HasSubstr("not a date"));
+  fs::remove(path);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Sweep files
 
-StatusOr<SweepSpec> Spec(const std::string& text) {
-  auto doc = ParseToml(text, "s.toml");
-  if (!doc.ok()) return doc.status();
-  return SweepSpecFromToml(*doc, "s.toml");
-}
+StatusOr<SweepSpec> Spec(const std::string& text) { return ParseSweepSpec(text, "s.toml"); }
 
 constexpr const char* kGoodSweep = R"(
 name = "demo"
@@ -170,6 +170,13 @@ TEST(SweepSpec, RefusesBadFilesBeforeAnythingRuns) {
            Case{"name = \"x\"\n" + axes + "[report]\nmethods = [\"lr\"]\n", "cannot be a method"},
            Case{"name = \"x\"\ntimeout_minutes = 0\n" + axes, "timeout_minutes"},
            Case{"name = \"x\"\ncommand = []\n" + axes, "command must be"},
+           Case{"name = 1\n" + axes, "s.toml:1: name must be a string"},
+           Case{"name = \"x\"\n[base]\nopt = {a = 1}\n" + axes,
+                "s.toml:3: [base] opt: expected a string, number or boolean, not a table"},
+           Case{"name = \"x\"\n[axes]\nlr = [[0.1]]\n", "s.toml:3: [axes] lr: expected"},
+           Case{"name = \"x\"\n[axes]\nstart = [2024-01-01]\n", "not a date"},
+           Case{"name = \"x\"\n[axes]\nlr = [nan]\n", "not a finite number"},
+           Case{"name = \"x\"\n[axes\nlr = [1]\n", "s.toml:2:"},
        }) {
     auto spec = Spec(c.text);
     ASSERT_FALSE(spec.ok()) << c.text;
@@ -270,13 +277,13 @@ TEST(SweepVariants, AreCheckedLikeFlags) {
 }
 
 TEST(FlagWords, BooleansAndValues) {
-  TomlValue yes, no, lr;
-  yes.type = no.type = TomlValue::Type::kBool;
+  FlagValue yes, no, lr;
+  yes.type = no.type = FlagValue::Type::kBool;
   yes.boolean = true;
-  yes.literal = "true";
-  no.literal = "false";
-  lr.type = TomlValue::Type::kFloat;
-  lr.literal = "0.05";
+  yes.word = "true";
+  no.word = "false";
+  lr.type = FlagValue::Type::kFloat;
+  lr.word = "0.05";
   EXPECT_EQ(FlagWords({{"ef", yes}, {"ef2", no}, {"lr", lr}}),
             (std::vector<std::string>{"--ef", "--ef2=false", "--lr=0.05"}));
 }

@@ -105,8 +105,14 @@ TEST(EngineTraining, EveryModeEndsBitIdenticalToTheBlockingPath) {
         EXPECT_TRUE(run.summaries[r].params_consistent) << what;
         EXPECT_EQ(run.summaries[r].overlap, frugal::OverlapModeName(c.mode));
         EXPECT_GT(run.summaries[r].step_seconds_median, 0);
-        EXPECT_GE(run.summaries[r].comm_hidden_fraction, 0);
-        EXPECT_LE(run.summaries[r].comm_hidden_fraction, 1);
+        // Every gradient went through the engine's reducer, and timed.
+        EXPECT_GT(run.summaries[r].comm_seconds, 0) << what;
+        EXPECT_GT(run.summaries[r].negotiation_bytes_per_worker, 0u) << what;
+        // Without overlap the training thread waits for every bucket as soon as it is submitted
+        // (before the engine's first cycle ends): communication is waited for, not hidden.
+        if (c.mode == OverlapMode::kNone) {
+          EXPECT_LT(run.summaries[r].comm_hidden_fraction, 0.5) << what;
+        }
         EXPECT_EQ(run.summaries[r].test_accuracy, reference.summaries[0].test_accuracy) << what;
       }
     }

@@ -24,7 +24,8 @@
 #include <bit>
 #include <climits>
 #include <cstring>
-#include <thread>
+
+#include "frugal/backoff.h"
 
 namespace frugal::mpi_internal {
 namespace {
@@ -82,13 +83,7 @@ Status MpiError(int error, std::string_view what) {
 }
 
 void BackOff(const WaitPolicy& policy, Clock::duration waited) {
-  if (waited < policy.spin) return;
-  if (waited < kYieldTime) {
-    sched_yield();
-    return;
-  }
-  auto sleep = std::min<Clock::duration>(waited / 16, kMaxSleep);
-  std::this_thread::sleep_for(sleep);
+  frugal::BackOff(BackOffPolicy{policy.spin, kYieldTime, kMaxSleep}, waited);
 }
 
 // ---- StagingPool ----
