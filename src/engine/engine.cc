@@ -237,7 +237,12 @@ class Engine::Impl {
     } catch (...) {
       failure = InternalError("engine thread: an exception of unknown type");
     }
-    if (!failure.ok()) Fail(std::move(failure));
+    if (failure.ok()) return;
+    try {
+      Fail(failure);
+    } catch (...) {  // telling the peers failed: the Work handles still get the failure
+      CloseAndFailAll(failure);
+    }
   }
 
   // Until a stop (OK) or a failure (its Status).
@@ -317,6 +322,9 @@ class Engine::Impl {
       status = item.call(t_);
     } catch (const std::exception& e) {
       status = InternalError(fmt::format("call '{}' threw: {}", item.call_name, e.what()));
+    } catch (...) {
+      status = InternalError(
+          fmt::format("call '{}' threw an exception of unknown type", item.call_name));
     }
     if (options_.timeline) {
       options_.timeline->Span("engine", item.call_name, begin, Clock::now());

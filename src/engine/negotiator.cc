@@ -29,13 +29,12 @@
 #include "engine/negotiator.h"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "engine/abort_message.h"
 #include "engine/decision.h"
+#include "frugal/backoff.h"
 
 namespace frugal::engine_internal {
 namespace {
@@ -47,13 +46,9 @@ constexpr auto kStallCheckPeriod = std::chrono::milliseconds(100);
 constexpr Duration kAbortSendBound = std::chrono::milliseconds(200);
 
 void BackOff(Clock::duration waited) {
-  if (waited < std::chrono::microseconds(50)) return;
-  if (waited < std::chrono::milliseconds(1)) {
-    sched_yield();
-    return;
-  }
-  std::this_thread::sleep_for(
-      std::min<Clock::duration>(waited / 16, std::chrono::microseconds(500)));
+  frugal::BackOff(BackOffPolicy{std::chrono::microseconds(50), std::chrono::milliseconds(1),
+                                std::chrono::microseconds(500)},
+                  waited);
 }
 
 std::string Quoted(const std::set<std::string>& names, size_t limit) {
@@ -177,10 +172,33 @@ StatusOr<CycleOutcome> Negotiator::Coordinate(
   bytes_sent_ += out_message_.size() * static_cast<uint64_t>(size_ - 1);
   std::vector<std::unique_ptr<Work>> sends;
   for (int p = 1; p < size_; ++p) sends.push_back(t_.ISend(p, kDecisionTag, out_message_));
-  for (auto& send : sends) {
-    FRUGAL_RETURN_IF_ERROR(send->Wait(options_.timeout).Annotate("negotiation decision"));
-  }
+  FRUGAL_RETURN_IF_ERROR(WaitForSends(sends, stop_requested));
   return outcome;
+}
+
+Status Negotiator::WaitForSends(std::vector<std::unique_ptr<Work>>& sends,
+                                const std::function<bool()>& stop_requested) {
+  const auto start = Clock::now();
+  while (true) {
+    std::vector<int> waiting;
+    for (size_t i = 0; i < sends.size(); ++i) {
+      if (!sends[i]->IsCompleted()) {
+        waiting.push_back(static_cast<int>(i) + 1);
+        continue;
+      }
+      FRUGAL_RETURN_IF_ERROR(sends[i]->Wait(Duration::zero()).Annotate("negotiation decision"));
+    }
+    if (waiting.empty()) return Status::Ok();
+    // A peer that failed meanwhile does not take its decision: its notice says why.
+    FRUGAL_RETURN_IF_ERROR(PollAbort());
+    const auto now = Clock::now();
+    if (stop_requested()) return CancelledError("the engine was shut down");
+    if (now - start >= options_.timeout) {
+      return TimeoutError(fmt::format("negotiation: {} did not take the decision within {} ms",
+                                      RankWord(waiting), options_.timeout.count()));
+    }
+    BackOff(now - start);
+  }
 }
 
 StatusOr<CycleMessage> Negotiator::ReceiveReport(const ProbeResult& probe) {

@@ -79,6 +79,10 @@ class Negotiator {
   StatusOr<CycleOutcome> Follow(const CycleMessage& mine, std::span<const PendingHead> heads,
                                 const std::function<bool()>& stop_requested);
   StatusOr<CycleMessage> ReceiveReport(const ProbeResult& probe);
+  // The coordinator: until every send of its decision (sends[i] to rank i + 1) has completed,
+  // watching for abort notices.
+  Status WaitForSends(std::vector<std::unique_ptr<Work>>& sends,
+                      const std::function<bool()>& stop_requested);
   // The coordinator: rank `r`'s pending tensors are `names` as of `when`.
   void SetPending(int r, std::set<std::string> names, Clock::time_point when);
   void ClearDecided(const CycleOutcome& outcome);

@@ -100,25 +100,33 @@ Status SubmitAndCheck(Engine& engine, int rank, int n, int steps) {
   return Status::Ok();
 }
 
-class EngineModes : public ::testing::TestWithParam<std::tuple<Mode, int>> {};
+// Eager sends, or (rendezvous) every send of 64 bytes or more completing only when its receive
+// takes it, as MPI's rendezvous protocol does: a deadlock that needs it shows here.
+class EngineModes : public ::testing::TestWithParam<std::tuple<Mode, int, bool>> {};
 
 TEST_P(EngineModes, OutOfOrderSubmissionCompletesWithExactAverages) {
-  const auto& [mode, n] = GetParam();
-  ExpectAllOk(RunRanks(n, [&](Transport& t) -> Status {
-    std::unique_ptr<GradientReducer> reducer = RingReducer(t);
-    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
-                            Engine::Start(t, *reducer, OptionsFor(mode)));
-    FRUGAL_RETURN_IF_ERROR(SubmitAndCheck(*engine, t.rank(), n, 4));
-    return engine->Shutdown();
-  }));
+  const auto& [mode, n, rendezvous] = GetParam();
+  InProcOptions transport;
+  if (rendezvous) transport.rendezvous_bytes = 64;
+  ExpectAllOk(RunRanks(
+      n,
+      [&](Transport& t) -> Status {
+        std::unique_ptr<GradientReducer> reducer = RingReducer(t);
+        FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                                Engine::Start(t, *reducer, OptionsFor(mode)));
+        FRUGAL_RETURN_IF_ERROR(SubmitAndCheck(*engine, t.rank(), n, 4));
+        return engine->Shutdown();
+      },
+      transport));
 }
 
 INSTANTIATE_TEST_SUITE_P(Engine, EngineModes,
                          ::testing::Combine(::testing::ValuesIn(AllModes()),
-                                            ::testing::Values(1, 2, 3, 5)),
+                                            ::testing::Values(1, 2, 3, 5), ::testing::Bool()),
                          [](const auto& info) {
                            return std::get<0>(info.param).name + "_n" +
-                                  std::to_string(std::get<1>(info.param));
+                                  std::to_string(std::get<1>(info.param)) +
+                                  (std::get<2>(info.param) ? "_rendezvous" : "_eager");
                          });
 
 // Arbitrary floats on two ranks (where a + b is exact in any order of the layout): every mode
