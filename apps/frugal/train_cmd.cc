@@ -3,7 +3,8 @@
 // the strategy factory's options and the loop's options (train_flags.cc); the factory's plan
 // makes the reducer and the strategy; every rank then runs frugal_torch::Train, and rank 0 shows
 // the progress on stderr, prints the epoch table and the summary on stdout and writes the JSON
-// lines and the Chrome trace (train_report.cc).
+// lines and the Chrome trace (train_report.cc). FedAvg runs in rounds of client training
+// (train_fedavg.cc).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "frugal_torch/data.h"
 #include "frugal_torch/trainer.h"
 #include "launcher.h"
+#include "train_fedavg.h"
 #include "train_flags.h"
 #include "train_report.h"
 
@@ -30,6 +32,7 @@ namespace {
 Status RunTrain(RankContext& context, const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy_options, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy_options));
+  if (plan.sync.kind == SyncKind::kFedAvg) return RunFedAvgTrain(context, flags, plan);
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::TrainOptions options, ToTrainOptions(flags, plan));
   // With --timeline, the compressors report encode and decode to the engine's timeline.
   PhaseRecorder phases;
@@ -53,16 +56,8 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
                           MakeStrategy(plan, workers, *reducer));
   const bool root = context.is_root();
-  std::ofstream json;
-  if (root && !flags.json.empty()) {
-    json.open(flags.json, std::ios::trunc);
-    if (!json) return IoError(fmt::format("cannot write {}", flags.json));
-  }
-  auto write_json = [&](const nlohmann::json& record) -> Status {
-    if (!json.is_open()) return Status::Ok();
-    json << record.dump() << "\n" << std::flush;
-    return json ? Status::Ok() : IoError(fmt::format("cannot write {}", flags.json));
-  };
+  JsonLines json;
+  if (root) FRUGAL_RETURN_IF_ERROR(json.Open(flags.json));
 
   const bool spread = !strategy->traits().identical_replicas;
   Progress progress(root ? ProgressMode(flags.progress) : Progress::Mode::kNone);
@@ -81,7 +76,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
       header_printed = true;
       std::fputs(EpochTableRow(r, spread).c_str(), stdout);
       std::fflush(stdout);
-      if (json_status.ok()) json_status = write_json(EpochJson(r));
+      if (json_status.ok()) json_status = json.Write(EpochJson(r));
     };
   }
   FRUGAL_ASSIGN_OR_RETURN(
@@ -99,7 +94,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   summary_json["arch"] = ArchSpecName(plan.arch);
   summary_json["sync"] = SyncSpecName(plan.sync);
   AddCompressionSummary(summary_json, summary, flags, *reducer);
-  FRUGAL_RETURN_IF_ERROR(write_json(summary_json));
+  FRUGAL_RETURN_IF_ERROR(json.Write(summary_json));
   if (!flags.timeline.empty()) {
     std::ofstream trace(flags.timeline, std::ios::trunc);
     trace << summary.timeline_json;
@@ -129,7 +124,8 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     action.name = "train";
     action.validate = [flags]() -> Status {
       FRUGAL_RETURN_IF_ERROR(ValidateTrainFlags(*flags));
-      return CheckDataset(flags->data_dir);
+      FRUGAL_RETURN_IF_ERROR(CheckDataset(flags->data_dir));
+      return ValidateFedAvgFlags(*flags);
     };
     action.run = [flags](RankContext& context) { return RunTrain(context, *flags); };
     dispatcher.Select(std::move(action));

@@ -116,7 +116,8 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->check(CLI::Validator(CLI::ExistingFile).description(""))
       ->type_name("FILE");
   cmd.add_option("--model", flags.model, "mlp, cnn, resnet20 or vgg")->capture_default_str();
-  cmd.add_option("--epochs", flags.epochs, "Passes over the training set")->capture_default_str();
+  cmd.add_option("--epochs", flags.epochs,
+                 "Passes over the training set (--sync fedavg: rounds)")->capture_default_str();
   cmd.add_option("--batch-size", flags.batch_size, "Batch size per rank (global: x ranks)")
       ->capture_default_str();
   cmd.add_option("--lr", flags.lr, "Learning rate")->capture_default_str();
@@ -148,7 +149,10 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "Synchronization: bsp (average gradients every step), "
                  "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1] "
                  "(Local SGD: average the models every H local steps; post-local SGD from epoch "
-                 "E; hierarchical: within each host every h steps)")
+                 "E; hierarchical: within each host every h steps), "
+                 "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M] "
+                 "(FedAvg: K clients simulated on the ranks, C of them per round; --epochs gives "
+                 "the rounds)")
       ->capture_default_str();
   cmd.add_option("--straggler", flags.stragglers,
                  "RANK:FACTOR: that rank's forward and backward take FACTOR times as long "

@@ -40,6 +40,19 @@ Progress::Mode ProgressMode(const std::string& flag) {
   return tty ? Progress::Mode::kBar : Progress::Mode::kLines;
 }
 
+Status JsonLines::Open(const std::string& path) {
+  path_ = path;
+  if (path.empty()) return Status::Ok();
+  out_.open(path, std::ios::trunc);
+  return out_ ? Status::Ok() : IoError(fmt::format("cannot write {}", path));
+}
+
+Status JsonLines::Write(const nlohmann::json& record) {
+  if (!out_.is_open()) return Status::Ok();
+  out_ << record.dump() << "\n" << std::flush;
+  return out_ ? Status::Ok() : IoError(fmt::format("cannot write {}", path_));
+}
+
 nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
   return {{"event", "epoch"},
           {"epoch", r.epoch},

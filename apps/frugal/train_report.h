@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -68,6 +69,18 @@ class Progress {
 
 // --progress: bar, lines, none, or auto (a bar when the user's stderr is a terminal).
 Progress::Mode ProgressMode(const std::string& flag);
+
+// --json FILE: one JSON object per line, flushed after each. Not open (no --json): writes nothing.
+class JsonLines {
+ public:
+  // Truncates `path` (empty: no output); kIoError if it cannot be written.
+  Status Open(const std::string& path);
+  Status Write(const nlohmann::json& record);
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
 
 nlohmann::json EpochJson(const frugal_torch::EpochRecord& r);
 nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags& flags);

@@ -133,16 +133,22 @@ struct SyncSpec {
   int64_t intra_period = 0;
   bool average_buffers = true;   // batch-norm statistics averaged with the parameters
   bool average_momenta = false;  // the optimizer's momentum buffers averaged too
-  // kFedAvg
+  // kFedAvg (include/frugal/fedavg.h): `clients` simulated clients, max(1, round(fraction x
+  // clients)) of them sampled per round, each training `local_epochs` epochs of its shard, or
+  // exactly `local_steps` steps when local_steps > 0; a partition must give every client at least
+  // `min_samples` samples (0: one batch).
   int64_t clients = 0;
   double fraction = 1.0;
   int64_t local_epochs = 1;
+  int64_t local_steps = 0;
+  int64_t min_samples = 0;
 };
 
 // "allreduce" or "allreduce:ALGO". kInvalidArgument naming what is accepted.
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec);
 // "bsp" | "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]" |
-// "fedavg:clients=K,fraction=C,local-epochs=E". kInvalidArgument naming what is accepted.
+// "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]".
+// kInvalidArgument naming what is accepted.
 StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec);
 std::string ArchSpecName(const ArchSpec& spec);
 std::string SyncSpecName(const SyncSpec& spec);
@@ -174,13 +180,16 @@ struct StrategyOptions {
 struct StrategyPlan {
   ArchSpec arch;
   SyncSpec sync;
-  std::optional<CompressedReducerOptions> compressed;  // unset: the dense reducer
+  // Unset: the dense reducer. FedAvg: the compression of each client's upload (its reducer is
+  // dense).
+  std::optional<CompressedReducerOptions> compressed;
   bool dgc = false;                                    // the compressor is DGC (momentum moved)
   double optimizer_momentum = 0;
   bool optimizer_nesterov = false;
   bool od_sgd = false;
   bool skip_comm = false;
   int ranks_per_host = 0;
+  uint64_t seed = 0;  // of the strategy's own random choices (FedAvg's client sampling)
   Duration timeout = kDefaultTimeout;
 };
 
@@ -190,6 +199,7 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options);
 
 // The reducer the plan's exchanges go through, over `workers`. `steps_per_epoch` completes DGC's
 // warm-up; `registry` makes the compressors (the default registry, or one that times them).
+// FedAvg's aggregate is exact (its compressor works on each client's upload, fedavg.h): dense.
 StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPlan& plan,
                                                                Transport& workers,
                                                                int64_t steps_per_epoch,

@@ -17,7 +17,12 @@
 //    defined on gradients); a compressor on model deltas always keeps an error-feedback residual
 //    (what a round's compression dropped is sent in a later round, as in Lin et al.'s and
 //    Stich's local-SGD-with-compression analyses);
-//  - FedAvg runs its own round loop: no --od-sgd, --skip-comm, DGC or worker momentum.
+//  - FedAvg runs its own round loop: no --od-sgd, --skip-comm, DGC or worker momentum. Its
+//    compressor encodes each client's model delta on its own (always with a per-client
+//    error-feedback residual) and the server decodes every upload apart: so no --aggregate, and
+//    no compressor that only aggregates across ranks (custom aggregation: powersgd, gtopk,
+//    terngrad; majority vote: sign, signum). Its reducer, the exact aggregate over the workers,
+//    is dense.
 #include <fmt/format.h>
 
 #include "frugal/compressor.h"
@@ -50,6 +55,24 @@ DgcAdaptation AdaptDgcSpec(const std::string& spec, double momentum, int64_t ste
   return {adapted, true, !correction.ok() || *correction != 0};
 }
 
+// FedAvg's server decodes each client's upload apart (see the rules above).
+Status CheckFedAvgCompressor(const Compressor& compressor, const StrategyOptions& options) {
+  if (options.aggregate != "auto") {
+    return InvalidArgumentError(fmt::format(
+        "--aggregate {} does not apply to --sync fedavg: the server decodes each client's upload "
+        "on its own",
+        options.aggregate));
+  }
+  const CompressorTraits traits = compressor.traits();
+  if (traits.custom_aggregate || traits.sign_vote) {
+    return InvalidArgumentError(fmt::format(
+        "--compress {} aggregates across ranks; --sync fedavg compresses each client's upload on "
+        "its own (use e.g. topk, randomk, qsgd, fp16)",
+        compressor.name()));
+  }
+  return Status::Ok();
+}
+
 Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   if (options.compress.empty()) {
     if (options.error_feedback || options.worker_momentum || options.aggregate != "auto" ||
@@ -66,20 +89,20 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   }
   const DgcAdaptation dgc = AdaptDgcSpec(options.compress, options.momentum, 0);
   plan.dgc = dgc.is_dgc;
-  const bool gradients_only = plan.sync.kind != SyncKind::kBsp;
-  if (gradients_only && dgc.is_dgc) {
+  const bool exchanges_models = plan.sync.kind != SyncKind::kBsp;
+  if (exchanges_models && dgc.is_dgc) {
     return InvalidArgumentError(fmt::format(
         "--compress dgc works on gradients; --sync {} exchanges models (use e.g. topk or qsgd)",
         SyncSpecName(plan.sync)));
   }
-  if (gradients_only && options.worker_momentum) {
+  if (exchanges_models && options.worker_momentum) {
     return InvalidArgumentError(fmt::format(
         "--worker-momentum works on gradients; --sync {} exchanges models",
         SyncSpecName(plan.sync)));
   }
   CompressedReducerOptions compressed;
   compressed.spec = dgc.spec;
-  compressed.error_feedback = options.error_feedback || plan.sync.kind == SyncKind::kLocal;
+  compressed.error_feedback = options.error_feedback || exchanges_models;
   if (options.worker_momentum) {
     if (dgc.takes_momentum) {
       return InvalidArgumentError(
@@ -113,7 +136,11 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   if (compressed.error_feedback && compressor->inner() == nullptr) {
     compressor = WithErrorFeedback(std::move(compressor));
   }
-  FRUGAL_RETURN_IF_ERROR(CheckAggregationPath(*compressor, compressed.path));
+  if (plan.sync.kind == SyncKind::kFedAvg) {
+    FRUGAL_RETURN_IF_ERROR(CheckFedAvgCompressor(*compressor, options));
+  } else {
+    FRUGAL_RETURN_IF_ERROR(CheckAggregationPath(*compressor, compressed.path));
+  }
   plan.compressed = std::move(compressed);
   return Status::Ok();
 }
@@ -129,6 +156,7 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   plan.od_sgd = options.od_sgd;
   plan.skip_comm = options.skip_comm;
   plan.ranks_per_host = options.ranks_per_host;
+  plan.seed = options.seed;
   plan.timeout = options.timeout;
   if (options.od_sgd && options.skip_comm) {
     return InvalidArgumentError("--od-sgd and --skip-comm exclude each other");
@@ -149,7 +177,7 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPla
                                                                Transport& workers,
                                                                int64_t steps_per_epoch,
                                                                const CompressorRegistry& registry) {
-  if (plan.compressed) {
+  if (plan.compressed && plan.sync.kind != SyncKind::kFedAvg) {
     CompressedReducerOptions compressed = *plan.compressed;
     if (plan.dgc) {
       // The momentum= item is already in the spec; only the warm-up's epoch length is added.

@@ -16,8 +16,7 @@ constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
 StatusOr<CompressorParams> ParseItems(std::string_view flag, std::string_view spec) {
   StatusOr<CompressorParams> params = CompressorParams::Parse(spec);
   if (!params.ok()) {
-    return InvalidArgumentError(
-        fmt::format("{} '{}': expected name[:key=value,...]", flag, spec));
+    return InvalidArgumentError(fmt::format("{} '{}': expected name[:key=value,...]", flag, spec));
   }
   return params;
 }
@@ -25,6 +24,14 @@ StatusOr<CompressorParams> ParseItems(std::string_view flag, std::string_view sp
 Status Annotated(std::string_view flag, const Status& status) {
   if (status.ok()) return status;
   return Status(status.code(), fmt::format("{} {}", flag, status.message()));
+}
+
+// `out` = the value of a --sync parameter, or its error naming the flag.
+template <typename T>
+Status Assign(const StatusOr<T>& value, T& out) {
+  FRUGAL_RETURN_IF_ERROR(Annotated("--sync", value.status()));
+  out = *value;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -37,15 +44,15 @@ StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
   const size_t colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon);
   if (name != "allreduce") {
-    return InvalidArgumentError(fmt::format("--arch '{}': unknown architecture (accepted: {})",
-                                            spec, accepted));
+    return InvalidArgumentError(
+        fmt::format("--arch '{}': unknown architecture (accepted: {})", spec, accepted));
   }
   if (colon != std::string_view::npos) {
     arch.algorithm = std::string(spec.substr(colon + 1));
     if (std::find(algorithms.begin(), algorithms.end(), arch.algorithm) == algorithms.end()) {
-      return InvalidArgumentError(fmt::format(
-          "--arch '{}': unknown all-reduce algorithm '{}' (accepted: {})", spec, arch.algorithm,
-          accepted));
+      return InvalidArgumentError(
+          fmt::format("--arch '{}': unknown all-reduce algorithm '{}' (accepted: {})", spec,
+                      arch.algorithm, accepted));
     }
   }
   return arch;
@@ -66,47 +73,38 @@ StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
           "[,buffers=0|1][,momenta=0|1])",
           spec));
     }
-    StatusOr<int64_t> period = params.Int("period", 1, 1, kMaxInt);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", period.status()));
-    sync.period = *period;
-    StatusOr<int64_t> start = params.Int("start-epoch", 0, 0, kMaxInt);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", start.status()));
-    sync.start_epoch = *start;
-    StatusOr<int64_t> intra = params.Int("intra-period", 0, 0, kMaxInt);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", intra.status()));
-    sync.intra_period = *intra;
-    StatusOr<bool> buffers = params.Bool("buffers", true);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", buffers.status()));
-    sync.average_buffers = *buffers;
-    StatusOr<bool> momenta = params.Bool("momenta", false);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", momenta.status()));
-    sync.average_momenta = *momenta;
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("period", 1, 1, kMaxInt), sync.period));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("start-epoch", 0, 0, kMaxInt), sync.start_epoch));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("intra-period", 0, 0, kMaxInt), sync.intra_period));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Bool("buffers", true), sync.average_buffers));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Bool("momenta", false), sync.average_momenta));
     if (sync.intra_period > 0 &&
         (sync.intra_period >= sync.period || sync.period % sync.intra_period != 0)) {
-      return InvalidArgumentError(fmt::format(
-          "--sync '{}': intra-period must divide period and be smaller than it", spec));
+      return InvalidArgumentError(
+          fmt::format("--sync '{}': intra-period must divide period and be smaller than it", spec));
     }
   } else if (params.name() == "fedavg") {
     sync.kind = SyncKind::kFedAvg;
+    constexpr std::string_view kForm =
+        "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]";
     if (!params.Has("clients")) {
-      return InvalidArgumentError(fmt::format(
-          "--sync '{}': fedavg needs clients=K (fedavg:clients=K[,fraction=C][,local-epochs=E])",
-          spec));
+      return InvalidArgumentError(
+          fmt::format("--sync '{}': fedavg needs clients=K ({})", spec, kForm));
     }
-    StatusOr<int64_t> clients = params.Int("clients", 0, 1, 1 << 20);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", clients.status()));
-    sync.clients = *clients;
-    StatusOr<double> fraction = params.Double("fraction", 1.0, 1e-9, 1.0);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", fraction.status()));
-    sync.fraction = *fraction;
-    StatusOr<int64_t> local_epochs = params.Int("local-epochs", 1, 1, 1000);
-    FRUGAL_RETURN_IF_ERROR(Annotated("--sync", local_epochs.status()));
-    sync.local_epochs = *local_epochs;
+    if (params.Has("local-epochs") && params.Has("local-steps")) {
+      return InvalidArgumentError(fmt::format(
+          "--sync '{}': give local-epochs=E or local-steps=S, not both ({})", spec, kForm));
+    }
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("clients", 0, 1, 1 << 20), sync.clients));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Double("fraction", 1.0, 1e-9, 1.0), sync.fraction));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("local-epochs", 1, 1, 1000), sync.local_epochs));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("local-steps", 0, 1, kMaxInt), sync.local_steps));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("min-samples", 0, 1, kMaxInt), sync.min_samples));
   } else {
-    return InvalidArgumentError(fmt::format(
-        "--sync '{}': unknown synchronization (accepted: bsp, local:period=H[,...], "
-        "fedavg:clients=K[,...])",
-        spec));
+    return InvalidArgumentError(
+        fmt::format("--sync '{}': unknown synchronization (accepted: bsp, local:period=H[,...], "
+                    "fedavg:clients=K[,...])",
+                    spec));
   }
   FRUGAL_RETURN_IF_ERROR(Annotated("--sync", params.Finish()));
   return sync;
@@ -124,9 +122,13 @@ std::string SyncSpecName(const SyncSpec& spec) {
       if (spec.average_momenta) name += ",momenta=1";
       return name;
     }
-    case SyncKind::kFedAvg:
-      return fmt::format("fedavg:clients={},fraction={},local-epochs={}", spec.clients,
-                         spec.fraction, spec.local_epochs);
+    case SyncKind::kFedAvg: {
+      std::string name = fmt::format("fedavg:clients={},fraction={}", spec.clients, spec.fraction);
+      name += spec.local_steps > 0 ? fmt::format(",local-steps={}", spec.local_steps)
+                                   : fmt::format(",local-epochs={}", spec.local_epochs);
+      if (spec.min_samples > 0) name += fmt::format(",min-samples={}", spec.min_samples);
+      return name;
+    }
   }
   return "?";
 }

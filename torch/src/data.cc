@@ -8,9 +8,9 @@
 // ShardSampler, iid: EpochOrder draws a Fisher-Yates permutation of [0, total_) from the stream
 // (seed_, kAnyRank, epoch, "sampler/iid") — identical on every rank — and keeps positions
 // rank_ + i*world_ for i < total_/world_.
-// ShardSampler, dirichlet: the constructor builds every rank's shard the same way on every rank:
-// for each class c, its sample indices are shuffled with the stream (seed_, kAnyRank, c,
-// "partition/dirichlet"), proportions p_r = g_r / sum(g) with g_r ~ Gamma(alpha) are drawn from
+// ShardSampler, dirichlet: the constructor builds every rank's shard the same way on every rank
+// (DirichletSplit, attempt 0): for each class c, its sample indices are shuffled with the stream
+// (seed, kAnyRank, c, TensorId("partition/dirichlet") + attempt), proportions p_r = g_r / sum(g) with g_r ~ Gamma(alpha) are drawn from
 // the same stream (Marsaglia-Tsang, in log space so that tiny alphas do not underflow), and rank r
 // receives the slice between round(n_c * cumsum(p)_{r-1}) and round(n_c * cumsum(p)_r). A rank
 // left with no sample at all takes one from the currently largest shard. EpochOrder then
@@ -33,14 +33,6 @@ namespace {
 
 using frugal::Status;
 using frugal::StatusOr;
-
-template <typename T>
-void Shuffle(std::vector<T>& v, frugal::RngStream& rng) {
-  for (size_t i = v.size(); i > 1; --i) {
-    const size_t j = rng.Below(i);
-    std::swap(v[i - 1], v[j]);
-  }
-}
 
 // log of a Gamma(alpha, 1) draw.
 double LogGamma(double alpha, frugal::RngStream& rng) {
@@ -179,6 +171,58 @@ std::string PartitionName(const PartitionSpec& spec) {
   return buffer;
 }
 
+std::vector<std::vector<int64_t>> DirichletSplit(const std::vector<uint8_t>& labels, int parts,
+                                                 double alpha, uint64_t seed, uint64_t attempt) {
+  FRUGAL_CHECK_GT(alpha, 0.0, "dirichlet alpha");
+  FRUGAL_CHECK_GT(parts, 0);
+  const int64_t total = static_cast<int64_t>(labels.size());
+  int num_classes = 0;
+  for (uint8_t label : labels) num_classes = std::max(num_classes, int{label} + 1);
+  std::vector<std::vector<int64_t>> by_class(static_cast<size_t>(num_classes));
+  for (int64_t i = 0; i < total; ++i) by_class[labels[static_cast<size_t>(i)]].push_back(i);
+  std::vector<std::vector<int64_t>> shards(static_cast<size_t>(parts));
+  for (int c = 0; c < num_classes; ++c) {
+    std::vector<int64_t>& members = by_class[static_cast<size_t>(c)];
+    frugal::RngStream rng(frugal::RngKey{seed, frugal::kAnyRank, static_cast<uint64_t>(c),
+                                         frugal::TensorId("partition/dirichlet") + attempt});
+    ShuffleIndices(members, rng);
+    std::vector<double> log_g(static_cast<size_t>(parts));
+    for (double& g : log_g) g = LogGamma(alpha, rng);
+    const double max_log = *std::max_element(log_g.begin(), log_g.end());
+    double sum = 0;
+    for (double& g : log_g) sum += (g = std::exp(g - max_log));
+    double cumulative = 0;
+    size_t begin = 0;
+    for (int r = 0; r < parts; ++r) {
+      cumulative += log_g[static_cast<size_t>(r)] / sum;
+      size_t end = r + 1 == parts ? members.size()
+                                  : static_cast<size_t>(std::llround(cumulative * members.size()));
+      end = std::clamp(end, begin, members.size());
+      shards[static_cast<size_t>(r)].insert(shards[static_cast<size_t>(r)].end(),
+                                            members.begin() + static_cast<std::ptrdiff_t>(begin),
+                                            members.begin() + static_cast<std::ptrdiff_t>(end));
+      begin = end;
+    }
+  }
+  return shards;
+}
+
+std::vector<int64_t> IidPermutation(int64_t total, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> permutation(static_cast<size_t>(total));
+  for (int64_t i = 0; i < total; ++i) permutation[static_cast<size_t>(i)] = i;
+  frugal::RngStream rng(frugal::RngKey{seed, frugal::kAnyRank, static_cast<uint64_t>(epoch),
+                                       frugal::TensorId("sampler/iid")});
+  ShuffleIndices(permutation, rng);
+  return permutation;
+}
+
+void ShuffleIndices(std::vector<int64_t>& indices, frugal::RngStream& rng) {
+  for (size_t i = indices.size(); i > 1; --i) {
+    const size_t j = rng.Below(i);
+    std::swap(indices[i - 1], indices[j]);
+  }
+}
+
 int64_t ShardSampler::StepsPerEpoch(int64_t total, int world, int64_t batch_size) {
   const int64_t per_rank = total / world;
   return (per_rank + batch_size - 1) / batch_size;
@@ -198,35 +242,8 @@ ShardSampler::ShardSampler(const std::vector<uint8_t>& labels, int rank, int wor
   steps_per_epoch_ = StepsPerEpoch(total_, world_, batch_size_);
   if (partition_.kind == PartitionKind::kIid) return;
 
-  FRUGAL_CHECK_GT(partition_.alpha, 0.0, "dirichlet alpha");
-  int num_classes = 0;
-  for (uint8_t label : labels) num_classes = std::max(num_classes, int{label} + 1);
-  std::vector<std::vector<int64_t>> by_class(static_cast<size_t>(num_classes));
-  for (int64_t i = 0; i < total_; ++i) by_class[labels[static_cast<size_t>(i)]].push_back(i);
-  std::vector<std::vector<int64_t>> shards(static_cast<size_t>(world_));
-  for (int c = 0; c < num_classes; ++c) {
-    std::vector<int64_t>& members = by_class[static_cast<size_t>(c)];
-    frugal::RngStream rng(frugal::RngKey{seed_, frugal::kAnyRank, static_cast<uint64_t>(c),
-                                         frugal::TensorId("partition/dirichlet")});
-    Shuffle(members, rng);
-    std::vector<double> log_g(static_cast<size_t>(world_));
-    for (double& g : log_g) g = LogGamma(partition_.alpha, rng);
-    const double max_log = *std::max_element(log_g.begin(), log_g.end());
-    double sum = 0;
-    for (double& g : log_g) sum += (g = std::exp(g - max_log));
-    double cumulative = 0;
-    size_t begin = 0;
-    for (int r = 0; r < world_; ++r) {
-      cumulative += log_g[static_cast<size_t>(r)] / sum;
-      size_t end = r + 1 == world_ ? members.size()
-                                   : static_cast<size_t>(std::llround(cumulative * members.size()));
-      end = std::clamp(end, begin, members.size());
-      shards[static_cast<size_t>(r)].insert(shards[static_cast<size_t>(r)].end(),
-                                            members.begin() + static_cast<std::ptrdiff_t>(begin),
-                                            members.begin() + static_cast<std::ptrdiff_t>(end));
-      begin = end;
-    }
-  }
+  std::vector<std::vector<int64_t>> shards =
+      DirichletSplit(labels, world_, partition_.alpha, seed_, /*attempt=*/0);
   for (auto& shard : shards) {
     if (!shard.empty()) continue;
     auto largest = std::max_element(shards.begin(), shards.end(), [](const auto& a, const auto& b) {
@@ -247,11 +264,7 @@ int64_t ShardSampler::samples_per_epoch() const {
 std::vector<int64_t> ShardSampler::EpochOrder(int64_t epoch) const {
   std::vector<int64_t> order;
   if (partition_.kind == PartitionKind::kIid) {
-    std::vector<int64_t> permutation(static_cast<size_t>(total_));
-    for (int64_t i = 0; i < total_; ++i) permutation[static_cast<size_t>(i)] = i;
-    frugal::RngStream rng(frugal::RngKey{seed_, frugal::kAnyRank, static_cast<uint64_t>(epoch),
-                                         frugal::TensorId("sampler/iid")});
-    Shuffle(permutation, rng);
+    const std::vector<int64_t> permutation = IidPermutation(total_, seed_, epoch);
     const int64_t per_rank = total_ / world_;
     order.reserve(static_cast<size_t>(per_rank));
     for (int64_t i = 0; i < per_rank; ++i) {
@@ -265,7 +278,7 @@ std::vector<int64_t> ShardSampler::EpochOrder(int64_t epoch) const {
     std::vector<int64_t> copy = shard_;
     frugal::RngStream rng(frugal::RngKey{seed_, rank_, static_cast<uint64_t>(epoch),
                                          frugal::TensorId("sampler/dirichlet") + round});
-    Shuffle(copy, rng);
+    ShuffleIndices(copy, rng);
     const size_t take = std::min(copy.size(), needed - order.size());
     order.insert(order.end(), copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(take));
   }

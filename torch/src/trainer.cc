@@ -34,12 +34,13 @@
 #include <string>
 #include <vector>
 
+#include "evaluate.h"
 #include "frugal/collectives.h"
 #include "frugal/timer.h"
 #include "frugal_torch/distributed.h"
-#include "evaluate.h"
 #include "frugal_torch/models.h"
 #include "frugal_torch/step_driver.h"
+#include "train_util.h"
 
 namespace frugal_torch {
 namespace {
@@ -47,16 +48,8 @@ namespace {
 using frugal::Status;
 using frugal::StatusOr;
 
-torch::Tensor ImagesTensor(const ImageSet& set) {
-  return torch::from_blob(const_cast<float*>(set.images.data()), {set.count, 1, set.rows, set.cols},
-                          torch::TensorOptions().dtype(torch::kFloat));
-}
-
-torch::Tensor LabelsTensor(const ImageSet& set) {
-  return torch::from_blob(const_cast<uint8_t*>(set.labels.data()), {set.count},
-                          torch::TensorOptions().dtype(torch::kUInt8))
-      .to(torch::kLong);
-}
+using internal::ImagesTensor;
+using internal::LabelsTensor;
 
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -101,9 +94,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   }
   // From here on the transport belongs to the driver (its engine thread, when there is one):
   // the loop's collectives run through driver->Run.
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<StepDriver> driver,
-                          StepDriver::Start(t, reducer, strategy, *model, optimizer,
-                                            driver_options));
+  FRUGAL_ASSIGN_OR_RETURN(
+      std::unique_ptr<StepDriver> driver,
+      StepDriver::Start(t, reducer, strategy, *model, optimizer, driver_options));
   auto collective = [&](const char* name,
                         const std::function<Status(frugal::Transport&)>& fn) -> Status {
     return driver->Run(name, fn);
@@ -123,17 +116,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   if (options.max_steps > 0) total_steps = std::min(total_steps, options.max_steps);
   const int64_t epochs_to_run = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
 
-  LrSchedule schedule;
-  schedule.kind = options.schedule;
-  schedule.base_lr = options.lr;
-  schedule.warmup_steps =
-      std::llround(options.warmup_epochs * static_cast<double>(steps_per_epoch));
-  for (double epoch : options.lr_milestones) {
-    schedule.milestones.push_back(std::llround(epoch * static_cast<double>(steps_per_epoch)));
-  }
-  std::sort(schedule.milestones.begin(), schedule.milestones.end());
-  schedule.gamma = options.lr_gamma;
-  schedule.total_steps = options.epochs * steps_per_epoch;
+  const LrSchedule schedule = internal::ScheduleOf(options, steps_per_epoch);
 
   TrainSummary summary;
   summary.model = options.model;
@@ -154,8 +137,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   // Read on the thread that owns the transport (the engine thread when there is one); the
   // engine's negotiation messages are reported on their own.
   auto bytes_so_far = [&]() {
-    uint64_t bytes = t.bytes_sent() - transport_bytes_start - driver->negotiation_bytes() -
-                     eval_bytes;
+    uint64_t bytes =
+        t.bytes_sent() - transport_bytes_start - driver->negotiation_bytes() - eval_bytes;
     if (count_reducer_bytes) bytes += reducer.bytes_sent() - reducer_bytes_start;
     return bytes;
   };
@@ -230,8 +213,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     } else {
       FRUGAL_ASSIGN_OR_RETURN(
           spread, internal::EvaluateAveragedModel(
-                      *model, optimizer, test_images, test_labels, options.eval_batch_size,
-                      *driver, timeout, [&]() -> Status {
+                      *model, optimizer, test_images, test_labels, options.eval_batch_size, *driver,
+                      timeout, [&]() -> Status {
                         eval = internal::Evaluate(*model, test_images, test_labels, rank, world,
                                                   options.eval_batch_size);
                         return Status::Ok();
@@ -305,12 +288,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   }
   summary.parameter_hash = ParameterHash(*model);
   if (callbacks.on_final_parameters) {
-    std::vector<float> flat;
-    for (const torch::Tensor& p : model->parameters()) {
-      const torch::Tensor c = p.detach().contiguous();
-      flat.insert(flat.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-    }
-    callbacks.on_final_parameters(flat);
+    callbacks.on_final_parameters(internal::FlatParameters(*model));
   }
   summary.wall_seconds = wall.Seconds();
   summary.epochs = static_cast<int64_t>(summary.history.size());

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "frugal/random.h"
 #include "frugal/status.h"
 
 namespace frugal_torch {
@@ -66,6 +67,19 @@ struct PartitionSpec {
 // "iid" or "dirichlet:ALPHA" with ALPHA > 0; kInvalidArgument otherwise.
 frugal::StatusOr<PartitionSpec> ParsePartition(std::string_view spec);
 std::string PartitionName(const PartitionSpec& spec);
+
+// A Fisher-Yates shuffle of `indices` drawn from `rng`.
+void ShuffleIndices(std::vector<int64_t>& indices, frugal::RngStream& rng);
+
+// The iid sampler's permutation of [0, total) for `epoch`, from (seed, kAnyRank, epoch,
+// "sampler/iid"): the same on every rank.
+std::vector<int64_t> IidPermutation(int64_t total, uint64_t seed, int64_t epoch);
+
+// The Dirichlet split of the samples with `labels` into `parts` shards (see data.cc): each shard
+// as the list of its sample indices, class by class; a shard may be empty. `attempt` selects
+// independent draws for the same seed (attempt 0 is the ranks' partition of ShardSampler).
+std::vector<std::vector<int64_t>> DirichletSplit(const std::vector<uint8_t>& labels, int parts,
+                                                 double alpha, uint64_t seed, uint64_t attempt);
 
 class ShardSampler {
  public:

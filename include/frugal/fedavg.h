@@ -1,0 +1,127 @@
+// Federated averaging (FedAvg, McMahan et al. 2017) simulated on the workers: the server side of
+// a round and the clients' uploads, over named float buffers (no torch types here; frugal_torch's
+// TrainFedAvg trains the clients).
+//
+// A run has K clients (SyncSpec::clients). Round r (0-based):
+//   1. SampleClients draws m = ClientsPerRound(K, C) distinct clients from the stream
+//      (seed, kAnyRank, r, "fedavg/clients"): the same on every rank, without communication;
+//   2. client c is played by worker ClientRank(c, n) = c mod n, which keeps the client's state
+//      (the error-feedback residual of its compressed uploads) from one round to the next;
+//   3. every sampled client starts from the global model, trains, and uploads its model delta
+//      x_c - x_global (AddUpload), compressed with the run's compressor when there is one; its
+//      weight is its sample count n_c;
+//   4. EndRound: one all-reduce over the workers of [sum_c n_c * upload_c, sum_c n_c] (each
+//      worker's sums over the clients it played), then x_global += sum / weights on every worker,
+//      so every worker ends the round with the same global model.
+//
+// Bytes: a sampled client downloads the global model (download_bytes(), float32 parameters and
+// float buffers) and uploads its delta (AddUpload returns the size: the compressor's encoded
+// payloads, header included, for parameters of at least min_bytes, float32 for the rest). These
+// are the bytes a deployment with one server would move; the all-reduce that sums the uploads
+// across the workers of the simulation goes through frugal's transport and is counted by it
+// (bytes_sent()).
+//
+// Thread safety: none; used by one thread, the one that owns the reducer's transport (EndRound).
+// All workers call BeginRound, EndRound in the same order; EndRound's waits are bounded by the
+// reducer's timeout.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frugal/compressor.h"
+#include "frugal/reducer.h"
+#include "frugal/status.h"
+#include "frugal/strategy.h"
+
+namespace frugal {
+
+// max(1, round(fraction x clients)), rounding halves away from zero; clients >= 1.
+int64_t ClientsPerRound(int64_t clients, double fraction);
+
+// The clients of round `round`, ascending: ClientsPerRound(clients, fraction) distinct ids of
+// [0, clients), uniformly drawn (partial Fisher-Yates) from (seed, kAnyRank, round,
+// "fedavg/clients").
+std::vector<int64_t> SampleClients(uint64_t seed, int64_t round, int64_t clients, double fraction);
+
+// The worker that plays `client`: client mod workers.
+int ClientRank(int64_t client, int workers);
+
+class FederatedAveraging {
+ public:
+  // `plan.sync` must be FedAvg. `reducer` (MakeStrategyReducer's, exact) sums the uploads over
+  // the workers and must outlive the result; `registry` makes the compressor of
+  // plan.compressed (always with error feedback). kInvalidArgument for another sync, errors of
+  // the registry otherwise.
+  static StatusOr<std::unique_ptr<FederatedAveraging>> Create(const StrategyPlan& plan,
+                                                              GradientReducer& reducer,
+                                                              const CompressorRegistry& registry,
+                                                              int rank, int workers);
+
+  // SyncSpecName of the plan's sync, e.g. "fedavg:clients=32,fraction=0.25,local-epochs=1".
+  std::string name() const { return SyncSpecName(spec_); }
+  const SyncSpec& spec() const { return spec_; }
+  // The compressor of the uploads (with error feedback), or nullptr: dense uploads.
+  const Compressor* compressor() const { return compressor_.get(); }
+
+  // SampleClients for this run's seed and spec.
+  std::vector<int64_t> Sample(int64_t round) const;
+  // Those of `sampled` this worker plays, in the order given.
+  std::vector<int64_t> OwnClients(std::span<const int64_t> sampled) const;
+
+  // Starts round `round` from `global` (the parameters and float buffers, identical on every
+  // worker): keeps a copy and clears this worker's sums. The layout must not change between
+  // rounds.
+  void BeginRound(int64_t round, const ModelBuffers& global);
+  // Writes the round's global model into `model` (before each client trains).
+  void LoadGlobal(ModelBuffers& model) const;
+  // `client`, played by this worker, returned `model` with `weight` > 0 (its sample count): its
+  // delta to the global model is uploaded (compressed, with the client's residual) and added,
+  // times weight, to this worker's sums. Returns the upload's size in bytes. Errors of the
+  // compressor (kInvalidArgument).
+  StatusOr<uint64_t> AddUpload(int64_t client, double weight, const ModelBuffers& model);
+  // Bytes a sampled client downloads: the global model in float32.
+  uint64_t download_bytes() const { return 4 * global_.size(); }
+
+  // Collective over the workers (on the reducer's thread): the all-reduce of the sums, then
+  // `model` = global + sum / weights on every worker. kFailedPrecondition if no client of the
+  // round returned on any worker.
+  Status EndRound(ModelBuffers& model);
+
+  // Bytes the aggregates sent from this worker (counted as the reducer counts them).
+  uint64_t bytes_sent() const { return bytes_sent_; }
+  // Every client state this worker keeps, as "client/<id>/<tensor>" -> its residual.
+  void VisitState(const std::function<void(std::string_view, std::span<float>)>& visit);
+
+ private:
+  FederatedAveraging(const StrategyPlan& plan, GradientReducer& reducer,
+                     std::unique_ptr<Compressor> compressor, int rank, int workers);
+  // The parameter's uploads go through the compressor (it has one and the tensor is at least
+  // min_bytes large).
+  bool Compressed(const NamedBuffer& parameter) const;
+
+  SyncSpec spec_;
+  uint64_t seed_;
+  size_t min_bytes_;
+  GradientReducer& reducer_;
+  std::unique_ptr<Compressor> compressor_;
+  int rank_;
+  int workers_;
+  int64_t round_ = 0;
+  std::vector<float> global_;  // parameters, then float buffers
+  std::vector<float> sums_;    // sum of weighted deltas, then the sum of weights
+  std::vector<float> delta_;
+  std::vector<float> decoded_;
+  std::vector<std::byte> payload_;
+  std::vector<std::string> compressed_names_;   // parameters that go through the compressor
+  std::map<int64_t, CompressContext> clients_;  // by client id
+  uint64_t bytes_sent_ = 0;
+};
+
+}  // namespace frugal

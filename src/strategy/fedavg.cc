@@ -1,0 +1,165 @@
+// The server side of a FedAvg round and the clients' uploads (see fedavg.h).
+//
+// Layout: the global model, every delta and the sums are one flat float vector, the parameters
+// in order, then the float buffers; `sums_` has one more element, the sum of the weights.
+//
+// AddUpload(client, w, model): delta = flat(model) - global_. Each parameter tensor of at least
+// min_bytes is, with a compressor, encoded with the client's own CompressContext (rank = the
+// client id, world size = K, step = the round: its random streams and its error-feedback residual
+// belong to the client, whichever worker plays it), and what the server adds is the decoded
+// payload; the other tensors and the float buffers go as they are (float32). Then
+// sums_ += w * upload and sums_.back() += w.
+//
+// EndRound: the reducer averages [sums_] over the workers, which divides the weighted sum and the
+// weight by the same n, so x_global + avg(sums) / avg(weights) is the weighted average of the
+// uploads. Every worker computes it from the same all-reduced values and the same global model:
+// the replicas stay identical.
+#include "frugal/fedavg.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "frugal/check.h"
+#include "strategy/model_average.h"
+
+namespace frugal {
+namespace {
+
+using strategy_internal::Pack;
+using strategy_internal::Unpack;
+
+std::vector<NamedBuffer> ParametersAndBuffers(const ModelBuffers& model) {
+  std::vector<NamedBuffer> all = model.parameters;
+  all.insert(all.end(), model.buffers.begin(), model.buffers.end());
+  return all;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<FederatedAveraging>> FederatedAveraging::Create(
+    const StrategyPlan& plan, GradientReducer& reducer, const CompressorRegistry& registry,
+    int rank, int workers) {
+  if (plan.sync.kind != SyncKind::kFedAvg) {
+    return InvalidArgumentError(
+        fmt::format("--sync {} is not federated averaging", SyncSpecName(plan.sync)));
+  }
+  std::unique_ptr<Compressor> compressor;
+  if (plan.compressed) {
+    FRUGAL_ASSIGN_OR_RETURN(compressor, registry.Create(plan.compressed->spec));
+    if (compressor->inner() == nullptr) compressor = WithErrorFeedback(std::move(compressor));
+  }
+  return std::unique_ptr<FederatedAveraging>(
+      new FederatedAveraging(plan, reducer, std::move(compressor), rank, workers));
+}
+
+FederatedAveraging::FederatedAveraging(const StrategyPlan& plan, GradientReducer& reducer,
+                                       std::unique_ptr<Compressor> compressor, int rank,
+                                       int workers)
+    : spec_(plan.sync),
+      seed_(plan.seed),
+      min_bytes_(plan.compressed ? plan.compressed->min_bytes : 0),
+      reducer_(reducer),
+      compressor_(std::move(compressor)),
+      rank_(rank),
+      workers_(workers) {
+  FRUGAL_CHECK(rank >= 0 && rank < workers, "rank ", rank, " of ", workers);
+}
+
+std::vector<int64_t> FederatedAveraging::Sample(int64_t round) const {
+  return SampleClients(seed_, round, spec_.clients, spec_.fraction);
+}
+
+std::vector<int64_t> FederatedAveraging::OwnClients(std::span<const int64_t> sampled) const {
+  std::vector<int64_t> own;
+  for (int64_t c : sampled) {
+    if (ClientRank(c, workers_) == rank_) own.push_back(c);
+  }
+  return own;
+}
+
+void FederatedAveraging::BeginRound(int64_t round, const ModelBuffers& global) {
+  round_ = round;
+  Pack(ParametersAndBuffers(global), global_);
+  sums_.assign(global_.size() + 1, 0.0f);
+  compressed_names_.clear();
+  for (const NamedBuffer& p : global.parameters) {
+    if (Compressed(p)) compressed_names_.push_back(p.name);
+  }
+}
+
+bool FederatedAveraging::Compressed(const NamedBuffer& parameter) const {
+  return compressor_ != nullptr && !parameter.data.empty() &&
+         parameter.data.size() * sizeof(float) >= min_bytes_;
+}
+
+void FederatedAveraging::LoadGlobal(ModelBuffers& model) const {
+  Unpack(global_, ParametersAndBuffers(model));
+}
+
+StatusOr<uint64_t> FederatedAveraging::AddUpload(int64_t client, double weight,
+                                                 const ModelBuffers& model) {
+  FRUGAL_CHECK(weight > 0, "client ", client, " has weight ", weight);
+  FRUGAL_CHECK_EQ(ClientRank(client, workers_), rank_, "client ", client, " is not this worker's");
+  Pack(ParametersAndBuffers(model), delta_);
+  FRUGAL_CHECK_EQ(delta_.size(), global_.size(), "model layout changed within a round");
+  for (size_t i = 0; i < delta_.size(); ++i) delta_[i] -= global_[i];
+  uint64_t bytes = 4 * delta_.size();
+  if (compressor_ != nullptr) {
+    CompressContext& ctx =
+        clients_
+            .try_emplace(client, seed_, static_cast<int>(client), static_cast<int>(spec_.clients))
+            .first->second;
+    ctx.set_step(static_cast<uint64_t>(round_));
+    size_t offset = 0;
+    for (const NamedBuffer& p : model.parameters) {
+      const size_t count = p.data.size();
+      std::span<float> slice(delta_.data() + offset, count);
+      offset += count;
+      if (!Compressed(p)) continue;
+      const TensorInfo tensor(p.name, count);
+      FRUGAL_RETURN_IF_ERROR(compressor_->Encode(slice, tensor, ctx, payload_)
+                                 .Annotate(fmt::format("client {} upload of {}", client, p.name)));
+      decoded_.assign(count, 0.0f);
+      FRUGAL_RETURN_IF_ERROR(compressor_->Decode(payload_, tensor, ctx, decoded_));
+      std::copy(decoded_.begin(), decoded_.end(), slice.begin());
+      bytes = bytes - 4 * count + payload_.size();
+    }
+  }
+  const float w = static_cast<float>(weight);
+  for (size_t i = 0; i < delta_.size(); ++i) sums_[i] += w * delta_[i];
+  sums_.back() += w;
+  return bytes;
+}
+
+Status FederatedAveraging::EndRound(ModelBuffers& model) {
+  BucketInfo bucket;
+  bucket.name = "fedavg";
+  bucket.count = sums_.size();
+  bucket.step = static_cast<uint64_t>(round_);
+  const uint64_t before = reducer_.bytes_sent();
+  Status status = reducer_.Reduce(bucket, sums_);
+  bytes_sent_ += reducer_.bytes_sent() - before;
+  FRUGAL_RETURN_IF_ERROR(status.Annotate(fmt::format("round {}", round_)));
+  const float weights = sums_.back();
+  if (!(weights > 0)) {
+    return FailedPreconditionError(
+        fmt::format("round {}: no client returned an update on any worker", round_));
+  }
+  for (size_t i = 0; i < global_.size(); ++i) global_[i] += sums_[i] / weights;
+  LoadGlobal(model);
+  return Status::Ok();
+}
+
+void FederatedAveraging::VisitState(
+    const std::function<void(std::string_view, std::span<float>)>& visit) {
+  for (auto& [client, ctx] : clients_) {
+    for (const std::string& name : compressed_names_) {
+      if (auto* state = ctx.FindState<ResidualState>(name, kErrorFeedbackSlot)) {
+        visit(fmt::format("client/{}/{}", client, name), state->residual);
+      }
+    }
+  }
+}
+
+}  // namespace frugal

@@ -1,0 +1,246 @@
+// FedAvg training through frugal_torch, ranks as threads: one local step of one client per rank
+// against BSP, the sample-count weights against a serial computation, and the round records'
+// bytes.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "frugal/compress_wire.h"
+#include "frugal/fedavg.h"
+#include "frugal/inproc_transport.h"
+#include "frugal/strategy.h"
+#include "frugal_torch/fedavg_trainer.h"
+#include "frugal_torch/models.h"
+#include "frugal_torch/trainer.h"
+#include "torch/torch_test_util.h"
+
+namespace frugal_torch {
+namespace {
+
+using frugal::Status;
+using frugal::Transport;
+using testing_torch::ExpectAllOk;
+
+// The first `train` training images (and the first 200 test images) of Fashion-MNIST.
+FashionMnist Subset(int64_t train) {
+  const FashionMnist& all = testing_torch::Data();
+  FashionMnist data;
+  auto cut = [](const ImageSet& set, int64_t count) {
+    ImageSet out;
+    out.count = count;
+    out.rows = set.rows;
+    out.cols = set.cols;
+    const size_t pixels = static_cast<size_t>(set.rows * set.cols);
+    out.images.assign(set.images.begin(), set.images.begin() + static_cast<long>(count * pixels));
+    out.labels.assign(set.labels.begin(), set.labels.begin() + count);
+    return out;
+  };
+  data.train = cut(all.train, train);
+  data.test = cut(all.test, 200);
+  return data;
+}
+
+TrainOptions Plain(int64_t batch) {
+  TrainOptions options;
+  options.model = "mlp";
+  options.batch_size = batch;
+  options.epochs = 1;
+  options.seed = 5;
+  options.lr = 0.1;
+  options.momentum = 0;
+  options.timeout = std::chrono::seconds(60);
+  return options;
+}
+
+frugal::StrategyPlan PlanOf(const std::string& sync, const std::string& compress = "",
+                            uint64_t seed = 5) {
+  frugal::StrategyOptions o;
+  o.sync = sync;
+  o.compress = compress;
+  o.seed = seed;
+  o.timeout = std::chrono::seconds(60);
+  return frugal::PlanStrategy(o).value();
+}
+
+struct FedRun {
+  std::vector<std::vector<float>> parameters;  // per rank
+  std::vector<FedAvgSummary> summaries;
+};
+
+FedRun RunFedAvg(int n, const frugal::StrategyPlan& plan, const FashionMnist& data,
+                 const TrainOptions& options) {
+  FedRun run;
+  run.parameters.resize(n);
+  run.summaries.resize(n);
+  ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
+    FRUGAL_ASSIGN_OR_RETURN(
+        auto reducer, frugal::MakeStrategyReducer(plan, t, 0, frugal::DefaultCompressorRegistry()));
+    FRUGAL_ASSIGN_OR_RETURN(
+        auto fedavg, frugal::FederatedAveraging::Create(
+                         plan, *reducer, frugal::DefaultCompressorRegistry(), t.rank(), t.size()));
+    FedAvgCallbacks callbacks;
+    const int rank = t.rank();
+    callbacks.on_final_parameters = [&, rank](const std::vector<float>& p) {
+      run.parameters[rank] = p;
+    };
+    FRUGAL_ASSIGN_OR_RETURN(run.summaries[rank],
+                            TrainFedAvg(t, *reducer, *fedavg, data, options, callbacks));
+    return Status::Ok();
+  }));
+  return run;
+}
+
+std::vector<float> RunBsp(int n, const FashionMnist& data, const TrainOptions& options) {
+  std::vector<float> parameters;
+  ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
+    auto reducer = testing_torch::Ring(t);
+    TrainCallbacks callbacks;
+    if (t.rank() == 0)
+      callbacks.on_final_parameters = [&](const std::vector<float>& p) { parameters = p; };
+    return Train(t, *reducer, data, options, callbacks).status();
+  }));
+  return parameters;
+}
+
+double MaxAbsDifference(const std::vector<float>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  }
+  return worst;
+}
+
+std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// One client per rank, every client every round, one local step over the client's whole shard,
+// equal shards (the IID shards are the ranks' first-epoch shards): each client's delta is
+// -lr g_r, and their average is BSP's step with the averaged gradient.
+TEST(FedAvgTraining, OneClientPerRankAndOneLocalStepIsBsp) {
+  torch::set_num_threads(1);
+  const FashionMnist data = Subset(600);
+  for (int n : {2, 3}) {
+    const TrainOptions options = Plain(600 / n);  // one batch: the whole shard
+    TrainOptions bsp_options = options;
+    bsp_options.max_steps = 1;
+    const std::vector<float> bsp = RunBsp(n, data, bsp_options);
+    const FedRun fed = RunFedAvg(
+        n, PlanOf(fmt::format("fedavg:clients={},fraction=1,local-steps=1", n)), data, options);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_LT(MaxAbsDifference(fed.parameters[r], ToDouble(bsp)), 1e-5)
+          << "n=" << n << " rank " << r;
+      EXPECT_EQ(fed.parameters[r], fed.parameters[0]) << "identical replicas";
+    }
+    EXPECT_TRUE(fed.summaries[0].train.params_consistent);
+    // Two local steps are another algorithm: measurably elsewhere.
+    const FedRun two = RunFedAvg(
+        n, PlanOf(fmt::format("fedavg:clients={},fraction=1,local-steps=2", n)), data, options);
+    EXPECT_GT(MaxAbsDifference(two.parameters[0], ToDouble(bsp)), 1e-4);
+  }
+}
+
+// Unequal Dirichlet shards: the global model after one round is sum_c n_c x_c / sum_c n_c, with
+// x_c computed here serially (one full-batch SGD step from the initial model on client c's shard).
+TEST(FedAvgTraining, GlobalModelWeightsClientsBySampleCount) {
+  torch::set_num_threads(1);
+  const FashionMnist data = Subset(400);
+  const TrainOptions options = Plain(400);  // every shard in one batch
+  const int clients = 5;
+  const frugal::StrategyPlan plan =
+      PlanOf(fmt::format("fedavg:clients={},local-steps=1,min-samples=1", clients));
+  TrainOptions dirichlet = options;
+  dirichlet.partition = PartitionSpec{PartitionKind::kDirichlet, 0.5};
+  const ClientPartition partition =
+      PartitionClients(data.train.labels, clients, dirichlet.partition, options.seed, 1).value();
+  const std::vector<int64_t> counts = partition.Counts();
+  ASSERT_NE(*std::min_element(counts.begin(), counts.end()),
+            *std::max_element(counts.begin(), counts.end()));
+
+  std::vector<double> weighted;
+  std::vector<double> unweighted;
+  double total = 0;
+  const torch::Tensor images =
+      torch::from_blob(const_cast<float*>(data.train.images.data()), {data.train.count, 1, 28, 28});
+  const torch::Tensor labels =
+      torch::from_blob(const_cast<uint8_t*>(data.train.labels.data()), {data.train.count},
+                       torch::TensorOptions().dtype(torch::kUInt8))
+          .to(torch::kLong);
+  for (int c = 0; c < clients; ++c) {
+    auto model = MakeModel("mlp", options.seed).value();
+    torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(options.lr));
+    std::vector<int64_t> shard = partition.shards[static_cast<size_t>(c)];
+    const torch::Tensor index = torch::from_blob(shard.data(), {static_cast<int64_t>(shard.size())},
+                                                 torch::TensorOptions().dtype(torch::kLong));
+    sgd.zero_grad();
+    torch::nn::functional::cross_entropy(model->forward(images.index_select(0, index)),
+                                         labels.index_select(0, index))
+        .backward();
+    sgd.step();
+    std::vector<double> x;
+    for (const torch::Tensor& p : model->parameters()) {
+      const torch::Tensor flat = p.detach().contiguous().view(-1);
+      x.insert(x.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+    }
+    weighted.resize(x.size(), 0.0);
+    unweighted.resize(x.size(), 0.0);
+    const double w = static_cast<double>(shard.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      weighted[i] += w * x[i];
+      unweighted[i] += x[i] / clients;
+    }
+    total += w;
+  }
+  for (double& v : weighted) v /= total;
+  for (int n : {1, 2, 3}) {
+    const FedRun fed = RunFedAvg(n, plan, data, dirichlet);
+    EXPECT_LT(MaxAbsDifference(fed.parameters[0], weighted), 1e-5) << "n=" << n;
+    EXPECT_GT(MaxAbsDifference(fed.parameters[0], unweighted), 1e-4) << "the weights matter";
+    for (int r = 1; r < n; ++r) EXPECT_EQ(fed.parameters[r], fed.parameters[0]);
+    EXPECT_EQ(fed.summaries[0].partition.Counts(), counts);
+  }
+}
+
+// Round records: the sampled clients, the bytes each client downloads and uploads, the samples
+// and steps, and the aggregate's bytes on the transport.
+TEST(FedAvgTraining, RoundRecordsCountClientsStepsAndBytesExactly) {
+  torch::set_num_threads(1);
+  const FashionMnist data = Subset(800);
+  TrainOptions options = Plain(32);
+  options.epochs = 3;
+  const std::string sync = "fedavg:clients=8,fraction=0.25,local-steps=2";
+  for (const std::string compress : {"", "fp16"}) {
+    const FedRun fed = RunFedAvg(2, PlanOf(sync, compress), data, options);
+    const FedAvgSummary& s = fed.summaries[0];
+    ASSERT_EQ(s.rounds.size(), 3u);
+    const uint64_t params = static_cast<uint64_t>(s.train.params);
+    // mlp: fc1.weight (200704) and fc2.weight (65536) are at least 64 KiB: compressed with fp16.
+    uint64_t upload = 4 * params;
+    if (!compress.empty()) {
+      for (uint64_t numel : {200704, 65536})
+        upload += frugal::kWireHeaderBytes + 2 * numel - 4 * numel;
+    }
+    for (size_t r = 0; r < 3; ++r) {
+      const RoundRecord& rec = s.rounds[r];
+      EXPECT_EQ(rec.round, static_cast<int64_t>(r) + 1);
+      EXPECT_EQ(rec.clients, frugal::SampleClients(5, static_cast<int64_t>(r), 8, 0.25));
+      EXPECT_EQ(rec.steps, 2 * 2);
+      EXPECT_EQ(rec.samples, 2 * 2 * 32);
+      EXPECT_EQ(rec.bytes_down, 2 * 4 * params);
+      EXPECT_EQ(rec.bytes_up, 2 * upload) << compress;
+      // The aggregate: one ring all-reduce of params + 1 floats per round (2 ranks: the whole
+      // bucket once from each rank).
+      EXPECT_EQ(rec.bytes_sent, (r + 1) * 4 * (params + 1));
+      EXPECT_EQ(rec.lr, options.lr);
+    }
+    EXPECT_EQ(s.bytes_up, 3 * 2 * upload);
+    EXPECT_EQ(s.train.steps, 12);
+    EXPECT_TRUE(s.train.params_consistent);
+  }
+}
+
+}  // namespace
+}  // namespace frugal_torch
