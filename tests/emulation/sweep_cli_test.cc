@@ -11,7 +11,8 @@
 
 #include "child_process.h"
 #include "frugal/logging.h"
-#include "sweep.h"
+#include "sweep_results.h"
+#include "sweep_run.h"
 
 #ifndef FRUGAL_CLI_PATH
 #error "FRUGAL_CLI_PATH must name the frugal executable"

@@ -77,7 +77,14 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(EngineTraining, EveryModeEndsBitIdenticalToTheBlockingPath) {
   torch::set_num_threads(1);
   for (const std::string model : {"mlp", "cnn"}) {
-    const TrainOptions blocking = SmallRun(model);
+    TrainOptions blocking = SmallRun(model);
+    // A rate that changes at every step (a linear warm-up over the first three steps, then a
+    // step decay): a deferred update must use the rate of the step that produced it.
+    const double steps_per_epoch = 60000.0 / 2 / blocking.batch_size;
+    blocking.schedule = LrScheduleKind::kStep;
+    blocking.warmup_epochs = 3 / steps_per_epoch;
+    blocking.lr_milestones = {4 / steps_per_epoch};
+    blocking.lr_gamma = 0.5;
     const RunResult reference = TrainRanks(2, blocking);
     ASSERT_TRUE(SameBits(reference.parameters[0], reference.parameters[1]));
     struct Case {
