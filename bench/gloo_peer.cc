@@ -1,11 +1,34 @@
+// The Gloo peer.
+//
+// Mode. Gloo's TCP pairs either leave sending and receiving to Gloo's I/O thread (async) or do
+// both in the calling thread (sync, busypoll). In the calling-thread modes a send blocks in
+// writev until the whole message is in the kernel, and a rank reads only after its own send:
+// when two ranks send each other more than their socket buffers hold (a ring chunk of a 16 MiB
+// all-reduce can be enough), each waits for the other to read, and both stay there until the
+// socket timeout. The I/O thread reads whatever arrives, so async cannot deadlock that way: it is
+// the default, the other two are opt-in.
+//
+// Timeout. The context's timeout (the benchmark's) bounds every wait of Gloo: each pair's socket
+// timeouts in the calling-thread modes, each wait for a send or receive completion in async mode.
+// A wait that expires throws with the address Gloo keeps for the pair's remote end ("Read timeout
+// [127.0.0.1]:41234"). That is the remote end of the connection, or, when the connection was
+// accepted before this rank's own connect call ran, the listening address rank r published in
+// the rendezvous store (Gloo's connect overwrites the address it learnt on accepting). So rank r
+// goes by two addresses (RemoteAddresses): its end of the connection, which every rank publishes
+// after connecting, and its listening address for the pair, read back from the store.
+// DescribeGlooFailure maps the address in Gloo's message back to the rank and picks the code by
+// what happened: kTimeout for an expired wait, kPeerLost for a connection the other side closed
+// or reset, else kIoError.
 #include <fmt/format.h>
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <exception>
@@ -17,10 +40,18 @@
 namespace frugal::bench {
 namespace {
 
+std::string_view AlgorithmName(GlooAlgorithm algorithm) {
+  return algorithm == GlooAlgorithm::kRingChunked ? "ring_chunked" : "halving_doubling";
+}
+
 class GlooPeer : public AllreducePeer {
  public:
-  GlooPeer(std::shared_ptr<gloo::rendezvous::Context> context, GlooAlgorithm algorithm)
-      : context_(std::move(context)), algorithm_kind_(algorithm) {}
+  GlooPeer(std::shared_ptr<gloo::rendezvous::Context> context, GlooAlgorithm algorithm,
+           std::vector<std::vector<std::string>> remote_addresses, Duration timeout)
+      : context_(std::move(context)),
+        algorithm_kind_(algorithm),
+        remote_addresses_(std::move(remote_addresses)),
+        timeout_(timeout) {}
 
   std::string name() const override { return "gloo"; }
 
@@ -46,7 +77,8 @@ class GlooPeer : public AllreducePeer {
       algorithm_->run();
     } catch (const std::exception& e) {
       algorithm_.reset();
-      return IoError(fmt::format("Gloo allreduce: {}", e.what()));
+      return DescribeGlooFailure(e.what(), remote_addresses_, timeout_)
+          .Annotate(fmt::format("Gloo {} allreduce", AlgorithmName(algorithm_kind_)));
     }
     return Status::Ok();
   }
@@ -54,25 +86,58 @@ class GlooPeer : public AllreducePeer {
  private:
   std::shared_ptr<gloo::rendezvous::Context> context_;
   GlooAlgorithm algorithm_kind_;
+  std::vector<std::vector<std::string>> remote_addresses_;
+  Duration timeout_;
   std::unique_ptr<gloo::Algorithm> algorithm_;
   float* data_ = nullptr;
   size_t count_ = 0;
 };
 
-// Every rank learns whether all ranks share one host name.
-StatusOr<bool> AllOnOneHost(Transport& t, Duration timeout) {
-  std::string host = t.hostname();
+// Strings of every rank, in rank order.
+StatusOr<std::vector<std::string>> GatherStrings(Transport& t, const std::string& mine,
+                                                 Duration timeout) {
   std::vector<std::byte> all;
   std::vector<size_t> sizes;
-  FRUGAL_RETURN_IF_ERROR(Allgatherv(t, std::as_bytes(std::span<const char>(host)), all, sizes,
+  FRUGAL_RETURN_IF_ERROR(Allgatherv(t, std::as_bytes(std::span<const char>(mine)), all, sizes,
                                     CollectiveOptions{timeout, false}));
+  std::vector<std::string> strings;
   size_t offset = 0;
   for (size_t size : sizes) {
-    std::string other(reinterpret_cast<const char*>(all.data()) + offset, size);
-    if (other != host) return false;
+    strings.emplace_back(reinterpret_cast<const char*>(all.data()) + offset, size);
     offset += size;
   }
-  return true;
+  return strings;
+}
+
+// Every rank learns whether all ranks share one host name.
+StatusOr<bool> AllOnOneHost(Transport& t, Duration timeout) {
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> hosts, GatherStrings(t, t.hostname(), timeout));
+  return std::all_of(hosts.begin(), hosts.end(),
+                     [&](const std::string& host) { return host == hosts[0]; });
+}
+
+// remote[r]: the addresses by which Gloo may name rank r in this rank's messages (none for this
+// rank): rank r's end of the connection between us and `listening[r]`. Collective over `t`;
+// `local[r]` is this rank's end of its connection to rank r.
+StatusOr<std::vector<std::vector<std::string>>> RemoteAddresses(
+    Transport& t, const std::vector<std::string>& local, const std::vector<std::string>& listening,
+    Duration timeout) {
+  std::string joined;
+  for (const auto& address : local) joined += address + "\n";
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> all, GatherStrings(t, joined, timeout));
+  std::vector<std::vector<std::string>> remote(static_cast<size_t>(t.size()));
+  for (int r = 0; r < t.size(); ++r) {
+    if (r == t.rank()) continue;
+    // Entry t.rank() of rank r's list.
+    std::string_view list = all[static_cast<size_t>(r)];
+    for (int k = 0; k < t.rank() && !list.empty(); ++k) {
+      const size_t end = list.find('\n');
+      list = end == std::string_view::npos ? std::string_view() : list.substr(end + 1);
+    }
+    remote[static_cast<size_t>(r)] = {std::string(list.substr(0, list.find('\n'))),
+                                      listening[static_cast<size_t>(r)]};
+  }
+  return remote;
 }
 
 }  // namespace
@@ -109,6 +174,8 @@ StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
   }
 
   std::shared_ptr<gloo::rendezvous::Context> context;
+  std::vector<std::string> local(static_cast<size_t>(t.size()));
+  std::vector<std::string> listening(static_cast<size_t>(t.size()));
   Status connected = Status::Ok();
   try {
     gloo::transport::tcp::attr attr;
@@ -122,9 +189,21 @@ StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
     context = std::make_shared<gloo::rendezvous::Context>(t.rank(), t.size());
     context->setTimeout(options.timeout);
     context->connectFullMesh(store, device);
-    if (options.mode != GlooMode::kAsync) {
-      for (int r = 0; r < t.size(); ++r) {
-        if (r != t.rank()) context->getPair(r)->setSync(true, options.mode == GlooMode::kBusyPoll);
+    for (int r = 0; r < t.size(); ++r) {
+      if (r == t.rank()) continue;
+      auto& pair = context->getPair(r);
+      local[static_cast<size_t>(r)] = pair->address().str();
+      // Rank r stored the listening addresses of its pairs in rank order, skipping itself.
+      const std::vector<char> stored = store.get(std::to_string(r));
+      const size_t each = stored.size() / static_cast<size_t>(t.size() - 1);
+      const size_t index = static_cast<size_t>(t.rank() > r ? t.rank() - 1 : t.rank());
+      const auto first = stored.begin() + static_cast<std::ptrdiff_t>(index * each);
+      listening[static_cast<size_t>(r)] =
+          gloo::transport::tcp::Address(
+              std::vector<char>(first, first + static_cast<std::ptrdiff_t>(each)))
+              .str();
+      if (options.mode != GlooMode::kAsync) {
+        pair->setSync(true, options.mode == GlooMode::kBusyPoll);
       }
     }
   } catch (const std::exception& e) {
@@ -143,7 +222,10 @@ StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
   FRUGAL_RETURN_IF_ERROR(connected);
   FRUGAL_RETURN_IF_ERROR(agreed);
   if (ok[0] != 0.0f) return IoError("Gloo rendezvous failed on another rank");
-  return std::unique_ptr<AllreducePeer>(std::make_unique<GlooPeer>(context, options.algorithm));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> remote,
+                          RemoteAddresses(t, local, listening, options.timeout));
+  return std::unique_ptr<AllreducePeer>(
+      std::make_unique<GlooPeer>(context, options.algorithm, std::move(remote), options.timeout));
 }
 
 }  // namespace frugal::bench

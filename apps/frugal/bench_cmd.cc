@@ -58,7 +58,7 @@ struct AllreduceFlags {
   int ranks_per_host = 0;
   int torus_rows = 0;
   std::string gloo_algorithm = "ring_chunked";
-  std::string gloo_mode = "sync";
+  std::string gloo_mode = std::string(bench::GlooModeName(bench::GlooPeerOptions{}.mode));
   std::string gloo_store_dir;
   std::string gloo_iface;
   std::string json;
@@ -182,8 +182,9 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
   cmd->add_option("--gloo-algorithm", flags->gloo_algorithm, "ring_chunked or halving_doubling")
       ->capture_default_str();
   cmd->add_option("--gloo-mode", flags->gloo_mode,
-                  "How Gloo's pairs wait: async (its I/O thread), sync (blocking receive) or "
-                  "busypoll")
+                  "Where Gloo's pairs send and receive: async (its I/O thread), sync or busypoll "
+                  "(the calling thread; faster for small messages, but ranks sending each other "
+                  "more than the socket buffers hold wait until the timeout)")
       ->capture_default_str();
   cmd->add_option("--gloo-store-dir", flags->gloo_store_dir,
                   "Directory for Gloo's rendezvous files, shared by all hosts (default: /tmp)")

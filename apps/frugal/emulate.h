@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "emulate_process.h"
+#include "child_process.h"
 #include "frugal/logging.h"
 #include "frugal/status.h"
 

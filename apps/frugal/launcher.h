@@ -38,18 +38,10 @@ StatusOr<std::vector<std::string>> SelfCommand(int argc, char** argv);
 std::vector<std::string> MpirunCommand(const LaunchOptions& options,
                                        const std::vector<std::string>& command);
 
-// Runs `argv` (argv[0] looked up on PATH) as a child with `extra_env` added to its environment,
-// and waits for it. SIGINT and SIGTERM sent to this process are forwarded to the child (a
-// terminal's Ctrl-C reaches both already and is not sent twice); a child that has not ended
-// 10 s after a forwarded signal is killed. The child gets SIGTERM if this process dies.
-// Returns the exit code a shell would report: 128 + the signal when this process got SIGINT or
-// SIGTERM, else the child's exit status (128 + signal when a signal ended it).
-// kNotFound when the program does not exist, kIoError when it cannot be started.
-StatusOr<int> RunChild(const std::vector<std::string>& argv,
-                       const std::vector<std::pair<std::string, std::string>>& extra_env,
-                       const Logger& logger);
-
-// SelfCommand + MpirunCommand + RunChild with OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1.
+// SelfCommand + MpirunCommand, run by RunSupervised (child_process.h) with
+// OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1 added to the environment: SIGINT, SIGTERM and SIGHUP sent to
+// this process are forwarded to mpirun's process group, which is killed if it has not ended 10 s
+// later. Returns the exit code a shell would report (128 + the signal when interrupted).
 StatusOr<int> RelaunchUnderMpirun(const LaunchOptions& options, int argc, char** argv,
                                   const Logger& logger);
 

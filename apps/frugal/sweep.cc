@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "emulate_process.h"
+#include "child_process.h"
 #include "sweep_report.h"
 
 namespace frugal::apps {
@@ -597,17 +597,22 @@ StatusOr<int> RunSweep(const SweepSpec& spec, const std::vector<SweepPoint>& poi
       record["wall_seconds"] = wall;
       record["finished"] = NowIso();
       record["log"] = fs::relative(log, options.out_dir).string();
-      Status outcome = supervised;
-      if (outcome.ok() && child.result().exit_code != 0) {
-        outcome = FailedPreconditionError(
-            fmt::format("exit code {}: {}", ShellExitCode(child.result()), LastNonEmptyLine(log)));
+      // Why the point failed, empty when it did not: the deadline, the run's own exit code with
+      // the last line of its log, or its JSON.
+      std::string error;
+      if (!supervised.ok()) {
+        error = supervised.message();
+      } else if (child.result().exit_code != 0) {
+        error =
+            fmt::format("exit code {}: {}", ShellExitCode(child.result()), LastNonEmptyLine(log));
+      } else if (Status read = ReadRunJson(run_json, record); !read.ok()) {
+        error = read.message();
       }
-      if (outcome.ok()) outcome = ReadRunJson(run_json, record);
-      if (!outcome.ok()) {
+      if (!error.empty()) {
         if (record["exit_code"].get<int>() == 0) record["exit_code"] = 1;
-        record["error"] = outcome.message();
+        record["error"] = error;
         ++failed;
-        std::fprintf(stderr, "  failed: %s (log: %s)\n", outcome.message().c_str(), log.c_str());
+        std::fprintf(stderr, "  failed: %s (log: %s)\n", error.c_str(), log.c_str());
       } else {
         std::fprintf(stderr, "  done in %.1f s\n", wall);
       }

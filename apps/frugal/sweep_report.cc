@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "emulate_process.h"
+#include "child_process.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
@@ -447,8 +447,7 @@ StatusOr<ReportFiles> RenderReport(const SweepSpec& spec, const std::vector<Swee
           fmt::format("plots need gnuplot (Debian gnuplot-nox): {}", result.status().message()));
     }
     if (result->exit_code != 0) {
-      return FailedPreconditionError(
-          fmt::format("gnuplot {} failed: {}", script_path.string(), result->output));
+      return IoError(fmt::format("gnuplot {} failed: {}", script_path.string(), result->output));
     }
     if (!result->output.empty()) logger.Debug(result->output);
   }

@@ -5,6 +5,13 @@
 // asynchronous progress: one thread at a time owns the transport and drives it) and finalises it
 // when destroyed. Waits poll MPI_Test until done or the timeout; on expiry they return kTimeout
 // naming the peer. After a timeout the job cannot continue safely: call Abort().
+// Sends and receives run on buffers of the transport's own (the message is copied in at ISend and
+// out when a receive completes), so an operation whose Wait timed out, or whose Work was
+// destroyed unfinished, never touches the caller's buffer again: the runtime keeps it and its
+// buffer until MPI completes it or the runtime finalises MPI.
+// Peers that fail: Open MPI 4.1 reports no error for them (mpirun ends the job when a rank dies;
+// with --enable-recovery the operations with the dead rank stay pending), so this transport
+// returns kTimeout naming the peer, never kPeerLost.
 // Split bounds its wait for the other ranks by its timeout (they exchange (color, key) first),
 // then calls MPI_Comm_split, which MPI cannot bound: a rank that dies between the two steps can
 // still block the others there. Messages longer than INT_MAX bytes are sent as one MPI message.
@@ -16,6 +23,10 @@
 #include "frugal/transport.h"
 
 namespace frugal {
+
+namespace mpi_internal {
+class AbandonedRequests;
+}
 
 class MpiRuntime {
  public:
@@ -40,6 +51,10 @@ class MpiRuntime {
   // more of them than cores, waits yield the core sooner (mpi_transport.cc).
   int ranks_on_this_machine() const { return ranks_on_this_machine_; }
 
+  // Operations given up by their owners (a Wait that timed out, a Work destroyed unfinished) that
+  // MPI has not completed yet, after testing each of them once, which drives MPI's progress.
+  size_t abandoned_operations();
+
   // MPI_Abort(MPI_COMM_WORLD, code): ends every rank of the job. Used when a rank cannot go on
   // (a timeout, a lost peer) so that no other rank hangs.
   [[noreturn]] void Abort(int code);
@@ -49,6 +64,8 @@ class MpiRuntime {
   int world_rank_ = 0;
   int world_size_ = 1;
   int ranks_on_this_machine_ = 1;
+  // Operations given up by their owners, kept until MPI completes them (shared with transports).
+  std::shared_ptr<mpi_internal::AbandonedRequests> abandoned_;
 };
 
 }  // namespace frugal

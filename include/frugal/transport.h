@@ -14,7 +14,8 @@
 // Thread safety: one thread owns a Transport (and all Work it made) at a time. frugal's engine
 // gives that role to its communication thread; nothing else calls the transport after start-up.
 // Errors: waits return kTimeout naming the peer(s) that did not answer, kPeerLost when a peer is
-// known to be gone, kMalformed when a message does not fit.
+// known to be gone (the in-process transport's dead ranks; Open MPI 4.1 reports no failed peers,
+// see mpi_transport.h), kMalformed when a message does not fit.
 #pragma once
 
 #include <cstddef>
@@ -44,21 +45,21 @@ struct TagRange {
   constexpr int operator[](int i) const { return begin + i; }  // the i-th tag of the range
   constexpr int size() const { return end - begin; }
 };
-inline constexpr int kUserTagEnd = 20000;                         // programs, benchmarks, tests
-inline constexpr TagRange kStrategyTags{20000, 21000};            // training strategies
-inline constexpr TagRange kParameterServerTags{21000, 23000};     // parameter server
-inline constexpr TagRange kGossipTags{23000, 25000};              // decentralized training
-inline constexpr TagRange kEngineTags{29700, 29800};              // engine negotiation
-inline constexpr TagRange kCompressTags{29800, 29900};            // compressed aggregation
-inline constexpr TagRange kCollectiveTags{30000, 30100};          // collectives
-inline constexpr TagRange kTransportTags{kMaxTag, kMaxTag + 1};   // Transport::Split
+inline constexpr int kUserTagEnd = 20000;                        // programs, benchmarks, tests
+inline constexpr TagRange kStrategyTags{20000, 21000};           // training strategies
+inline constexpr TagRange kParameterServerTags{21000, 23000};    // parameter server
+inline constexpr TagRange kGossipTags{23000, 25000};             // decentralized training
+inline constexpr TagRange kEngineTags{29700, 29800};             // engine negotiation
+inline constexpr TagRange kCompressTags{29800, 29900};           // compressed aggregation
+inline constexpr TagRange kCollectiveTags{30000, 30100};         // collectives
+inline constexpr TagRange kTransportTags{kMaxTag, kMaxTag + 1};  // Transport::Split
 // Kept for the collectives' own numbering: their tags are kReservedTagBase + i.
 inline constexpr int kReservedTagBase = kCollectiveTags.begin;
 
 namespace tag_registry_internal {
-inline constexpr TagRange kAll[] = {{0, kUserTagEnd},  kStrategyTags, kParameterServerTags,
-                                    kGossipTags,       kEngineTags,   kCompressTags,
-                                    kCollectiveTags,   kTransportTags};
+inline constexpr TagRange kAll[] = {{0, kUserTagEnd}, kStrategyTags, kParameterServerTags,
+                                    kGossipTags,      kEngineTags,   kCompressTags,
+                                    kCollectiveTags,  kTransportTags};
 constexpr bool Disjoint() {
   for (size_t i = 0; i + 1 < std::size(kAll); ++i) {
     if (kAll[i].end > kAll[i + 1].begin || kAll[i].begin >= kAll[i].end) return false;
@@ -92,8 +93,9 @@ class Transport {
   // receiving it. kTimeout when nothing arrives within `timeout`.
   virtual StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) = 0;
 
-  // Non-blocking probe: a result if a matching message is available now.
-  virtual std::optional<ProbeResult> IProbe(int src, int tag) = 0;
+  // Non-blocking probe: a result if a matching message is available now, nothing if none is, or
+  // an error: kPeerLost when `src` is known to be gone, or the transport's own failure.
+  virtual StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) = 0;
 
   // Collective over this transport: ranks with the same `color` form a new group, ordered by
   // (key, rank). Every rank must call it. The child shares nothing with the parent's messages and

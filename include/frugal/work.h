@@ -7,8 +7,12 @@
 // concerned; the transport it came from should be considered broken.
 //
 // Thread safety: a Work is used by the thread that owns the transport that made it.
-// Lifetime: the buffers given to the operation must outlive the Work's completion; destroying a
-// Work that has not completed cancels it where the transport can, otherwise waits for it.
+// Lifetime: the buffers given to the operation must stay valid until the Work has completed, its
+// Wait has returned kTimeout, or it has been destroyed, whichever comes first; after that the
+// operation never reads or writes them again. An operation given up that way (timed out, or
+// destroyed unfinished) is cancelled where the transport can; otherwise the transport keeps it
+// going on its own copy of the data (MPI) or waits for a copy already under way to end (in-process
+// transport), without blocking for longer than that copy.
 #pragma once
 
 #include <chrono>

@@ -9,12 +9,18 @@
 // differ, every rank returns the same kInvalidArgument.
 //
 // Failures travel the same schedule. A rank whose wait fails (typically: a peer that never
-// joined) records the peer as `failed_rank`, stops receiving, and sends the notice
-// (kFailedMarker, failed_rank) instead of its pair at every later step of the schedule; a rank
-// that receives a notice does the same. A rank waiting on one that gave up thus usually learns
-// which rank did not answer (when the notice arrives before its own wait expires) instead of
-// only naming the neighbour that gave up. A genuine pair never looks like a notice: its max is
-// >= its min, and a notice has min = UINT64_MAX with max < UINT64_MAX.
+// joined) records the peer as `failed_rank` and the timeout it waited, stops receiving, and sends
+// the notice (kFailedMarker, failed_rank | waited_ms << 32) instead of its pair at every later
+// step of the schedule; a rank that receives a notice does the same with the notice's rank and
+// time. A rank waiting on one that gave up thus usually learns which rank did not answer, and
+// after how long (when the notice arrives before its own wait expires), instead of only naming
+// the neighbour that gave up. A genuine pair never looks like a notice: its max is >= its min,
+// and a notice has min = UINT64_MAX with max < UINT64_MAX (ranks are below 2^31).
+//
+// In an exchange, the receive is waited for before the send: when it fails or brings a notice,
+// the partner has given up (or never came) and will not take this rank's message, so the send is
+// abandoned instead of waited for (a transport whose sends complete only when received would
+// otherwise hold this rank for a whole timeout while the notice sits in its receive).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,11 +36,23 @@ constexpr uint64_t kFailedMarker = UINT64_MAX;
 
 struct MinMaxState {
   Pair pair;
-  Status error;          // first local failure, or a notice turned into a status
-  int failed_rank = -1;  // the rank that did not answer
+  Status error;            // first local failure, or a notice turned into a status
+  int failed_rank = -1;    // the rank that did not answer
+  uint64_t waited_ms = 0;  // how long the rank that noticed it waited
 };
 
 bool IsNotice(const Pair& p) { return p[0] == kFailedMarker && p[1] != kFailedMarker; }
+
+Pair Notice(const MinMaxState& state) {
+  const uint64_t ms = std::min<uint64_t>(state.waited_ms, UINT32_MAX);
+  return {kFailedMarker, static_cast<uint32_t>(state.failed_rank) | ms << 32};
+}
+
+void Fail(MinMaxState& state, Status error, int peer, Duration timeout) {
+  state.error = std::move(error);
+  state.failed_rank = peer;
+  state.waited_ms = static_cast<uint64_t>(std::max<int64_t>(timeout.count(), 0));
+}
 
 void Exchange(Transport& t, int peer, bool send, bool recv, MinMaxState& state, Duration timeout) {
   const bool failed = !state.error.ok();
@@ -43,32 +61,28 @@ void Exchange(Transport& t, int peer, bool send, bool recv, MinMaxState& state, 
   if (recv && !failed) {
     r = t.IRecv(peer, coll::kTagCheckLength, std::as_writable_bytes(std::span<uint64_t>(incoming)));
   }
-  if (send) {
-    const Pair out =
-        failed ? Pair{kFailedMarker, static_cast<uint64_t>(state.failed_rank)} : state.pair;
-    Status sent =
-        t.ISend(peer, coll::kTagCheckLength, std::as_bytes(std::span<const uint64_t>(out)))
-            ->Wait(timeout);
-    if (!sent.ok() && state.error.ok()) {
-      state.error = sent;
-      state.failed_rank = peer;
+  const Pair out = failed ? Notice(state) : state.pair;
+  std::unique_ptr<Work> s;
+  if (send) s = t.ISend(peer, coll::kTagCheckLength, std::as_bytes(std::span<const uint64_t>(out)));
+  if (r) {
+    Status received = coll::WaitRecv(*r, sizeof(Pair), timeout);
+    if (!received.ok()) {
+      Fail(state, std::move(received), peer, timeout);
+    } else if (IsNotice(incoming)) {
+      state.failed_rank = static_cast<int>(incoming[1] & UINT32_MAX);
+      state.waited_ms = incoming[1] >> 32;
+      state.error =
+          TimeoutError(fmt::format("rank {} did not answer within {} ms (reported by rank {})",
+                                   state.failed_rank, state.waited_ms, peer));
+    } else {
+      state.pair[0] = std::min(state.pair[0], incoming[0]);
+      state.pair[1] = std::max(state.pair[1], incoming[1]);
     }
   }
-  if (!r) return;
-  Status received = coll::WaitRecv(*r, sizeof(Pair), timeout);
-  if (!state.error.ok()) return;  // the send above failed
-  if (!received.ok()) {
-    state.error = received;
-    state.failed_rank = peer;
-  } else if (IsNotice(incoming)) {
-    state.failed_rank = static_cast<int>(incoming[1]);
-    state.error =
-        TimeoutError(fmt::format("rank {} did not answer within {} ms (reported by rank {})",
-                                 state.failed_rank, timeout.count(), peer));
-  } else {
-    state.pair[0] = std::min(state.pair[0], incoming[0]);
-    state.pair[1] = std::max(state.pair[1], incoming[1]);
-  }
+  if (!s) return;
+  if (!failed && !state.error.ok()) return;  // the partner will not take it: abandon the send
+  Status sent = s->Wait(timeout);
+  if (!sent.ok() && state.error.ok()) Fail(state, std::move(sent), peer, timeout);
 }
 
 void MinMax(Transport& t, MinMaxState& state, Duration timeout) {

@@ -133,7 +133,7 @@ class Float16Compressor final : public QuantizerBase {
     std::span<std::byte> body = BeginPayload(*this, tensor, 2 * input.size(), out);
     // The body starts 32 bytes into a vector's storage: 2-byte aligned.
     auto* h = reinterpret_cast<uint16_t*>(body.data());
-    bool v3 = HasX86V3();
+    bool v3 = kernels() == Kernels::kX86V3;
     if (format_ == Format::kHalf) {
 #if defined(FRUGAL_X86)
       if (v3) return EncodeHalfV3(input.data(), input.size(), h), Status::Ok();
@@ -164,7 +164,7 @@ class Float16Compressor final : public QuantizerBase {
       std::memcpy(aligned.data(), body.data(), body.size());
       h = aligned.data();
     }
-    bool v3 = HasX86V3();
+    bool v3 = kernels() == Kernels::kX86V3;
     if (format_ == Format::kHalf) {
 #if defined(FRUGAL_X86)
       if (v3) return DecodeHalfV3(h, output.size(), output.data()), Status::Ok();

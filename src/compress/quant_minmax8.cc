@@ -155,7 +155,7 @@ class MinMax8Compressor final : public QuantizerBase {
     const size_t nchunks = NumChunks(n);
     std::span<std::byte> body = BeginPayload(*this, tensor, 8 * nchunks + n, out);
     auto* q = reinterpret_cast<uint8_t*>(body.data() + 8 * nchunks);
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
     std::optional<RngStream> stream;
     std::optional<LaneRng> rng;
     std::vector<uint32_t> random;
@@ -186,7 +186,7 @@ class MinMax8Compressor final : public QuantizerBase {
       float inv = span > 0.0f ? 255.0f / span : 0.0f;
       const float* off = nullptr;
       if (stochastic_) {
-        rng->Fill(random.data(), random.size());
+        rng->Fill(kernels(), random.data(), random.size());
         for (size_t i = 0; i < len; ++i) offset[i] = ToUnit(random[i]);
         off = offset.data();
       }
@@ -220,7 +220,7 @@ class MinMax8Compressor final : public QuantizerBase {
       }
     }
     const auto* q = reinterpret_cast<const uint8_t*>(body.data() + 8 * nchunks);
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
     for (size_t c = 0; c < nchunks; ++c) {
       float lo = LoadF32(body.data() + 8 * c);
       float hi = LoadF32(body.data() + 8 * c + 4);

@@ -91,11 +91,11 @@ class NaturalCompressor final : public QuantizerBase {
     RngStream stream(ctx.Key(tensor));
     LaneRng rng(stream);
     std::vector<uint32_t> random(kBlock);
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
     uint32_t bad = 0;
     for (size_t begin = 0; begin < n; begin += kBlock) {
       size_t len = std::min(kBlock, n - begin);
-      rng.Fill(random.data(), random.size());
+      rng.Fill(kernels(), random.data(), random.size());
 #if defined(FRUGAL_X86)
       bad |= v3 ? ExponentsV3(input.data() + begin, len, random.data(), exps + begin)
                 : ExponentsGeneric(input.data() + begin, len, random.data(), exps + begin);
@@ -107,7 +107,7 @@ class NaturalCompressor final : public QuantizerBase {
       return InvalidArgumentError(
           fmt::format("natural: tensor '{}' has non-finite values", tensor.name));
     }
-    PackSigns(input.data(), n, body.data() + n);
+    PackSigns(kernels(), input.data(), n, body.data() + n);
     return Status::Ok();
   }
 
@@ -121,7 +121,7 @@ class NaturalCompressor final : public QuantizerBase {
                                         body.size(), n + SignBytes(n)));
     }
     const auto* exps = reinterpret_cast<const uint8_t*>(body.data());
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
 #if defined(FRUGAL_X86)
     uint32_t invalid = v3 ? InvalidExponentsV3(exps, n) : InvalidExponentsGeneric(exps, n);
 #else
@@ -132,7 +132,7 @@ class NaturalCompressor final : public QuantizerBase {
     std::vector<uint8_t> signs(kBlock);
     for (size_t begin = 0; begin < n; begin += kBlock) {
       size_t len = std::min(kBlock, n - begin);
-      UnpackCodes(body.data() + n + begin / 8, len, 1, signs.data());
+      UnpackCodes(kernels(), body.data() + n + begin / 8, len, 1, signs.data());
 #if defined(FRUGAL_X86)
       if (v3) {
         AddPowersV3(exps + begin, signs.data(), len, output.data() + begin);

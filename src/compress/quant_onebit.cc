@@ -242,7 +242,7 @@ class OneBitCompressor final : public QuantizerBase {
     std::vector<double> pos_sum(cols, 0.0), neg_sum(cols, 0.0);
     std::vector<uint32_t> pos_count(cols, 0);
     std::vector<float> chk(cols, 0.0f);
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
     if (cols == 1) {
 #if defined(FRUGAL_X86)
       if (v3) {
@@ -281,7 +281,7 @@ class OneBitCompressor final : public QuantizerBase {
       StoreF32(body.data() + 8 * j, pos);
       StoreF32(body.data() + 8 * j + 4, neg);
     }
-    PackSigns(input.data(), n, body.data() + 8 * cols);
+    PackSigns(kernels(), input.data(), n, body.data() + 8 * cols);
     return Status::Ok();
   }
 
@@ -307,14 +307,14 @@ class OneBitCompressor final : public QuantizerBase {
     const std::byte* bits = body.data() + 8 * cols;
     FRUGAL_RETURN_IF_ERROR(CheckSignPadding(bits, n, "onebit"));
     if (cols == 1) {
-      AddSigns(bits, n, pos[0], neg[0], output.data());
+      AddSigns(kernels(), bits, n, pos[0], neg[0], output.data());
       return Status::Ok();
     }
     if (n == 0) return Status::Ok();
     const size_t rows = n / cols;
     std::vector<uint8_t> mask(cols);
 #if defined(FRUGAL_X86)
-    if (HasX86V3()) {
+    if (kernels() == Kernels::kX86V3) {
       AddColumnSignsV3(bits, rows, cols, pos.data(), neg.data(), output.data(), mask.data());
       return Status::Ok();
     }

@@ -173,7 +173,7 @@ class QsgdCompressor final : public QuantizerBase {
     RngStream stream(ctx.Key(tensor));
     LaneRng rng(stream);
     std::vector<uint32_t> random((bucket_ + 15) / 16 * 16);
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
     const float max_level = static_cast<float>(levels_);
     // Codes of up to 8 bits are packed by blocks of 8 buckets (a multiple of 8 codes, so every
     // block starts on a byte); wider ones go through the bit packer.
@@ -201,7 +201,7 @@ class QsgdCompressor final : public QuantizerBase {
         }
         StoreF32(body.data() + 4 * b, norm);
         float scale = norm > 0.0f ? max_level / norm : 0.0f;
-        rng.Fill(random.data(), random.size());
+        rng.Fill(kernels(), random.data(), random.size());
         if (narrow) {
           Levels(v3, x, len, scale, max_level, random.data(), level_bits_,
                  narrow_codes.data() + off);
@@ -210,7 +210,8 @@ class QsgdCompressor final : public QuantizerBase {
           for (size_t i = 0; i < len; ++i) packer.Put(wide_codes[i], width_);
         }
       }
-      if (narrow) PackCodes(narrow_codes.data(), block_len, width_, packed + begin * width_ / 8);
+      if (narrow)
+        PackCodes(kernels(), narrow_codes.data(), block_len, width_, packed + begin * width_ / 8);
     }
     if (!narrow) packer.Flush();
     return Status::Ok();
@@ -232,11 +233,11 @@ class QsgdCompressor final : public QuantizerBase {
     const std::byte* packed = body.data() + 4 * nb;
     const uint32_t level_mask = (1u << level_bits_) - 1;
     if (width_ <= 8) {
-      const bool v3 = HasX86V3();
+      const bool v3 = kernels() == Kernels::kX86V3;
       std::vector<uint8_t> codes(kDecodeBlock);
       for (size_t begin = 0; begin < n; begin += kDecodeBlock) {
         size_t len = std::min(kDecodeBlock, n - begin);
-        UnpackCodes(packed + begin * width_ / 8, len, width_, codes.data());
+        UnpackCodes(kernels(), packed + begin * width_ / 8, len, width_, codes.data());
 #if defined(FRUGAL_X86)
         uint32_t bad = v3 ? CheckCodesV3(codes.data(), len, level_mask, levels_)
                           : CheckCodesGeneric(codes.data(), len, level_mask, levels_);
@@ -277,13 +278,13 @@ class QsgdCompressor final : public QuantizerBase {
     const std::byte* packed = body.data() + 4 * nb;
     const uint32_t level_mask = (1u << level_bits_) - 1;
     if (width_ <= 8) {
-      const bool v3 = HasX86V3();
+      const bool v3 = kernels() == Kernels::kX86V3;
       // Blocks of whole buckets and whole groups of 8 codes.
       const size_t block = 8 * bucket_;
       std::vector<uint8_t> codes(block);
       for (size_t begin = 0; begin < n; begin += block) {
         size_t block_len = std::min(block, n - begin);
-        UnpackCodes(packed + begin * width_ / 8, block_len, width_, codes.data());
+        UnpackCodes(kernels(), packed + begin * width_ / 8, block_len, width_, codes.data());
         for (size_t off = 0; off < block_len; off += bucket_) {
           size_t b = (begin + off) / bucket_;
           size_t len = std::min(bucket_, block_len - off);

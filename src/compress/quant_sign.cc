@@ -44,7 +44,7 @@ class SignCompressor final : public QuantizerBase {
     CheckInput(input.size(), tensor);
     std::span<std::byte> body = BeginPayload(*this, tensor, SignBytes(input.size()), out);
     if (beta_ < 0) {
-      PackSigns(input.data(), input.size(), body.data());
+      PackSigns(kernels(), input.data(), input.size(), body.data());
       return Status::Ok();
     }
     auto& state = ctx.State<MomentumState>(tensor, "signum");
@@ -53,7 +53,7 @@ class SignCompressor final : public QuantizerBase {
     const float beta = beta_;
     const float one_minus = 1.0f - beta_;
     for (size_t i = 0; i < input.size(); ++i) m[i] = beta * m[i] + one_minus * input[i];
-    PackSigns(m, input.size(), body.data());
+    PackSigns(kernels(), m, input.size(), body.data());
     return Status::Ok();
   }
 
@@ -66,7 +66,7 @@ class SignCompressor final : public QuantizerBase {
                                         body.size(), SignBytes(tensor.numel)));
     }
     FRUGAL_RETURN_IF_ERROR(CheckSignPadding(body.data(), tensor.numel, name()));
-    AddSigns(body.data(), tensor.numel, 1.0f, -1.0f, output.data());
+    AddSigns(kernels(), body.data(), tensor.numel, 1.0f, -1.0f, output.data());
     return Status::Ok();
   }
 
@@ -90,7 +90,8 @@ class ScaledSignCompressor final : public QuantizerBase {
     CheckInput(input.size(), tensor);
     const size_t n = input.size();
     std::span<std::byte> body = BeginPayload(*this, tensor, 4 + SignBytes(n), out);
-    return StoreScale(PackSignsL1(input.data(), n, body.data() + 4), tensor, body).status();
+    return StoreScale(PackSignsL1(kernels(), input.data(), n, body.data() + 4), tensor, body)
+        .status();
   }
 
   // EF-signSGD in two passes instead of the generic five: the signs and ||p||_1 of p = g + e,
@@ -104,10 +105,10 @@ class ScaledSignCompressor final : public QuantizerBase {
     const size_t n = input.size();
     std::span<std::byte> body = BeginPayload(*this, tensor, 4 + SignBytes(n), out);
     FRUGAL_ASSIGN_OR_RETURN(
-        float scale,
-        StoreScale(CompensatePackSignsL1(input.data(), residual.data(), n, body.data() + 4), tensor,
-                   body));
-    SubtractScaledSigns(input.data(), residual.data(), n, scale);
+        float scale, StoreScale(CompensatePackSignsL1(kernels(), input.data(), residual.data(), n,
+                                                      body.data() + 4),
+                                tensor, body));
+    SubtractScaledSigns(kernels(), input.data(), residual.data(), n, scale);
     return Status::Ok();
   }
 
@@ -124,7 +125,7 @@ class ScaledSignCompressor final : public QuantizerBase {
       return MalformedError(fmt::format("efsign payload: scale {}", scale));
     }
     FRUGAL_RETURN_IF_ERROR(CheckSignPadding(body.data() + 4, tensor.numel, "efsign"));
-    AddSigns(body.data() + 4, tensor.numel, scale, -scale, output.data());
+    AddSigns(kernels(), body.data() + 4, tensor.numel, scale, -scale, output.data());
     return Status::Ok();
   }
 

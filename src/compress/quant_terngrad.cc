@@ -188,8 +188,8 @@ class TernGradCompressor final : public QuantizerBase {
   std::pair<float, float> Bound(std::span<const float> input) const {
     if (input.empty()) return {0.0f, 0.0f};
 #if defined(FRUGAL_X86)
-    Moments m = HasX86V3() ? MomentsV3(input.data(), input.size())
-                           : MomentsGeneric(input.data(), input.size());
+    Moments m = (kernels() == Kernels::kX86V3) ? MomentsV3(input.data(), input.size())
+                                               : MomentsGeneric(input.data(), input.size());
 #else
     Moments m = MomentsGeneric(input.data(), input.size());
 #endif
@@ -214,10 +214,10 @@ class TernGradCompressor final : public QuantizerBase {
     LaneRng rng(stream);
     std::vector<uint32_t> random(kBlock);
     std::vector<uint8_t> codes(kBlock);
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
     for (size_t begin = 0; begin < n; begin += kBlock) {
       size_t len = std::min(kBlock, n - begin);
-      rng.Fill(random.data(), random.size());
+      rng.Fill(kernels(), random.data(), random.size());
 #if defined(FRUGAL_X86)
       if (v3) {
         TernarizeV3(input.data() + begin, len, bound, inv, random.data(), codes.data());
@@ -228,7 +228,7 @@ class TernGradCompressor final : public QuantizerBase {
       TernarizeGeneric(input.data() + begin, len, bound, inv, random.data(), codes.data());
 #endif
       // kBlock is a multiple of 8 codes, so every block starts on a byte.
-      PackCodes(codes.data(), len, 2, packed + begin / 4);
+      PackCodes(kernels(), codes.data(), len, 2, packed + begin / 4);
     }
     return Status::Ok();
   }
@@ -258,7 +258,7 @@ class TernGradCompressor final : public QuantizerBase {
       return MalformedError(fmt::format("terngrad payload: scale {}", s));
     }
     const std::byte* packed = body.data() + 4;
-    const bool v3 = HasX86V3();
+    const bool v3 = kernels() == Kernels::kX86V3;
 #if defined(FRUGAL_X86)
     uint32_t bad =
         v3 ? InvalidPairsV3(packed, (n + 3) / 4) : InvalidPairsGeneric(packed, (n + 3) / 4);
@@ -272,7 +272,7 @@ class TernGradCompressor final : public QuantizerBase {
     std::vector<uint8_t> codes(kBlock);
     for (size_t begin = 0; begin < n; begin += kBlock) {
       size_t len = std::min(kBlock, n - begin);
-      UnpackCodes(packed + begin / 4, len, 2, codes.data());
+      UnpackCodes(kernels(), packed + begin / 4, len, 2, codes.data());
 #if defined(FRUGAL_X86)
       if (v3) {
         AddTernaryV3(codes.data(), len, s, output.data() + begin);

@@ -32,9 +32,7 @@ bool DetectX86V3() {
 }  // namespace
 
 bool HasX86V3() {
-#if defined(FRUGAL_COMPRESS_NO_SIMD)
-  return false;  // a build that exercises the baseline kernels only
-#elif defined(FRUGAL_X86)
+#if defined(FRUGAL_X86)
   // Computed once; a constant of the machine, not mutable state.
   static const bool has = DetectX86V3();
   return has;
@@ -42,6 +40,21 @@ bool HasX86V3() {
   return false;
 #endif
 }
+
+Kernels BestKernels() { return HasX86V3() ? Kernels::kX86V3 : Kernels::kBaseline; }
+
+#if defined(FRUGAL_X86)
+namespace {
+
+// Whether kernel set `k` is the x86-64-v3 one (which needs the CPU to have it).
+bool UseV3(Kernels k) {
+  if (k != Kernels::kX86V3) return false;
+  FRUGAL_CHECK(HasX86V3(), "the x86-64-v3 kernels need a CPU with AVX2, FMA, BMI2 and F16C");
+  return true;
+}
+
+}  // namespace
+#endif
 
 namespace {
 
@@ -187,9 +200,9 @@ FRUGAL_TARGET_V3 void AddSignsV3(const std::byte* bits, size_t n, float pos, flo
 
 }  // namespace
 
-void PackSigns(const float* x, size_t n, std::byte* out) {
+void PackSigns(Kernels k, const float* x, size_t n, std::byte* out) {
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) {
+  if (UseV3(k)) {
     PackSignsV3(x, n, out, false);
     return;
   }
@@ -197,23 +210,23 @@ void PackSigns(const float* x, size_t n, std::byte* out) {
   PackSignsGeneric(x, n, out, false);
 }
 
-double PackSignsL1(const float* x, size_t n, std::byte* out) {
+double PackSignsL1(Kernels k, const float* x, size_t n, std::byte* out) {
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) return PackSignsV3(x, n, out, true);
+  if (UseV3(k)) return PackSignsV3(x, n, out, true);
 #endif
   return PackSignsGeneric(x, n, out, true);
 }
 
-double CompensatePackSignsL1(const float* g, const float* e, size_t n, std::byte* out) {
+double CompensatePackSignsL1(Kernels k, const float* g, const float* e, size_t n, std::byte* out) {
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) return CompensatePackV3(g, e, n, out);
+  if (UseV3(k)) return CompensatePackV3(g, e, n, out);
 #endif
   return CompensatePackGeneric(g, e, n, out);
 }
 
-void SubtractScaledSigns(const float* g, float* e, size_t n, float scale) {
+void SubtractScaledSigns(Kernels k, const float* g, float* e, size_t n, float scale) {
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) {
+  if (UseV3(k)) {
     SubtractScaledSignsV3(g, e, n, scale);
     return;
   }
@@ -221,9 +234,9 @@ void SubtractScaledSigns(const float* g, float* e, size_t n, float scale) {
   SubtractScaledSignsGeneric(g, e, n, scale);
 }
 
-void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out) {
+void AddSigns(Kernels k, const std::byte* bits, size_t n, float pos, float neg, float* out) {
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) {
+  if (UseV3(k)) {
     AddSignsV3(bits, n, pos, neg, out);
     return;
   }
@@ -326,18 +339,18 @@ FRUGAL_TARGET_V3 void UnpackV3(const std::byte* in, size_t n, int width, uint8_t
 
 }  // namespace
 
-void PackCodes(const uint8_t* codes, size_t n, int width, std::byte* out) {
+void PackCodes(Kernels k, const uint8_t* codes, size_t n, int width, std::byte* out) {
   FRUGAL_CHECK(width >= 1 && width <= 8, "code width ", width);
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) return PackV3(codes, n, width, out);
+  if (UseV3(k)) return PackV3(codes, n, width, out);
 #endif
   PackGeneric(codes, n, width, out);
 }
 
-void UnpackCodes(const std::byte* in, size_t n, int width, uint8_t* codes) {
+void UnpackCodes(Kernels k, const std::byte* in, size_t n, int width, uint8_t* codes) {
   FRUGAL_CHECK(width >= 1 && width <= 8, "code width ", width);
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) return UnpackV3(in, n, width, codes);
+  if (UseV3(k)) return UnpackV3(in, n, width, codes);
 #endif
   UnpackGeneric(in, n, width, codes);
 }
@@ -430,10 +443,10 @@ FRUGAL_TARGET_V3 void LaneFillV3(uint64_t (&s)[4][LaneRng::kLanes], uint32_t* ou
 
 }  // namespace
 
-void LaneRng::Fill(uint32_t* out, size_t count) {
+void LaneRng::Fill(Kernels k, uint32_t* out, size_t count) {
   FRUGAL_CHECK(count % (2 * kLanes) == 0, "LaneRng::Fill count ", count);
 #if defined(FRUGAL_X86)
-  if (HasX86V3()) {
+  if (UseV3(k)) {
     LaneFillV3(s_, out, count);
     return;
   }

@@ -24,9 +24,16 @@
 
 namespace frugal::compress_internal {
 
-// True when the CPU has AVX2, FMA, BMI2 and F16C (x86-64-v3); the kernels written for them are
-// compiled with FRUGAL_TARGET_V3 and chosen at run time.
+// The kernels of the quantizers come in two sets that give the same bits: kBaseline, for any CPU,
+// and kX86V3, for CPUs with AVX2, FMA, BMI2 and F16C (x86-64-v3), compiled with FRUGAL_TARGET_V3.
+// Each quantizer runs the best set of this CPU unless told otherwise (QuantizerBase::set_kernels),
+// so that tests can run both sets on one machine and compare them.
+enum class Kernels { kBaseline, kX86V3 };
+
+// True when the CPU has AVX2, FMA, BMI2 and F16C (x86-64-v3).
 bool HasX86V3();
+// kX86V3 when the CPU has it, else kBaseline.
+Kernels BestKernels();
 
 #if defined(FRUGAL_X86)
 #define FRUGAL_TARGET_V3 __attribute__((target("avx2,fma,bmi,bmi2,f16c,popcnt")))
@@ -63,6 +70,15 @@ class QuantizerBase : public Compressor {
   CompressorId id() const override { return id_; }
   CompressorTraits traits() const override { return traits_; }
 
+  // The kernel set Encode and Decode run: BestKernels() unless set. Not while another thread
+  // encodes or decodes with this compressor. kX86V3 on a CPU without it is a CheckError.
+  Kernels kernels() const { return kernels_; }
+  void set_kernels(Kernels kernels) {
+    FRUGAL_CHECK(kernels == Kernels::kBaseline || HasX86V3(),
+                 "the x86-64-v3 kernels need a CPU with AVX2, FMA, BMI2 and F16C");
+    kernels_ = kernels;
+  }
+
  protected:
   // CheckError unless input and tensor agree.
   static void CheckInput(size_t size, const TensorInfo& tensor) {
@@ -74,6 +90,7 @@ class QuantizerBase : public Compressor {
   CompressorId id_;
   CompressorTraits traits_;
   std::string params_;
+  Kernels kernels_ = BestKernels();
 };
 
 inline size_t SignBytes(size_t n) { return (n + 7) / 8; }
@@ -85,21 +102,29 @@ inline float LoadF32(const std::byte* at) {
   return v;
 }
 
+// Each kernel below runs the given kernel set; the overloads without one run BestKernels().
+
 // bit i of out = (x[i] < 0): sign(0) = sign(-0) = sign(NaN) = +. Writes SignBytes(n) bytes; the
 // padding bits of the last byte are 0. Returns sum |x[i]| when `l1` is requested.
-void PackSigns(const float* x, size_t n, std::byte* out);
-double PackSignsL1(const float* x, size_t n, std::byte* out);
+void PackSigns(Kernels k, const float* x, size_t n, std::byte* out);
+double PackSignsL1(Kernels k, const float* x, size_t n, std::byte* out);
+inline void PackSigns(const float* x, size_t n, std::byte* out) {
+  PackSigns(BestKernels(), x, n, out);
+}
 
 // Error feedback of the scaled sign in two read passes and one write, so that nothing changes
 // until the scale is known to be finite. Pass 1: with p[i] = g[i] + e[i], bit i of out =
 // (p[i] < 0) as PackSigns; returns sum |p[i]| with PackSignsL1's summation order.
-double CompensatePackSignsL1(const float* g, const float* e, size_t n, std::byte* out);
+double CompensatePackSignsL1(Kernels k, const float* g, const float* e, size_t n, std::byte* out);
 // Pass 2: e[i] = p[i] - (0 + (p[i] < 0 ? -scale : scale)) with p[i] = g[i] + e[i] again: the
 // residual after a decode of the signs into zeros.
-void SubtractScaledSigns(const float* g, float* e, size_t n, float scale);
+void SubtractScaledSigns(Kernels k, const float* g, float* e, size_t n, float scale);
 
 // out[i] += bit i ? neg : pos.
-void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out);
+void AddSigns(Kernels k, const std::byte* bits, size_t n, float pos, float neg, float* out);
+inline void AddSigns(const std::byte* bits, size_t n, float pos, float neg, float* out) {
+  AddSigns(BestKernels(), bits, n, pos, neg, out);
+}
 
 // kMalformed when the padding bits after bit n of a sign plane are not zero.
 Status CheckSignPadding(const std::byte* bits, size_t n, std::string_view what);
@@ -108,9 +133,15 @@ Status CheckSignPadding(const std::byte* bits, size_t n, std::string_view what);
 // CodeBytes(n, width) bytes; the padding bits of the last byte are zero. With BMI2, eight codes at
 // a time go through pext.
 inline size_t CodeBytes(size_t n, int width) { return (n * static_cast<size_t>(width) + 7) / 8; }
-void PackCodes(const uint8_t* codes, size_t n, int width, std::byte* out);
+void PackCodes(Kernels k, const uint8_t* codes, size_t n, int width, std::byte* out);
+inline void PackCodes(const uint8_t* codes, size_t n, int width, std::byte* out) {
+  PackCodes(BestKernels(), codes, n, width, out);
+}
 // The inverse: reads exactly CodeBytes(n, width) bytes.
-void UnpackCodes(const std::byte* in, size_t n, int width, uint8_t* codes);
+void UnpackCodes(Kernels k, const std::byte* in, size_t n, int width, uint8_t* codes);
+inline void UnpackCodes(const std::byte* in, size_t n, int width, uint8_t* codes) {
+  UnpackCodes(BestKernels(), in, n, width, codes);
+}
 // Whether the bits after the n-th code in the last byte are all zero.
 bool CodePaddingIsZero(const std::byte* in, size_t n, int width);
 
@@ -177,7 +208,7 @@ class LaneRng {
   static constexpr int kLanes = 8;
   explicit LaneRng(RngStream& seed_stream);
   // Fills out[0, count) with 32-bit uniform integers; count a multiple of 2 * kLanes.
-  void Fill(uint32_t* out, size_t count);
+  void Fill(Kernels k, uint32_t* out, size_t count);
 
  private:
   alignas(64) uint64_t s_[4][kLanes];

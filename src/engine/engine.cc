@@ -1,5 +1,10 @@
-// The communication engine: a background thread per rank that negotiates, fuses, schedules and
-// reduces the tensors other threads submit.
+// The communication engine: a background thread per rank that negotiates, schedules and reduces
+// the tensors other threads submit. The parts it drives each have their own file: negotiator.cc
+// (the cycles over the transport, the stall inspector, abort notices), negotiation.cc (messages
+// and the evaluation of a cycle), schedule.cc (the policies that form buckets),
+// bucket_reduction.cc (a bucket through the reducer), mgwfbp_profiler.cc and merge_plan.cc
+// (MG-WFBP), engine_work.cc (the Work handle and the wait accounting), engine_timeline.cc (what
+// it draws), options.cc (validation, agreement across ranks and the names of the options).
 //
 // Submission: Submit() and Call() append an Item to `incoming_` (under `mutex_`) and wake the
 // engine thread. The engine thread moves tensor items into `pending_` (a FIFO per name; the head
@@ -8,45 +13,27 @@
 //
 // Sessions and cycles: while this rank has pending tensors (or agreed work is queued, or the last
 // cycle showed tensors pending on some rank) the engine is "in session" and runs negotiation
-// cycles, at most one per cycle_time while nothing is executable. RunCycle builds this rank's
-// CycleMessage (a bit per cached tensor whose head is pending with the cached description, a
-// descriptor otherwise, the waiting flag, rank 0's merge plan once), exchanges it all to all
-// with tag kNegotiationTag (Exchange: ISend to every peer, then IProbe/IRecv from each until all
-// have answered, inspecting stalls meanwhile and bounded by options.timeout), and evaluates the
-// messages with EvaluateCycle. Every rank sees the same messages, so every rank derives the same
-// agreed tensors, failures, plan and end of session; a rank without pending tensors does not
-// start a session and its peers wait for it in Exchange until it submits.
+// cycles, at most one per cycle_time while nothing is executable. Each cycle offers the heads of
+// `pending_` and returns the same outcome on every rank: agreed tensors (moved to `active_` and
+// queued as units, see schedule.h), tensors that ranks described differently (failed), tensors
+// pending on some ranks only, whether every rank waits, rank 0's merge plan. A rank without
+// pending tensors does not start a session; its peers wait for it until it submits.
 //
-// Agreed tensors become Units (one per tensor, or one per partition of partition_bytes under
-// kPriority) in `queue_`, ordered by agreement (kFifo) or by (priority, agreement, partition)
-// (kPriority). Execute() then forms buckets from the queue, the same on every rank:
-//   kFifo, kOff     one bucket per unit, in queue order;
-//   kFifo, kCycle   consecutive units packed up to fusion_threshold_bytes (Horovod's fusion);
-//   kFifo, kMgWfbp  before the plan: as kOff; with the plan: a group's units are held until every
-//                   member is queued and then reduced as one bucket; units outside the plan alone;
-//   kPriority       the front of the queue packed up to partition_bytes, ONE bucket, then back to
-//                   negotiation, so that a tensor agreed meanwhile with a lower priority value
-//                   overtakes the partitions still queued (P3 / ByteScheduler preemption).
-// ReduceBucket reduces a single unit in place in the caller's buffer, and several units through
-// the fusion buffer (copied in, reduced, copied out); a tensor's Work completes when all its
-// units are reduced.
+// Execution: after each cycle TakeBuckets gives the buckets to reduce now, the same on every
+// rank; BucketReduction runs each through the reducer with the bucket's step. A tensor's Work
+// completes when all its units are reduced.
 //
 // Unmatched names: when every rank waits (a thread blocked on a tensor the rank has reported),
 // nothing was agreed, nothing is executable and tensors are pending on some ranks only, no rank
-// can make progress: held MG-WFBP units are flushed on their own if there are any, otherwise every
+// can make progress: held MG-WFBP units are released to go alone if there are any, otherwise every
 // pending tensor fails on every rank with UnmatchedMessage.
 //
-// Stall inspector: while waiting in Exchange, each head pending here longer than stall_warning
-// and missing on some rank (according to each rank's latest message) is reported once, by the
-// lowest rank that submitted it; after stall_shutdown the engine sends a shutdown message to its
-// peers (they fail when they read it) and fails every pending tensor with kTimeout.
+// MG-WFBP: rank 0 feeds the profiler with completions and single-tensor reductions until it
+// makes the plan, sends it in its next cycle message, and every rank adopts it in that cycle.
 //
-// MG-WFBP plan: every completed tensor records its local submission time per generation (its
-// n-th submission). Once every cached tensor completed mgwfbp_warmup_steps + mgwfbp_profile_steps
-// generations, rank 0 averages, over the profiled generations, each tensor's ready time relative
-// to the first tensor of the generation, fits alpha and beta by least squares on the
-// (bytes, seconds) of the single-tensor reductions it made (or takes options.reduction_cost),
-// runs PlanMerges, and sends the plan in its next message; all ranks adopt it in that cycle.
+// Failure: an error of a cycle or a reduction, or an exception that reaches the thread's loop,
+// fails the engine: the peers get an abort notice (unless the failure was a peer's notice), every
+// pending and later Work fails with the Status, and Shutdown returns it.
 //
 // Accounting: comm_seconds adds the reducer calls; exposed_seconds is their overlap with the
 // intervals in which at least one thread waited in EngineWork::Wait on a tensor.
@@ -54,227 +41,41 @@
 
 #include <fmt/format.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <list>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
-#include <unordered_map>
+#include <utility>
 
-#include "engine/merge_plan.h"
+#include "engine/bucket_reduction.h"
+#include "engine/engine_timeline.h"
+#include "engine/engine_work.h"
+#include "engine/mgwfbp_profiler.h"
 #include "engine/negotiation.h"
+#include "engine/negotiator.h"
+#include "engine/options.h"
+#include "engine/schedule.h"
 #include "frugal/collectives.h"
 #include "frugal/engine_phases.h"
-#include "frugal/random.h"
-#include "frugal/timer.h"
 
 namespace frugal {
 
-using engine_internal::CycleMessage;
+using engine_internal::AgreedTensor;
 using engine_internal::CycleOutcome;
-using engine_internal::TensorCache;
+using engine_internal::EngineWork;
+using engine_internal::Interval;
+using engine_internal::PendingHead;
 using engine_internal::TensorDescriptor;
-
-namespace {
-
-constexpr int kNegotiationTag = kEngineTags[0];
-constexpr int kAbortTag = kEngineTags[1];
-constexpr auto kStallCheckPeriod = std::chrono::milliseconds(100);
-// A failed engine's notice to its peers: sent to all at once, waited for at most this long.
-constexpr Duration kAbortSendBound = std::chrono::milliseconds(200);
-
-struct Interval {
-  Clock::time_point begin;
-  Clock::time_point end;
-};
-
-// Sum of the lengths of the intersections of two sorted lists of disjoint intervals.
-double OverlapSeconds(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  double total = 0;
-  size_t i = 0;
-  size_t j = 0;
-  while (i < a.size() && j < b.size()) {
-    const auto begin = std::max(a[i].begin, b[j].begin);
-    const auto end = std::min(a[i].end, b[j].end);
-    if (end > begin) total += std::chrono::duration<double>(end - begin).count();
-    if (a[i].end < b[j].end) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return total;
-}
-
-// State shared by the engine and the Work handles it made (which may outlive it).
-struct WaitBook {
-  std::mutex mutex;
-  int waiting = 0;  // threads in Wait on a tensor that is not done
-  Clock::time_point since;
-  std::vector<Interval> intervals;  // merged, sorted
-
-  void Begin() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (waiting++ == 0) since = Clock::now();
-  }
-  void End() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (--waiting == 0) intervals.push_back({since, Clock::now()});
-  }
-  std::vector<Interval> Snapshot() {
-    std::lock_guard<std::mutex> lock(mutex);
-    std::vector<Interval> copy = intervals;
-    if (waiting > 0) copy.push_back({since, Clock::now()});
-    return copy;
-  }
-};
-
-struct WorkState {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-  std::atomic<int> waiters{0};
-
-  void Complete(Status s) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (done) return;
-      done = true;
-      status = std::move(s);
-    }
-    cv.notify_all();
-  }
-  bool IsDone() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return done;
-  }
-};
-
-class EngineWork final : public Work {
- public:
-  EngineWork(std::shared_ptr<WorkState> state, std::shared_ptr<WaitBook> book, std::string what,
-             size_t bytes)
-      : state_(std::move(state)), book_(std::move(book)), what_(std::move(what)), bytes_(bytes) {}
-
-  Status Wait(Duration timeout) override {
-    std::unique_lock<std::mutex> lock(state_->mutex);
-    if (state_->done) return state_->status;
-    state_->waiters.fetch_add(1);
-    if (book_) book_->Begin();
-    const bool done = state_->cv.wait_for(lock, timeout, [&] { return state_->done; });
-    state_->waiters.fetch_sub(1);
-    if (book_) book_->End();
-    if (!done) {
-      return TimeoutError(
-          fmt::format("engine: {} not completed within {} ms", what_, timeout.count()));
-    }
-    return state_->status;
-  }
-  bool IsCompleted() override { return state_->IsDone(); }
-  int peer() const override { return -1; }
-  size_t bytes() const override { return bytes_; }
-
- private:
-  std::shared_ptr<WorkState> state_;
-  std::shared_ptr<WaitBook> book_;
-  std::string what_;
-  size_t bytes_;
-};
-
-uint64_t OptionsFingerprint(const EngineOptions& o) {
-  const std::string text = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(o.fusion), o.fusion_threshold_bytes,
-      static_cast<int>(o.schedule), o.partition_bytes, o.cycle_time.count(), o.mgwfbp_warmup_steps,
-      o.mgwfbp_profile_steps, o.reduction_cost ? o.reduction_cost->alpha : -1.0,
-      o.reduction_cost ? o.reduction_cost->beta : -1.0, o.detect_unmatched);
-  return TensorId(text);
-}
-
-}  // namespace
-
-std::string_view OverlapModeName(OverlapMode mode) {
-  switch (mode) {
-    case OverlapMode::kNone:
-      return "none";
-    case OverlapMode::kWfbp:
-      return "wfbp";
-    case OverlapMode::kFusion:
-      return "fusion";
-    case OverlapMode::kPriority:
-      return "priority";
-  }
-  return "?";
-}
-
-StatusOr<OverlapMode> ParseOverlapMode(std::string_view name) {
-  for (OverlapMode mode :
-       {OverlapMode::kNone, OverlapMode::kWfbp, OverlapMode::kFusion, OverlapMode::kPriority}) {
-    if (name == OverlapModeName(mode)) return mode;
-  }
-  return InvalidArgumentError(
-      fmt::format("unknown overlap mode '{}' (known: none, wfbp, fusion, priority)", name));
-}
-
-std::string_view FusionPolicyName(FusionPolicy policy) {
-  switch (policy) {
-    case FusionPolicy::kOff:
-      return "off";
-    case FusionPolicy::kCycle:
-      return "cycle";
-    case FusionPolicy::kMgWfbp:
-      return "mgwfbp";
-  }
-  return "?";
-}
-
-StatusOr<FusionPolicy> ParseFusionPolicy(std::string_view name) {
-  for (FusionPolicy policy : {FusionPolicy::kOff, FusionPolicy::kCycle, FusionPolicy::kMgWfbp}) {
-    if (name == FusionPolicyName(policy)) return policy;
-  }
-  return InvalidArgumentError(
-      fmt::format("unknown fusion policy '{}' (known: off, cycle, mgwfbp)", name));
-}
-
-void ApplyOverlapMode(OverlapMode mode, EngineOptions& options, FusionPolicy fusion) {
-  switch (mode) {
-    case OverlapMode::kNone:
-    case OverlapMode::kWfbp:
-      options.fusion = FusionPolicy::kOff;
-      options.schedule = SchedulePolicy::kFifo;
-      break;
-    case OverlapMode::kFusion:
-      options.fusion = fusion;
-      options.schedule = SchedulePolicy::kFifo;
-      break;
-    case OverlapMode::kPriority:
-      options.fusion = FusionPolicy::kOff;
-      options.schedule = SchedulePolicy::kPriority;
-      break;
-  }
-}
-
-std::string StallReport::ToString() const {
-  return fmt::format("tensor '{}' submitted by {} {} but not by {} {} for {:.1f} s", tensor,
-                     submitted.size() == 1 ? "rank" : "ranks",
-                     engine_internal::JoinRanks(submitted), missing.size() == 1 ? "rank" : "ranks",
-                     engine_internal::JoinRanks(missing), seconds);
-}
-
-double EngineStats::hidden_fraction() const {
-  if (comm_seconds <= 0) return 0;
-  return std::clamp(1.0 - exposed_seconds / comm_seconds, 0.0, 1.0);
-}
+using engine_internal::Unit;
+using engine_internal::WaitBook;
+using engine_internal::WorkState;
 
 class Engine::Impl {
  public:
@@ -285,7 +86,13 @@ class Engine::Impl {
         rank_(t.rank()),
         size_(t.size()),
         book_(std::make_shared<WaitBook>()),
-        reported_(static_cast<size_t>(t.size())) {}
+        schedule_(engine_internal::ScheduleOptionsOf(options_)),
+        negotiator_(t, engine_internal::NegotiatorOptions{options_.timeout, *options_.stall_warning,
+                                                          options_.stall_shutdown,
+                                                          options_.on_stall, options_.logger}),
+        profiler_(options_.mgwfbp_warmup_steps, options_.mgwfbp_profile_steps,
+                  options_.reduction_cost, static_cast<double>(options_.fusion_threshold_bytes)),
+        bucket_reduction_(reducer, options_.timeline, options_.phases) {}
 
   ~Impl() { (void)Shutdown(); }
 
@@ -340,7 +147,6 @@ class Engine::Impl {
       item.call_name = std::move(name);
       item.call = std::move(fn);
       item.call_work = state;
-      item.submitted = Clock::now();
       incoming_.push_back(std::move(item));
     }
     cv_.notify_all();
@@ -357,19 +163,7 @@ class Engine::Impl {
     CloseAndFailAll(CancelledError("the engine was shut down before this completed"));
     if (!logged_stats_ && options_.logger.Enabled(LogLevel::kInfo)) {
       logged_stats_ = true;
-      const EngineStats s = stats();
-      options_.logger.Info(fmt::format(
-          "engine: {} cycles ({:.3f} s, {} bytes), {} reductions of {} tensors ({} bytes) in "
-          "{:.3f} s, {:.3f} s of it waited for",
-          s.cycles, s.negotiate_seconds, s.negotiation_bytes, s.reductions, s.tensors,
-          s.bytes_reduced, s.comm_seconds, s.exposed_seconds));
-      if (s.reduction_cost) {
-        std::vector<std::string> groups;
-        for (const auto& g : s.merge_plan) groups.push_back(fmt::format("[{}]", fmt::join(g, " ")));
-        options_.logger.Info(fmt::format("engine: MG-WFBP alpha {:.3g} s, beta {:.3g} s/B, plan {}",
-                                         s.reduction_cost->alpha, s.reduction_cost->beta,
-                                         fmt::join(groups, " ")));
-      }
+      LogStats();
     }
     std::lock_guard<std::mutex> lock(mutex_);
     return failure_;
@@ -383,7 +177,7 @@ class Engine::Impl {
       s = stats_;
       comm = comm_intervals_;
     }
-    s.exposed_seconds = OverlapSeconds(comm, book_->Snapshot());
+    s.exposed_seconds = engine_internal::OverlapSeconds(comm, book_->Snapshot());
     return s;
   }
 
@@ -398,12 +192,10 @@ class Engine::Impl {
     uint64_t step = 0;
     std::shared_ptr<WorkState> work;
     Clock::time_point submitted;
-    Clock::time_point offered;  // first included in a cycle message
-    Clock::time_point agreed;
+    Clock::time_point offered;  // first included in a cycle
     bool is_offered = false;
-    bool stall_warned = false;
     uint64_t seq = 0;  // submission order on this rank
-    uint32_t id = 0;
+    uint32_t id = 0;   // cache id, once agreed
     size_t units_left = 0;
   };
 
@@ -412,22 +204,6 @@ class Engine::Impl {
     std::string call_name;
     std::function<Status(Transport&)> call;
     std::shared_ptr<WorkState> call_work;
-    Clock::time_point submitted;
-  };
-
-  struct Unit {
-    Entry* entry = nullptr;
-    size_t offset = 0;
-    size_t count = 0;
-    int part = 0;
-    int parts = 1;
-    uint64_t order = 0;  // agreement order, the same on every rank
-    bool held = false;   // waiting for the rest of its MG-WFBP group
-
-    std::string Name() const {
-      return parts == 1 ? entry->descriptor.name
-                        : fmt::format("{}#{}/{}", entry->descriptor.name, part, parts);
-    }
   };
 
   // ---- the engine thread ----
@@ -444,8 +220,7 @@ class Engine::Impl {
     }
     Status failure;
     try {
-      Run();
-      return;
+      failure = Run();
     } catch (const CheckError& e) {
       failure = InvalidArgumentError(fmt::format("engine thread: {}", e.what()));
     } catch (const std::exception& e) {
@@ -453,15 +228,16 @@ class Engine::Impl {
     } catch (...) {
       failure = InternalError("engine thread: an exception of unknown type");
     }
-    Fail(std::move(failure));
+    if (!failure.ok()) Fail(std::move(failure));
   }
 
-  void Run() {
+  // Until a stop (OK) or a failure (its Status).
+  Status Run() {
     while (true) {
       Item call;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        if (stop_) break;
+        if (stop_) return Status::Ok();
         TakeIncomingLocked();
         if (!in_session_ && pending_.empty() && queue_.empty()) {
           if (!incoming_.empty()) {  // a Call is at the head
@@ -483,15 +259,12 @@ class Engine::Impl {
         in_session_ = true;
         last_cycle_ = Clock::now();
       }
-      if (!HasExecutable()) {
-        if (!SleepUntil(last_cycle_ + options_.cycle_time)) break;
+      if (!engine_internal::HasExecutable(queue_, plan_) &&
+          !SleepUntil(last_cycle_ + options_.cycle_time)) {
+        return Status::Ok();
       }
-      Status status = RunCycle();
-      if (status.ok()) status = Execute();
-      if (!status.ok()) {
-        Fail(std::move(status));
-        break;
-      }
+      FRUGAL_RETURN_IF_ERROR(RunCycle());
+      FRUGAL_RETURN_IF_ERROR(Execute());
       in_session_ = global_pending_ || !queue_.empty();
     }
   }
@@ -537,95 +310,85 @@ class Engine::Impl {
         if (entry->work->waiters.load() > 0) return true;
       }
     }
-    for (const auto& [serial, entry] : active_) {
+    for (const auto& [order, entry] : active_) {
       if (entry->work->waiters.load() > 0) return true;
     }
     return false;
   }
 
+  // One negotiation cycle and what follows from its outcome.
   Status RunCycle() {
     const auto begin = Clock::now();
     last_cycle_ = begin;
-    CycleMessage mine;
-    mine.cycle = cycle_;
-    mine.cache_size = cache_.size();
+    std::vector<PendingHead> heads;
+    bool waiting = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       TakeIncomingLocked();
       // Heads in submission order, so that new tensors enter the cache (and FIFO order) in the
       // order this rank produced them.
-      std::vector<Entry*> heads;
-      for (auto& [name, entries] : pending_) heads.push_back(entries.front().get());
-      std::sort(heads.begin(), heads.end(),
+      std::vector<Entry*> entries;
+      for (auto& [name, queue] : pending_) entries.push_back(queue.front().get());
+      std::sort(entries.begin(), entries.end(),
                 [](const Entry* a, const Entry* b) { return a->seq < b->seq; });
-      for (Entry* entry : heads) {
-        Entry& head = *entry;
-        const std::string& name = head.descriptor.name;
-        if (!head.is_offered) {
-          head.is_offered = true;
-          head.offered = begin;
+      for (Entry* head : entries) {
+        if (!head->is_offered) {
+          head->is_offered = true;
+          head->offered = begin;
         }
-        const std::optional<uint32_t> id = cache_.Find(name);
-        if (id && cache_.at(*id) == head.descriptor) {
-          mine.SetBit(*id);
-        } else {
-          mine.descriptors.push_back(head.descriptor);
-        }
+        heads.push_back({head->descriptor, head->submitted});
       }
-      mine.waiting = AnyWaiterLocked();
+      waiting = AnyWaiterLocked();
     }
-    if (plan_to_send_) {
-      mine.plan = std::move(plan_to_send_);
-      plan_to_send_.reset();
-    }
-    std::vector<CycleMessage> all;
-    FRUGAL_RETURN_IF_ERROR(Exchange(mine, all));
-    ++cycle_;
-    FRUGAL_ASSIGN_OR_RETURN(CycleOutcome outcome, engine_internal::EvaluateCycle(cache_, all));
+    const uint64_t bytes_before = negotiator_.bytes_sent();
+    FRUGAL_ASSIGN_OR_RETURN(
+        CycleOutcome outcome,
+        negotiator_.RunCycle(heads, waiting, std::exchange(plan_to_send_, std::nullopt),
+                             [this] { return StopRequested(); }));
     const auto evaluated = Clock::now();
     if (outcome.plan && plan_.empty()) AdoptPlan(*outcome.plan);
-
+    const engine_internal::TensorCache& cache = negotiator_.cache();
     for (const auto& [id, message] : outcome.mismatched) {
-      std::unique_ptr<Entry> entry = PopHead(cache_.at(id).name);
+      std::unique_ptr<Entry> entry = PopHead(cache.at(id).name);
       if (entry) entry->work->Complete(InvalidArgumentError(message));
     }
     for (uint32_t id : outcome.agreed) {
-      std::unique_ptr<Entry> entry = PopHead(cache_.at(id).name);
+      std::unique_ptr<Entry> entry = PopHead(cache.at(id).name);
       if (!entry) {
         return InternalError(fmt::format("negotiation agreed on '{}', which is not pending here",
-                                         cache_.at(id).name));
+                                         cache.at(id).name));
       }
       entry->id = id;
-      entry->agreed = evaluated;
       if (options_.timeline) {
-        const std::string row = "tensor " + entry->descriptor.name;
-        options_.timeline->Span(row, "queue", entry->submitted, entry->offered);
-        options_.timeline->Span(row, "negotiate", entry->offered, evaluated);
+        engine_internal::DrawAgreement(*options_.timeline, entry->descriptor.name, entry->submitted,
+                                       entry->offered, evaluated);
       }
       Enqueue(std::move(entry));
     }
     global_pending_ = !outcome.partial.empty();
     stuck_ = options_.detect_unmatched && outcome.all_waiting && outcome.agreed.empty() &&
-             outcome.mismatched.empty() && !HasExecutable();
-    if (stuck_ && !HasHeld() && !outcome.partial.empty()) {
-      const std::string message = engine_internal::UnmatchedMessage(cache_, outcome.partial, size_);
+             outcome.mismatched.empty() && !engine_internal::HasExecutable(queue_, plan_);
+    if (stuck_ && !engine_internal::HasHeld(queue_) && !outcome.partial.empty()) {
+      const std::string message = engine_internal::UnmatchedMessage(cache, outcome.partial, size_);
       for (const auto& [id, ranks] : outcome.partial) {
         if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end()) continue;
-        std::unique_ptr<Entry> entry = PopHead(cache_.at(id).name);
+        std::unique_ptr<Entry> entry = PopHead(cache.at(id).name);
         if (entry) entry->work->Complete(InvalidArgumentError(message));
       }
       global_pending_ = false;
     }
     const auto end = Clock::now();
+    uint64_t cycle = 0;
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
-      ++stats_.cycles;
+      cycle = stats_.cycles++;
       stats_.negotiate_seconds += std::chrono::duration<double>(end - begin).count();
+      stats_.negotiation_bytes += negotiator_.bytes_sent() - bytes_before;
     }
     if (options_.timeline && (!outcome.agreed.empty() || end - begin > options_.cycle_time)) {
       options_.timeline->Span(
           "engine", "negotiate", begin, end,
-          fmt::format(R"({{"cycle":{},"agreed":{}}})", cycle_ - 1, outcome.agreed.size()));
+          fmt::format(R"({{"cycle":{},"agreed":{}}})", cycle, outcome.agreed.size()));
     }
     if (rank_ == 0) MaybePlan();
     return Status::Ok();
@@ -641,514 +404,109 @@ class Engine::Impl {
     return entry;
   }
 
-  // All-to-all exchange of this cycle's messages, with stall inspection while waiting.
-  Status Exchange(const CycleMessage& mine, std::vector<CycleMessage>& all) {
-    all.assign(static_cast<size_t>(size_), CycleMessage());
-    all[static_cast<size_t>(rank_)] = mine;
-    reported_[static_cast<size_t>(rank_)] = ReportedNames(mine);
-    if (size_ == 1) return Status::Ok();
-    out_message_ = engine_internal::EncodeCycleMessage(mine);
-    {
-      std::lock_guard<std::mutex> lock(stats_mutex_);
-      stats_.negotiation_bytes += out_message_.size() * static_cast<uint64_t>(size_ - 1);
-    }
-    std::vector<std::unique_ptr<Work>> sends;
-    for (int p = 0; p < size_; ++p) {
-      if (p != rank_) sends.push_back(t_.ISend(p, kNegotiationTag, out_message_));
-    }
-    std::vector<bool> got(static_cast<size_t>(size_), false);
-    got[static_cast<size_t>(rank_)] = true;
-    int missing = size_ - 1;
-    const auto start = Clock::now();
-    auto last_inspection = start;
-    std::vector<std::byte> buffer;
-    while (missing > 0) {
-      FRUGAL_RETURN_IF_ERROR(PollAbort());
-      bool progress = false;
-      for (int p = 0; p < size_; ++p) {
-        if (got[static_cast<size_t>(p)]) continue;
-        std::optional<ProbeResult> probe = t_.IProbe(p, kNegotiationTag);
-        if (!probe) continue;
-        buffer.resize(probe->bytes);
-        std::unique_ptr<Work> recv = t_.IRecv(p, kNegotiationTag, buffer);
-        FRUGAL_RETURN_IF_ERROR(recv->Wait(options_.timeout).Annotate("negotiation"));
-        StatusOr<CycleMessage> message =
-            engine_internal::DecodeCycleMessage(std::span(buffer.data(), recv->bytes()));
-        if (!message.ok()) return message.status().Annotate(fmt::format("from rank {}", p));
-        if (message->cycle != mine.cycle) {
-          return MalformedError(fmt::format(
-              "negotiation: rank {} sent a message of cycle {}, this rank is in cycle {}", p,
-              message->cycle, mine.cycle));
-        }
-        reported_[static_cast<size_t>(p)] = ReportedNames(*message);
-        all[static_cast<size_t>(p)] = std::move(*message);
-        got[static_cast<size_t>(p)] = true;
-        --missing;
-        progress = true;
-      }
-      if (missing == 0) break;
-      if (progress) continue;
-      const auto now = Clock::now();
-      if (StopRequested()) return CancelledError("the engine was shut down");
-      if (now - last_inspection >= kStallCheckPeriod) {
-        last_inspection = now;
-        FRUGAL_RETURN_IF_ERROR(InspectStalls(now));
-      }
-      if (now - start >= options_.timeout) {
-        std::vector<int> silent;
-        for (int p = 0; p < size_; ++p) {
-          if (!got[static_cast<size_t>(p)]) silent.push_back(p);
-        }
-        return TimeoutError(fmt::format(
-            "negotiation: no answer from {} {} within {} ms while {} tensor(s) wait here ({})",
-            silent.size() == 1 ? "rank" : "ranks", engine_internal::JoinRanks(silent),
-            options_.timeout.count(), pending_.size(), PendingNames(4)));
-      }
-      BackOff(now - start);
-    }
-    for (auto& send : sends) {
-      FRUGAL_RETURN_IF_ERROR(send->Wait(options_.timeout).Annotate("negotiation"));
-    }
-    return Status::Ok();
-  }
-
-  static void BackOff(Clock::duration waited) {
-    if (waited < std::chrono::microseconds(50)) return;
-    if (waited < std::chrono::milliseconds(1)) {
-      sched_yield();
-      return;
-    }
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(waited / 16, std::chrono::microseconds(500)));
-  }
-
-  std::set<std::string> ReportedNames(const CycleMessage& m) const {
-    std::set<std::string> names;
-    for (uint32_t id = 0; id < std::min(m.cache_size, cache_.size()); ++id) {
-      if (m.Bit(id)) names.insert(cache_.at(id).name);
-    }
-    for (const TensorDescriptor& d : m.descriptors) names.insert(d.name);
-    return names;
-  }
-
-  std::string PendingNames(size_t limit) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<std::string> names;
-    for (const auto& [name, entries] : pending_) {
-      if (names.size() == limit) {
-        names.push_back("...");
-        break;
-      }
-      names.push_back("'" + name + "'");
-    }
-    return fmt::format("{}", fmt::join(names, ", "));
-  }
-
-  Status InspectStalls(Clock::time_point now) {
-    if (*options_.stall_warning <= Duration::zero() &&
-        options_.stall_shutdown <= Duration::zero()) {
-      return Status::Ok();
-    }
-    std::vector<StallReport> reports;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& [name, entries] : pending_) {
-        Entry& head = *entries.front();
-        const auto age = now - head.submitted;
-        const bool warn = *options_.stall_warning > Duration::zero() &&
-                          age >= *options_.stall_warning && !head.stall_warned;
-        const bool shut =
-            options_.stall_shutdown > Duration::zero() && age >= options_.stall_shutdown;
-        if (!warn && !shut) continue;
-        StallReport report;
-        report.tensor = name;
-        report.seconds = std::chrono::duration<double>(age).count();
-        for (int r = 0; r < size_; ++r) {
-          if (r == rank_ || reported_[static_cast<size_t>(r)].count(name) > 0) {
-            report.submitted.push_back(r);
-          } else {
-            report.missing.push_back(r);
-          }
-        }
-        if (report.missing.empty()) continue;
-        report.shutdown = shut;
-        if (!shut) head.stall_warned = true;
-        if (shut || report.submitted.front() == rank_) reports.push_back(std::move(report));
-        if (shut) break;
-      }
-    }
-    for (const StallReport& report : reports) {
-      Report(report);
-      if (report.shutdown) {
-        return TimeoutError("stall inspector: " + report.ToString() + "; shutting down");
-      }
-    }
-    return Status::Ok();
-  }
-
-  void Report(const StallReport& report) {
-    if (options_.on_stall) {
-      options_.on_stall(report);
-    } else {
-      options_.logger.Warning("stall inspector: " + report.ToString() +
-                              (report.shutdown ? "; shutting down" : ""));
-    }
-  }
-
-  // Best effort: tells every peer that this engine failed and why (kAbortTag). The sends start
-  // together and are waited for at most kAbortSendBound in all; a peer that has gone does not
-  // delay the others.
-  void SendAbort(const Status& status) {
-    if (size_ == 1) return;
-    const auto deadline = Clock::now() + kAbortSendBound;
-    abort_message_ =
-        engine_internal::EncodeAbortMessage({status.code(), std::string(status.message())});
-    {
-      std::lock_guard<std::mutex> lock(stats_mutex_);
-      stats_.negotiation_bytes += abort_message_.size() * static_cast<uint64_t>(size_ - 1);
-    }
-    std::vector<std::unique_ptr<Work>> sends;
-    for (int p = 0; p < size_; ++p) {
-      if (p != rank_) sends.push_back(t_.ISend(p, kAbortTag, abort_message_));
-    }
-    for (auto& send : sends) {
-      const auto left = std::max(Clock::duration::zero(), deadline - Clock::now());
-      (void)send->Wait(std::chrono::duration_cast<Duration>(left));
-    }
-  }
-
-  // A peer's abort notice, if one has arrived: its failure as this rank's (same code, the message
-  // naming the peer). Malformed notices are errors of their own.
-  Status PollAbort() {
-    if (size_ == 1) return Status::Ok();
-    std::optional<ProbeResult> probe = t_.IProbe(kAnySource, kAbortTag);
-    if (!probe) return Status::Ok();
-    std::vector<std::byte> buffer(probe->bytes);
-    std::unique_ptr<Work> recv = t_.IRecv(probe->source, kAbortTag, buffer);
-    FRUGAL_RETURN_IF_ERROR(recv->Wait(options_.timeout).Annotate("abort notice"));
-    peer_failed_ = true;
-    StatusOr<engine_internal::AbortMessage> message =
-        engine_internal::DecodeAbortMessage(std::span(buffer.data(), recv->bytes()));
-    if (!message.ok()) return message.status().Annotate(fmt::format("from rank {}", probe->source));
-    return Status(message->code, fmt::format("rank {} failed: {}", probe->source, message->reason));
-  }
-
   // ---- queue and execution ----
 
   void Enqueue(std::unique_ptr<Entry> entry) {
-    Entry* e = entry.get();
-    const size_t count = e->data.size();
-    size_t parts = 1;
-    if (options_.schedule == SchedulePolicy::kPriority && options_.partition_bytes > 0) {
-      const size_t per = std::max<size_t>(1, options_.partition_bytes / sizeof(float));
-      parts = std::max<size_t>(1, (count + per - 1) / per);
-    }
-    const size_t per = parts == 1 ? count : (count + parts - 1) / parts;
-    e->units_left = parts;
-    const uint64_t order = next_order_++;
-    for (size_t p = 0; p < parts; ++p) {
-      Unit u;
-      u.entry = e;
-      u.offset = p * per;
-      u.count = std::min(per, count - u.offset);
-      u.part = static_cast<int>(p);
-      u.parts = static_cast<int>(parts);
-      u.order = order;
-      u.held = plan_group_.count(e->id) > 0;
-      queue_.push_back(u);
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      active_.emplace(reinterpret_cast<uintptr_t>(e), std::move(entry));
-    }
-    if (options_.schedule == SchedulePolicy::kPriority) {
-      std::stable_sort(queue_.begin(), queue_.end(), [](const Unit& a, const Unit& b) {
-        if (a.entry->descriptor.priority != b.entry->descriptor.priority) {
-          return a.entry->descriptor.priority < b.entry->descriptor.priority;
-        }
-        if (a.order != b.order) return a.order < b.order;
-        return a.part < b.part;
-      });
-    }
-  }
-
-  bool HasHeld() const {
-    return std::any_of(queue_.begin(), queue_.end(), [](const Unit& u) { return u.held; });
-  }
-
-  bool HasExecutable() const {
-    if (std::any_of(queue_.begin(), queue_.end(), [](const Unit& u) { return !u.held; })) {
-      return true;
-    }
-    return ReadyGroup().has_value();
-  }
-
-  // The first plan group whose members are all queued (index into plan_).
-  std::optional<size_t> ReadyGroup() const {
-    if (plan_.empty()) return std::nullopt;
-    std::set<uint32_t> queued;
-    for (const Unit& u : queue_) {
-      if (u.held) queued.insert(u.entry->id);
-    }
-    for (size_t g = 0; g < plan_.size(); ++g) {
-      bool all = true;
-      for (uint32_t id : plan_[g]) all = all && queued.count(id) > 0;
-      if (all) return g;
-    }
-    return std::nullopt;
+    const AgreedTensor agreed{entry->id, next_order_++, entry->data.size(),
+                              entry->descriptor.priority, entry->step};
+    const std::vector<Unit> units = engine_internal::SplitIntoUnits(agreed, schedule_, plan_);
+    entry->units_left = units.size();
+    engine_internal::Enqueue(queue_, units, schedule_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    active_.emplace(agreed.order, std::move(entry));
   }
 
   Status Execute() {
-    if (stuck_ && HasHeld()) {
+    if (stuck_ && engine_internal::HasHeld(queue_)) {
       // Some member of an MG-WFBP group will not come: reduce the held units on their own.
-      for (Unit& u : queue_) u.held = false;
+      engine_internal::ReleaseHeld(queue_);
     }
-    if (options_.schedule == SchedulePolicy::kPriority) {
-      if (queue_.empty()) return Status::Ok();
-      size_t take = 1;
-      size_t bytes = queue_[0].count * sizeof(float);
-      while (options_.partition_bytes > 0 && take < queue_.size() &&
-             queue_[take].entry->step == queue_[0].entry->step &&
-             bytes + queue_[take].count * sizeof(float) <= options_.partition_bytes) {
-        bytes += queue_[take].count * sizeof(float);
-        ++take;
-      }
-      std::vector<Unit> bucket(queue_.begin(), queue_.begin() + static_cast<long>(take));
-      queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(take));
-      return ReduceBucket(bucket);
-    }
-    // FIFO policies.
-    while (true) {
-      std::optional<size_t> group = ReadyGroup();
-      if (group) {
-        std::vector<Unit> members;
-        for (uint32_t id : plan_[*group]) {
-          auto it = std::find_if(queue_.begin(), queue_.end(),
-                                 [&](const Unit& u) { return u.held && u.entry->id == id; });
-          members.push_back(*it);
-          queue_.erase(it);
-        }
-        // One bucket per step among the members, in the order of the first member of each.
-        while (!members.empty()) {
-          const uint64_t step = members.front().entry->step;
-          std::vector<Unit> bucket;
-          for (auto it = members.begin(); it != members.end();) {
-            if (it->entry->step != step) {
-              ++it;
-              continue;
-            }
-            bucket.push_back(*it);
-            it = members.erase(it);
-          }
-          FRUGAL_RETURN_IF_ERROR(ReduceBucket(bucket));
-        }
-        continue;
-      }
-      auto first =
-          std::find_if(queue_.begin(), queue_.end(), [](const Unit& u) { return !u.held; });
-      if (first == queue_.end()) return Status::Ok();
-      std::vector<Unit> bucket{*first};
-      queue_.erase(first);
-      if (options_.fusion == FusionPolicy::kCycle) {
-        size_t bytes = bucket[0].count * sizeof(float);
-        for (auto it = queue_.begin(); it != queue_.end();) {
-          if (it->held || it->entry->step != bucket[0].entry->step) {
-            ++it;
-            continue;
-          }
-          if (bytes + it->count * sizeof(float) > options_.fusion_threshold_bytes) break;
-          bytes += it->count * sizeof(float);
-          bucket.push_back(*it);
-          it = queue_.erase(it);
-        }
-      }
+    for (const std::vector<Unit>& bucket : engine_internal::TakeBuckets(queue_, plan_, schedule_)) {
       FRUGAL_RETURN_IF_ERROR(ReduceBucket(bucket));
     }
+    return Status::Ok();
   }
 
-  Status ReduceBucket(std::vector<Unit>& units) {
-    BucketInfo info;
-    info.id = static_cast<int>(buckets_++);
-    info.step = units.front().entry->step;
-    size_t total = 0;
+  Entry& EntryOf(const Unit& u) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return *active_.at(u.order);
+  }
+
+  Status ReduceBucket(const std::vector<Unit>& units) {
+    std::vector<Entry*> entries;
+    std::vector<engine_internal::BucketPart> parts;
     for (const Unit& u : units) {
-      info.entries.push_back(
-          BucketEntry{u.Name(), total, u.count,
-                      u.parts == 1 ? u.entry->descriptor.shape : std::vector<int64_t>{}});
-      total += u.count;
+      Entry& e = EntryOf(u);
+      entries.push_back(&e);
+      parts.push_back({engine_internal::UnitName(e.descriptor.name, u), e.descriptor.name,
+                       e.data.subspan(u.offset, u.count),
+                       u.parts == 1 ? e.descriptor.shape : std::vector<int64_t>{}});
     }
-    info.count = total;
-    info.name = units.size() == 1 ? info.entries[0].name
-                                  : fmt::format("fused({}..{})", info.entries.front().name,
-                                                info.entries.back().name);
-    std::span<float> data;
-    if (units.size() == 1) {
-      data = units[0].entry->data.subspan(units[0].offset, units[0].count);
-    } else {
-      fusion_buffer_.resize(total);
-      for (size_t i = 0; i < units.size(); ++i) {
-        const Unit& u = units[i];
-        std::memcpy(fusion_buffer_.data() + info.entries[i].offset, u.entry->data.data() + u.offset,
-                    u.count * sizeof(float));
-      }
-      data = std::span<float>(fusion_buffer_.data(), total);
-    }
-    if (options_.phases) (void)options_.phases->Drain();
-    const auto begin = Clock::now();
-    Status status = reducer_.Reduce(info, data);
-    const auto end = Clock::now();
-    if (units.size() > 1 && status.ok()) {
-      for (size_t i = 0; i < units.size(); ++i) {
-        const Unit& u = units[i];
-        std::memcpy(u.entry->data.data() + u.offset, fusion_buffer_.data() + info.entries[i].offset,
-                    u.count * sizeof(float));
-      }
-    }
-    const double seconds = std::chrono::duration<double>(end - begin).count();
+    const engine_internal::ReductionResult result =
+        bucket_reduction_.Reduce(parts, static_cast<int>(buckets_++), units.front().step);
+    const Status& status = result.status;
+    const double seconds = std::chrono::duration<double>(result.end - result.begin).count();
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       ++stats_.reductions;
-      stats_.bytes_reduced += total * sizeof(float);
+      stats_.bytes_reduced += result.count * sizeof(float);
       stats_.comm_seconds += seconds;
-      comm_intervals_.push_back({begin, end});
+      comm_intervals_.push_back({result.begin, result.end});
     }
-    if (options_.fusion == FusionPolicy::kMgWfbp && rank_ == 0 && !plan_sent_ &&
-        units.size() == 1) {
-      cost_samples_bytes_.push_back(static_cast<double>(total * sizeof(float)));
-      cost_samples_seconds_.push_back(seconds);
+    if (Profiling() && units.size() == 1) {
+      profiler_.RecordReduction(static_cast<double>(result.count * sizeof(float)), seconds);
     }
-    if (options_.timeline) DrawReduction(info, units, begin, end);
     if (!status.ok()) {
       // A peer that failed first (and left this reduction waiting for it) has the cause.
-      FRUGAL_RETURN_IF_ERROR(PollAbort());
+      FRUGAL_RETURN_IF_ERROR(negotiator_.PollAbort());
       return status.Annotate("engine");
     }
-    for (const Unit& u : units) {
-      Entry* e = u.entry;
+    for (size_t i = 0; i < units.size(); ++i) {
+      Entry* e = entries[i];
       if (--e->units_left > 0) continue;
-      RecordGeneration(*e);
+      if (Profiling()) profiler_.RecordCompletion(e->id, e->submitted);
       e->work->Complete(Status::Ok());
       {
         std::lock_guard<std::mutex> lock(stats_mutex_);
         ++stats_.tensors;
       }
       std::lock_guard<std::mutex> lock(mutex_);
-      active_.erase(reinterpret_cast<uintptr_t>(e));
+      active_.erase(units[i].order);
     }
     return Status::Ok();
   }
 
-  // The reduction's phases in the timeline: the compress and decompress phases the reducer's
-  // compressors reported (on the engine row and on the row of the tensor each belongs to), and
-  // "communicate" for the parts of [begin, end) outside them.
-  void DrawReduction(const BucketInfo& info, const std::vector<Unit>& units,
-                     Clock::time_point begin, Clock::time_point end) {
-    Timeline& timeline = *options_.timeline;
-    const std::string args =
-        fmt::format(R"({{"bucket":{},"bytes":{},"tensors":{}}})", JsonQuote(info.name),
-                    info.count * sizeof(float), units.size());
-    std::vector<Phase> phases;
-    if (options_.phases) phases = options_.phases->Drain();
-    std::sort(phases.begin(), phases.end(),
-              [](const Phase& a, const Phase& b) { return a.begin < b.begin; });
-    auto row_of = [&](const std::string& tensor) -> std::string {
-      for (const Unit& u : units) {
-        const std::string name = u.Name();
-        if (tensor.compare(0, name.size(), name) == 0) return "tensor " + u.entry->descriptor.name;
-      }
-      return {};
-    };
-    auto communicate = [&](Clock::time_point from, Clock::time_point to) {
-      if (to <= from) return;
-      timeline.Span("engine", "communicate", from, to, args);
-      for (const Unit& u : units) {
-        timeline.Span("tensor " + u.entry->descriptor.name, "communicate", from, to, args);
-      }
-    };
-    Clock::time_point cursor = begin;
-    for (const Phase& phase : phases) {
-      communicate(cursor, phase.begin);
-      timeline.Span("engine", phase.name, phase.begin, phase.end, args);
-      const std::string row = row_of(phase.tensor);
-      if (!row.empty()) timeline.Span(row, phase.name, phase.begin, phase.end, args);
-      cursor = std::max(cursor, phase.end);
-    }
-    communicate(cursor, end);
-  }
-
   // ---- MG-WFBP ----
 
-  void RecordGeneration(const Entry& e) {
-    if (options_.fusion != FusionPolicy::kMgWfbp || plan_sent_ || rank_ != 0) return;
-    const size_t generation = generations_[e.id]++;
-    auto& slot = ready_times_[generation];
-    slot[e.id] = e.submitted;
+  bool Profiling() const {
+    return options_.fusion == FusionPolicy::kMgWfbp && rank_ == 0 && !profiler_.planned();
   }
 
   void MaybePlan() {
-    if (options_.fusion != FusionPolicy::kMgWfbp || !plan_.empty() || plan_sent_) return;
-    const int needed = options_.mgwfbp_warmup_steps + options_.mgwfbp_profile_steps;
-    if (cache_.size() == 0) return;
-    for (uint32_t id = 0; id < cache_.size(); ++id) {
-      if (generations_[id] < static_cast<size_t>(needed)) return;
-    }
-    std::map<uint32_t, double> offset_sum;
-    for (int g = options_.mgwfbp_warmup_steps; g < needed; ++g) {
-      const auto& slot = ready_times_[static_cast<size_t>(g)];
-      Clock::time_point first = Clock::time_point::max();
-      for (const auto& [id, when] : slot) first = std::min(first, when);
-      for (const auto& [id, when] : slot) {
-        offset_sum[id] += std::chrono::duration<double>(when - first).count();
-      }
-    }
-    std::vector<engine_internal::PlanTensor> tensors;
-    for (const auto& [id, sum] : offset_sum) {
+    if (!Profiling()) return;
+    const engine_internal::TensorCache& cache = negotiator_.cache();
+    std::vector<double> bytes(cache.size());
+    for (uint32_t id = 0; id < cache.size(); ++id) {
       size_t elements = 1;
-      for (int64_t d : cache_.at(id).shape) elements *= static_cast<size_t>(d);
-      tensors.push_back({id, static_cast<double>(elements * sizeof(float)),
-                         sum / std::max(1, options_.mgwfbp_profile_steps)});
+      for (int64_t d : cache.at(id).shape) elements *= static_cast<size_t>(d);
+      bytes[id] = static_cast<double>(elements * sizeof(float));
     }
-    std::stable_sort(tensors.begin(), tensors.end(),
-                     [](const auto& a, const auto& b) { return a.ready < b.ready; });
-    CostParams cost;
-    if (options_.reduction_cost) {
-      cost = *options_.reduction_cost;
-    } else {
-      StatusOr<LinearFit> fit = FitAlphaBeta(cost_samples_bytes_, cost_samples_seconds_);
-      if (fit.ok()) {
-        cost.alpha = std::max(0.0, fit->alpha);
-        cost.beta = std::max(0.0, fit->beta);
-      } else {
-        double mean = 0;
-        for (double s : cost_samples_seconds_) mean += s;
-        cost.alpha = cost_samples_seconds_.empty() ? 0 : mean / cost_samples_seconds_.size();
-      }
-    }
-    std::vector<engine_internal::MergeGroup> groups = engine_internal::PlanMerges(
-        tensors, cost, static_cast<double>(options_.fusion_threshold_bytes));
-    std::vector<std::vector<uint32_t>> plan;
-    for (const auto& g : groups) plan.push_back(g.ids);
-    plan_to_send_ = std::move(plan);
-    plan_sent_ = true;
+    std::optional<engine_internal::MgWfbpPlan> plan = profiler_.MaybePlan(bytes);
+    if (!plan) return;
+    plan_to_send_ = std::move(plan->groups);
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    stats_.reduction_cost = cost;
+    stats_.reduction_cost = plan->cost;
   }
 
-  void AdoptPlan(const std::vector<std::vector<uint32_t>>& plan) {
-    plan_.clear();
-    plan_group_.clear();
+  // Units already queued keep their state; only later ones are held.
+  void AdoptPlan(const std::vector<std::vector<uint32_t>>& groups) {
+    plan_ = engine_internal::MergePlan(groups);
     std::vector<std::vector<std::string>> names;
-    for (const auto& group : plan) {
-      if (group.size() < 2) continue;  // a group of one is reduced on its own anyway
-      for (uint32_t id : group) plan_group_[id] = plan_.size();
-      plan_.push_back(group);
-    }
-    for (const auto& group : plan) {
+    for (const auto& group : groups) {
       std::vector<std::string> g;
-      for (uint32_t id : group) g.push_back(cache_.at(id).name);
+      for (uint32_t id : group) g.push_back(negotiator_.cache().at(id).name);
       names.push_back(std::move(g));
     }
-    // Units already queued keep their state; only later ones are held.
     std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.merge_plan = std::move(names);
   }
@@ -1166,7 +524,12 @@ class Engine::Impl {
     }
     if (!stopping) {
       options_.logger.Error("engine: " + status.ToString());
-      if (!peer_failed_) SendAbort(status);
+      if (!negotiator_.peer_failed()) {
+        const uint64_t bytes_before = negotiator_.bytes_sent();
+        negotiator_.SendAbort(status);
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        stats_.negotiation_bytes += negotiator_.bytes_sent() - bytes_before;
+      }
     }
     CloseAndFailAll(status);
   }
@@ -1187,11 +550,27 @@ class Engine::Impl {
         for (auto& e : entries) to_fail.push_back(e->work);
       }
       pending_.clear();
-      for (auto& [key, e] : active_) to_fail.push_back(e->work);
+      for (auto& [order, e] : active_) to_fail.push_back(e->work);
       active_.clear();
       queue_.clear();
     }
     for (auto& w : to_fail) w->Complete(closed_status_);
+  }
+
+  void LogStats() const {
+    const EngineStats s = stats();
+    options_.logger.Info(fmt::format(
+        "engine: {} cycles ({:.3f} s, {} bytes), {} reductions of {} tensors ({} bytes) in "
+        "{:.3f} s, {:.3f} s of it waited for",
+        s.cycles, s.negotiate_seconds, s.negotiation_bytes, s.reductions, s.tensors,
+        s.bytes_reduced, s.comm_seconds, s.exposed_seconds));
+    if (s.reduction_cost) {
+      std::vector<std::string> groups;
+      for (const auto& g : s.merge_plan) groups.push_back(fmt::format("[{}]", fmt::join(g, " ")));
+      options_.logger.Info(fmt::format("engine: MG-WFBP alpha {:.3g} s, beta {:.3g} s/B, plan {}",
+                                       s.reduction_cost->alpha, s.reduction_cost->beta,
+                                       fmt::join(groups, " ")));
+    }
   }
 
   Transport& t_;
@@ -1207,7 +586,7 @@ class Engine::Impl {
   std::condition_variable cv_;
   std::deque<Item> incoming_;
   std::map<std::string, std::deque<std::unique_ptr<Entry>>> pending_;
-  std::unordered_map<uintptr_t, std::unique_ptr<Entry>> active_;
+  std::map<uint64_t, std::unique_ptr<Entry>> active_;  // agreed, by agreement order
   uint64_t next_seq_ = 0;
   bool stop_ = false;
   bool closed_ = false;
@@ -1217,28 +596,19 @@ class Engine::Impl {
   bool logged_stats_ = false;
 
   // Engine thread only.
+  const engine_internal::ScheduleOptions schedule_;
+  engine_internal::Negotiator negotiator_;
+  engine_internal::MgWfbpProfiler profiler_;
   bool in_session_ = false;
   bool global_pending_ = false;
   bool stuck_ = false;
-  uint64_t cycle_ = 0;
   Clock::time_point last_cycle_;
-  TensorCache cache_;
-  std::vector<std::set<std::string>> reported_;
-  std::vector<std::byte> out_message_;
-  std::vector<std::byte> abort_message_;
-  bool peer_failed_ = false;  // the failure came from a peer's abort notice
   std::vector<Unit> queue_;
   uint64_t next_order_ = 0;
   uint64_t buckets_ = 0;
-  std::vector<float> fusion_buffer_;
-  std::vector<std::vector<uint32_t>> plan_;
-  std::map<uint32_t, size_t> plan_group_;
+  engine_internal::BucketReduction bucket_reduction_;
+  engine_internal::MergePlan plan_;
   std::optional<std::vector<std::vector<uint32_t>>> plan_to_send_;
-  bool plan_sent_ = false;
-  std::map<uint32_t, size_t> generations_;
-  std::map<size_t, std::map<uint32_t, Clock::time_point>> ready_times_;
-  std::vector<double> cost_samples_bytes_;
-  std::vector<double> cost_samples_seconds_;
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;
@@ -1250,48 +620,10 @@ Engine::~Engine() = default;
 
 StatusOr<std::unique_ptr<Engine>> Engine::Start(Transport& t, GradientReducer& reducer,
                                                 EngineOptions options) {
-  FRUGAL_CHECK_GE(options.cycle_time.count(), 0, "cycle time");
-  FRUGAL_CHECK_GT(options.timeout.count(), 0, "timeout");
-  FRUGAL_CHECK_GT(options.fusion_threshold_bytes, size_t{0}, "fusion threshold");
-  FRUGAL_CHECK_GE(options.mgwfbp_warmup_steps, 0);
-  FRUGAL_CHECK_GE(options.mgwfbp_profile_steps, 1);
-  // A stall that lasts reaches the timeout of the negotiation, which ends the job: a warning or
-  // shutdown not shorter than it would never be seen.
-  if (!options.stall_warning) options.stall_warning = options.timeout / 2;
-  for (const auto& [name, value] :
-       {std::pair<const char*, Duration>{"warning", *options.stall_warning},
-        {"shutdown", options.stall_shutdown}}) {
-    if (value > Duration::zero() && value >= options.timeout) {
-      return InvalidArgumentError(fmt::format(
-          "engine start: the stall {} ({} ms) must be shorter than the timeout ({} ms), which ends "
-          "the job first",
-          name, value.count(), options.timeout.count()));
-    }
-  }
-  // Every rank must schedule alike, or they would reduce different buckets.
-  const uint64_t mine = OptionsFingerprint(options);
-  std::vector<std::byte> all;
-  std::vector<size_t> sizes;
+  FRUGAL_RETURN_IF_ERROR(engine_internal::ResolveOptions(options));
+  FRUGAL_RETURN_IF_ERROR(engine_internal::CheckSameSchedulingOptions(t, options));
   CollectiveOptions collective;
   collective.timeout = options.timeout;
-  FRUGAL_RETURN_IF_ERROR(
-      Allgatherv(t, std::as_bytes(std::span<const uint64_t>(&mine, 1)), all, sizes, collective)
-          .Annotate("engine start"));
-  if (all.size() != sizeof(uint64_t) * static_cast<size_t>(t.size())) {
-    return MalformedError("engine start: unexpected size of the gathered options");
-  }
-  std::vector<uint64_t> prints(static_cast<size_t>(t.size()));
-  std::memcpy(prints.data(), all.data(), all.size());
-  std::vector<int> differing;
-  for (int r = 1; r < t.size(); ++r) {
-    if (prints[static_cast<size_t>(r)] != prints[0]) differing.push_back(r);
-  }
-  if (!differing.empty()) {
-    return InvalidArgumentError(fmt::format(
-        "engine start: the scheduling options (fusion, threshold, schedule, partition, cycle "
-        "time) of {} {} differ from rank 0's; every rank must use the same",
-        differing.size() == 1 ? "rank" : "ranks", engine_internal::JoinRanks(differing)));
-  }
   FRUGAL_RETURN_IF_ERROR(Barrier(t, collective).Annotate("engine start"));
   if (options.timeline) options.timeline->set_origin(Clock::now());
   auto impl = std::make_unique<Impl>(t, reducer, std::move(options));

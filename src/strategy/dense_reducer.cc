@@ -4,27 +4,25 @@
 // chosen AllreduceAlgorithm; its bytes_sent() is the growth of Transport::bytes_sent() across
 // its own calls, so it counts exactly what this reducer put on the wire.
 //
-// MpiReducer hands the bucket to Open MPI's MPI_Iallreduce (MPI_SUM) on its own duplicate of
-// MPI_COMM_WORLD (made with MPI_Comm_idup so that even the set-up wait is bounded), polls
-// MPI_Test until the request completes or `timeout` passes, then divides by the number of ranks.
+// MpiReducer copies the bucket into a staging buffer of its own and hands that to Open MPI's
+// MPI_Iallreduce (MPI_SUM) on its own duplicate of MPI_COMM_WORLD (made with MPI_Comm_idup so that
+// even the set-up wait is bounded); the request is polled as a Work of the MPI transport
+// (transport/mpi/mpi_request.h) until it completes or `timeout` passes, and the sum, divided by
+// the number of ranks, is written back into the bucket. On a timeout the request keeps the staging
+// buffer and the runtime keeps both until MPI completes it, so the bucket's memory is never
+// touched again. MPI errors keep the meaning of their error class (mpi_internal::MpiError).
 // MPI picks its own algorithm and its bytes cannot be observed, so bytes_sent() adds, per bucket,
 // what the ring algorithm sends from this rank: in the reduce-scatter phase every block of the
 // BlockPartition except block (rank+1) mod n, in the allgather phase every block except block
 // (rank+2) mod n, which totals 2 (n-1)/n of the bucket; bytes_counted_by() says "model:ring".
-// The C API only; Open MPI's deprecated C++ bindings are not used.
-#define OMPI_SKIP_MPICXX 1
-#include <mpi.h>
-#include <sched.h>
-
-#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "frugal/collectives.h"
 #include "frugal/reducer.h"
-#include "frugal/timer.h"
+#include "transport/mpi/mpi_request.h"
 
 namespace frugal {
 namespace {
@@ -55,35 +53,18 @@ class AllreduceReducer final : public GradientReducer {
   uint64_t bytes_sent_ = 0;
 };
 
-// Polls `request` until it completes or `timeout` passes: pure polling for the first 200 us,
-// then with sched_yield (ranks sharing a core let each other compute) up to 20 ms, then with
-// 100 us sleeps.
-Status WaitRequest(MPI_Request* request, Duration timeout, const std::string& what) {
-  const auto start = Clock::now();
-  const auto deadline = start + timeout;
-  while (true) {
-    int done = 0;
-    if (MPI_Test(request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-      return PeerLostError(what + ": MPI_Test failed");
-    }
-    if (done) return Status::Ok();
-    if (Clock::now() >= deadline) {
-      return TimeoutError(what + ": not completed within " + std::to_string(timeout.count()) +
-                          " ms (MPI does not say which rank is missing)");
-    }
-    const auto waited = Clock::now() - start;
-    if (waited > std::chrono::milliseconds(20)) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    } else if (waited > std::chrono::microseconds(200)) {
-      sched_yield();
-    }
-  }
+// The kTimeout text of an MPI collective: MPI does not tell which rank is missing.
+std::function<std::string(Duration)> NotCompleted(const std::string& what) {
+  return [what](Duration timeout) {
+    return what + ": not completed within " + std::to_string(timeout.count()) +
+           " ms (MPI does not say which rank is missing)";
+  };
 }
 
 class MpiReducer final : public GradientReducer {
  public:
-  MpiReducer(MPI_Comm comm, int rank, int size, Duration timeout)
-      : comm_(comm), rank_(rank), size_(size), timeout_(timeout) {}
+  MpiReducer(Transport& t, MPI_Comm comm, int rank, int size, Duration timeout)
+      : transport_(t), comm_(comm), rank_(rank), size_(size), timeout_(timeout) {}
   ~MpiReducer() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -96,14 +77,21 @@ class MpiReducer final : public GradientReducer {
     if (size_ == 1 || data.empty()) return Status::Ok();
     const std::string what =
         "MPI_Allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) + ")";
-    MPI_Request request = MPI_REQUEST_NULL;
-    if (MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
-                       comm_, &request) != MPI_SUCCESS) {
-      return PeerLostError(what + ": MPI_Iallreduce failed");
+    // MPI works on the reducer's staging copy, which an abandoned all-reduce takes with it.
+    if (staging_ == nullptr || staging_.use_count() > 1) {
+      staging_ = std::make_shared<std::vector<float>>();
     }
-    FRUGAL_RETURN_IF_ERROR(WaitRequest(&request, timeout_, what));
+    std::vector<float>& staging = *staging_;
+    staging.assign(data.begin(), data.end());
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int rc = MPI_Iallreduce(MPI_IN_PLACE, staging.data(), static_cast<int>(staging.size()),
+                                  MPI_FLOAT, MPI_SUM, comm_, &request);
+    if (rc != MPI_SUCCESS) return mpi_internal::MpiError(rc, what);
+    FRUGAL_RETURN_IF_ERROR(
+        mpi_internal::WorkForRequest(transport_, request, staging_, what, NotCompleted(what))
+            ->Wait(timeout_));
     const float scale = 1.0f / static_cast<float>(size_);
-    for (float& v : data) v *= scale;
+    for (size_t i = 0; i < data.size(); ++i) data[i] = staging[i] * scale;
     bytes_sent_ += RingBytes(data.size());
     return Status::Ok();
   }
@@ -119,10 +107,12 @@ class MpiReducer final : public GradientReducer {
     return (2 * count - skip_rs - skip_ag) * sizeof(float);
   }
 
+  Transport& transport_;
   MPI_Comm comm_;
   int rank_;
   int size_;
   Duration timeout_;
+  std::shared_ptr<std::vector<float>> staging_;
   uint64_t bytes_sent_ = 0;
 };
 
@@ -145,15 +135,20 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeMpiReducer(Transport& t, Duration
         std::to_string(t.rank()) + " of " + std::to_string(t.size()) + " vs. world rank " +
         std::to_string(world_rank) + " of " + std::to_string(world_size) + ")");
   }
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Request request = MPI_REQUEST_NULL;
-  if (MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request) != MPI_SUCCESS) {
-    return PeerLostError("MPI_Comm_idup failed");
+  if (!mpi_internal::IsMpiTransport(t)) {
+    return FailedPreconditionError("the mpi all-reduce needs the MPI transport");
   }
-  FRUGAL_RETURN_IF_ERROR(WaitRequest(&request, timeout, "duplicating MPI_COMM_WORLD"));
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  // MPI writes the new communicator at completion, into memory the request owns.
+  auto comm = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
+  MPI_Request request = MPI_REQUEST_NULL;
+  const std::string what = "duplicating MPI_COMM_WORLD";
+  const int rc = MPI_Comm_idup(MPI_COMM_WORLD, comm.get(), &request);
+  if (rc != MPI_SUCCESS) return mpi_internal::MpiError(rc, what);
+  FRUGAL_RETURN_IF_ERROR(
+      mpi_internal::WorkForRequest(t, request, comm, what, NotCompleted(what))->Wait(timeout));
+  MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
   return std::unique_ptr<GradientReducer>(
-      std::make_unique<MpiReducer>(comm, world_rank, world_size, timeout));
+      std::make_unique<MpiReducer>(t, *comm, world_rank, world_size, timeout));
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "frugal/collectives.h"
@@ -23,6 +25,10 @@ using testing::ExpectAllOk;
 using testing::FirstMismatch;
 using ::testing::HasSubstr;
 using testing::MakeInput;
+using testing::Over;
+using testing::OverEachProtocol;
+using testing::Protocol;
+using testing::ProtocolName;
 using testing::Reference;
 using testing::Tolerance;
 
@@ -34,8 +40,7 @@ struct Result {
 };
 
 // Runs Allreduce on `n` threads, rank r starting from MakeInput(r, length).
-Result RunAllreduce(int n, size_t length, const AllreduceOptions& options,
-                    InProcOptions world = {}) {
+Result RunAllreduce(int n, size_t length, const AllreduceOptions& options, InProcOptions world) {
   Result result;
   result.outputs.resize(static_cast<size_t>(n));
   result.statuses = RunRanks(
@@ -74,8 +79,7 @@ struct Case {
   ReduceOp op;
 };
 
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
-  const Case& c = info.param;
+std::string CaseName(const Case& c) {
   return fmt::format("{}_n{}_len{}_seg{}_{}", AllreduceAlgorithmName(c.algorithm), c.ranks,
                      c.length, c.segment_bytes, c.op == ReduceOp::kSum ? "sum" : "avg");
 }
@@ -107,26 +111,37 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
-class AllreduceTest : public ::testing::TestWithParam<Case> {};
+class AllreduceTest : public ::testing::TestWithParam<std::tuple<Case, Protocol>> {};
 
 TEST_P(AllreduceTest, MatchesSerialReferenceOnEveryRank) {
-  const Case& c = GetParam();
+  const auto& [c, protocol] = GetParam();
   AllreduceOptions options;
   options.algorithm = c.algorithm;
   options.op = c.op;
   options.segment_bytes = c.segment_bytes;
   options.timeout = std::chrono::seconds(30);
-  const Result result = RunAllreduce(c.ranks, c.length, options);
-  ExpectMatchesReference(result, c.ranks, c.length, c.op, CaseName({c, 0}));
+  const Result result = RunAllreduce(c.ranks, c.length, options, Over(protocol));
+  ExpectMatchesReference(result, c.ranks, c.length, c.op, CaseName(c));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceTest, ::testing::ValuesIn(AllCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceTest,
+                         ::testing::Combine(::testing::ValuesIn(AllCases()),
+                                            ::testing::ValuesIn(testing::AllProtocols())),
+                         [](const ::testing::TestParamInfo<std::tuple<Case, Protocol>>& info) {
+                           return CaseName(std::get<0>(info.param)) + "_" +
+                                  ProtocolName(std::get<1>(info.param));
+                         });
 
-TEST(Allreduce, RepeatedCallsOnOneTransport) {
+// Tests of all-reduce options and accounting, once per protocol.
+class AllreduceOver : public OverEachProtocol {};
+INSTANTIATE_TEST_SUITE_P(Protocols, AllreduceOver, ::testing::ValuesIn(testing::AllProtocols()),
+                         testing::ProtocolParamName);
+
+TEST_P(AllreduceOver, RepeatedCallsOnOneTransport) {
   // Calls of different algorithms follow each other on the same transport without mixing.
   const int n = 5;
   std::vector<std::vector<float>> outputs(n);
-  auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+  auto statuses = Run(n, [&](Transport& t) -> Status {
     std::vector<float> last;
     for (int iter = 0; iter < 3; ++iter) {
       for (AllreduceAlgorithm a : AllAllreduceAlgorithms()) {
@@ -158,10 +173,10 @@ struct HierCase {
   AllreduceAlgorithm inner;
 };
 
-class HierarchicalTest : public ::testing::TestWithParam<HierCase> {};
+class HierarchicalTest : public ::testing::TestWithParam<std::tuple<HierCase, Protocol>> {};
 
 TEST_P(HierarchicalTest, MatchesReference) {
-  const HierCase& c = GetParam();
+  const auto& [c, protocol] = GetParam();
   AllreduceOptions options;
   options.algorithm = AllreduceAlgorithm::kHierarchical;
   options.inner_algorithm = c.inner;
@@ -175,7 +190,7 @@ TEST_P(HierarchicalTest, MatchesReference) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
     options.op = op;
     for (size_t length : {size_t{1}, size_t{7}, size_t{20011}}) {
-      const Result result = RunAllreduce(c.ranks, length, options, world);
+      const Result result = RunAllreduce(c.ranks, length, options, Over(protocol, world));
       ExpectMatchesReference(result, c.ranks, length, op, "len " + std::to_string(length));
     }
   }
@@ -198,26 +213,29 @@ std::vector<HierCase> HierCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalTest, ::testing::ValuesIn(HierCases()),
-                         [](const ::testing::TestParamInfo<HierCase>& info) {
-                           const HierCase& c = info.param;
-                           return fmt::format("n{}_perhost{}_{}_{}", c.ranks, c.ranks_per_host,
+INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalTest,
+                         ::testing::Combine(::testing::ValuesIn(HierCases()),
+                                            ::testing::ValuesIn(testing::AllProtocols())),
+                         [](const ::testing::TestParamInfo<std::tuple<HierCase, Protocol>>& info) {
+                           const HierCase& c = std::get<0>(info.param);
+                           return fmt::format("n{}_perhost{}_{}_{}_{}", c.ranks, c.ranks_per_host,
                                               c.by_hostname ? "byname" : "byoption",
-                                              AllreduceAlgorithmName(c.inner));
+                                              AllreduceAlgorithmName(c.inner),
+                                              ProtocolName(std::get<1>(info.param)));
                          });
 
-TEST(Hierarchical, AllRanksOnOneHostByDefault) {
+TEST_P(AllreduceOver, HierarchicalPutsAllRanksOnOneHostByDefault) {
   AllreduceOptions options;
   options.algorithm = AllreduceAlgorithm::kHierarchical;
-  const Result result = RunAllreduce(6, 5003, options);
+  const Result result = RunAllreduce(6, 5003, options, Over(protocol()));
   ExpectMatchesReference(result, 6, 5003, ReduceOp::kSum, "one host");
 }
 
-TEST(Hierarchical, NegativeRanksPerHostIsInvalidOnEveryRank) {
+TEST_P(AllreduceOver, HierarchicalNegativeRanksPerHostIsInvalidOnEveryRank) {
   AllreduceOptions options;
   options.algorithm = AllreduceAlgorithm::kHierarchical;
   options.ranks_per_host = -1;
-  const Result result = RunAllreduce(3, 10, options);
+  const Result result = RunAllreduce(3, 10, options, Over(protocol()));
   for (const Status& s : result.statuses) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
 
@@ -227,10 +245,10 @@ struct TorusCase {
   AllreduceAlgorithm inner;
 };
 
-class TorusTest : public ::testing::TestWithParam<TorusCase> {};
+class TorusTest : public ::testing::TestWithParam<std::tuple<TorusCase, Protocol>> {};
 
 TEST_P(TorusTest, MatchesReference) {
-  const TorusCase& c = GetParam();
+  const auto& [c, protocol] = GetParam();
   AllreduceOptions options;
   options.algorithm = AllreduceAlgorithm::kTorus2D;
   options.torus_rows = c.rows;
@@ -239,7 +257,7 @@ TEST_P(TorusTest, MatchesReference) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
     options.op = op;
     for (size_t length : {size_t{1}, size_t{5}, size_t{12345}}) {
-      const Result result = RunAllreduce(c.ranks, length, options);
+      const Result result = RunAllreduce(c.ranks, length, options, Over(protocol));
       ExpectMatchesReference(result, c.ranks, length, op, "len " + std::to_string(length));
     }
   }
@@ -258,19 +276,22 @@ std::vector<TorusCase> TorusCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Grids, TorusTest, ::testing::ValuesIn(TorusCases()),
-                         [](const ::testing::TestParamInfo<TorusCase>& info) {
-                           const TorusCase& c = info.param;
-                           return fmt::format("n{}_rows{}_{}", c.ranks, c.rows,
-                                              AllreduceAlgorithmName(c.inner));
+INSTANTIATE_TEST_SUITE_P(Grids, TorusTest,
+                         ::testing::Combine(::testing::ValuesIn(TorusCases()),
+                                            ::testing::ValuesIn(testing::AllProtocols())),
+                         [](const ::testing::TestParamInfo<std::tuple<TorusCase, Protocol>>& info) {
+                           const TorusCase& c = std::get<0>(info.param);
+                           return fmt::format("n{}_rows{}_{}_{}", c.ranks, c.rows,
+                                              AllreduceAlgorithmName(c.inner),
+                                              ProtocolName(std::get<1>(info.param)));
                          });
 
-TEST(Torus, RowsThatDoNotDivideAreInvalidOnEveryRank) {
+TEST_P(AllreduceOver, TorusRowsThatDoNotDivideAreInvalidOnEveryRank) {
   for (int rows : {3, -1, 9}) {
     AllreduceOptions options;
     options.algorithm = AllreduceAlgorithm::kTorus2D;
     options.torus_rows = rows;
-    const Result result = RunAllreduce(8, 100, options);
+    const Result result = RunAllreduce(8, 100, options, Over(protocol()));
     for (const Status& s : result.statuses) {
       EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << rows << ": " << s.ToString();
       EXPECT_THAT(s.message(), HasSubstr("torus_rows"));
@@ -278,15 +299,21 @@ TEST(Torus, RowsThatDoNotDivideAreInvalidOnEveryRank) {
   }
 }
 
-class PerAlgorithmTest : public ::testing::TestWithParam<AllreduceAlgorithm> {};
+class PerAlgorithmTest : public ::testing::TestWithParam<std::tuple<AllreduceAlgorithm, Protocol>> {
+ protected:
+  AllreduceAlgorithm algorithm() const { return std::get<0>(GetParam()); }
+  std::vector<Status> Run(int size, const std::function<Status(Transport&)>& fn) const {
+    return RunRanks(size, fn, Over(std::get<1>(GetParam())));
+  }
+};
 
 TEST_P(PerAlgorithmTest, LengthMismatchFailsOnEveryRank) {
   for (int n : {2, 3, 5, 8}) {
     for (int odd_rank : {0, n - 1}) {
-      std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
+      std::vector<Status> statuses = Run(n, [&](Transport& t) -> Status {
         std::vector<float> data(t.rank() == odd_rank ? 101 : 100, 1.0f);
         AllreduceOptions options;
-        options.algorithm = GetParam();
+        options.algorithm = algorithm();
         options.timeout = std::chrono::seconds(10);
         return Allreduce(t, data, options);
       });
@@ -295,7 +322,7 @@ TEST_P(PerAlgorithmTest, LengthMismatchFailsOnEveryRank) {
         EXPECT_EQ(s.code(), StatusCode::kInvalidArgument)
             << "n " << n << " rank " << r << ": " << s.ToString();
         EXPECT_THAT(s.message(), HasSubstr("smallest 100, largest 101"));
-        EXPECT_THAT(s.message(), HasSubstr(AllreduceAlgorithmName(GetParam())));
+        EXPECT_THAT(s.message(), HasSubstr(AllreduceAlgorithmName(algorithm())));
       }
     }
   }
@@ -303,10 +330,10 @@ TEST_P(PerAlgorithmTest, LengthMismatchFailsOnEveryRank) {
 
 TEST_P(PerAlgorithmTest, LengthMismatchWithoutCheckIsMalformedNotAHang) {
   const int n = 4;
-  std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
+  std::vector<Status> statuses = Run(n, [&](Transport& t) -> Status {
     std::vector<float> data(t.rank() == 2 ? 5000 : 4000, 1.0f);
     AllreduceOptions options;
-    options.algorithm = GetParam();
+    options.algorithm = algorithm();
     options.check_lengths = false;
     options.segment_bytes = 1 << 20;
     options.timeout = std::chrono::milliseconds(1000);
@@ -325,11 +352,11 @@ TEST_P(PerAlgorithmTest, AbsentRankMakesOthersTimeOutNamingIt) {
   for (int n : {3, 4, 5}) {
     for (bool check : {true, false}) {
       const int absent = n - 2;
-      std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
+      std::vector<Status> statuses = Run(n, [&](Transport& t) -> Status {
         if (t.rank() == absent) return Status::Ok();
         std::vector<float> data(1000, 1.0f);
         AllreduceOptions options;
-        options.algorithm = GetParam();
+        options.algorithm = algorithm();
         options.check_lengths = check;
         options.timeout = std::chrono::milliseconds(100);
         return Allreduce(t, data, options);
@@ -339,10 +366,12 @@ TEST_P(PerAlgorithmTest, AbsentRankMakesOthersTimeOutNamingIt) {
         if (r == absent) continue;
         const Status& s = statuses[static_cast<size_t>(r)];
         EXPECT_EQ(s.code(), StatusCode::kTimeout) << "rank " << r << ": " << s.ToString();
-        // Either the rank waited on the absent one (or on one that gave up) itself, or it got
-        // the length check's notice of who did not answer.
+        // Either the rank waited on the absent one (or on one that gave up) itself, to receive
+        // or (synchronous sends) to send, or it got the length check's notice of who did not
+        // answer.
         EXPECT_THAT(s.message(),
-                    ::testing::AnyOf(HasSubstr("no message from"), HasSubstr("did not answer")));
+                    ::testing::AnyOf(HasSubstr("no message from"), HasSubstr("did not answer"),
+                                     HasSubstr("did not take a message")));
         EXPECT_THAT(s.message(), HasSubstr("within 100 ms"));
         const std::string name = "rank " + std::to_string(absent);
         if (s.message().find(name + " ") != std::string::npos ||
@@ -355,19 +384,23 @@ TEST_P(PerAlgorithmTest, AbsentRankMakesOthersTimeOutNamingIt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, PerAlgorithmTest, ::testing::ValuesIn(AllAllreduceAlgorithms()),
-                         [](const ::testing::TestParamInfo<AllreduceAlgorithm>& info) {
-                           return std::string(AllreduceAlgorithmName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, PerAlgorithmTest,
+    ::testing::Combine(::testing::ValuesIn(AllAllreduceAlgorithms()),
+                       ::testing::ValuesIn(testing::AllProtocols())),
+    [](const ::testing::TestParamInfo<std::tuple<AllreduceAlgorithm, Protocol>>& info) {
+      return std::string(AllreduceAlgorithmName(std::get<0>(info.param))) + "_" +
+             ProtocolName(std::get<1>(info.param));
+    });
 
 // Bytes on the wire, counted by the transport, match what each algorithm must send.
-TEST(Allreduce, BytesSentMatchTheAlgorithms) {
+TEST_P(AllreduceOver, BytesSentMatchTheAlgorithms) {
   const int n = 4;
   const size_t length = 4000;  // divisible by 4: equal blocks
   for (AllreduceAlgorithm a : {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kRecursiveDoubling,
                                AllreduceAlgorithm::kRabenseifner}) {
     std::vector<uint64_t> sent(n);
-    auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+    auto statuses = Run(n, [&](Transport& t) -> Status {
       std::vector<float> data = MakeInput(t.rank(), length);
       AllreduceOptions options;
       options.algorithm = a;
@@ -393,13 +426,13 @@ TEST(Allreduce, BytesSentMatchTheAlgorithms) {
   }
 }
 
-TEST(Allreduce, RingBytesForUnevenBlocks) {
+TEST_P(AllreduceOver, RingBytesForUnevenBlocks) {
   // Ring rank r sends every block but its own in the reduce-scatter and every block but r + 1's
   // in the allgather.
   const int n = 3;
   const size_t length = 10;  // blocks of 4, 3, 3
   std::vector<uint64_t> sent(n);
-  auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+  auto statuses = Run(n, [&](Transport& t) -> Status {
     std::vector<float> data(length, 1.0f);
     AllreduceOptions options;
     options.check_lengths = false;

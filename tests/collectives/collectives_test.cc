@@ -23,8 +23,30 @@ using testing::ExpectAllOk;
 using testing::FirstMismatch;
 using ::testing::HasSubstr;
 using testing::MakeInput;
+using testing::OverEachProtocol;
 using testing::Reference;
 using testing::Tolerance;
+
+// Suites that run once per protocol of the in-process transport.
+class BroadcastTest : public OverEachProtocol {};
+class BarrierTest : public OverEachProtocol {};
+class AllgatherTest : public OverEachProtocol {};
+class AllgathervTest : public OverEachProtocol {};
+class ReduceScatterTest : public OverEachProtocol {};
+class CheckSameLengthTest : public OverEachProtocol {};
+
+INSTANTIATE_TEST_SUITE_P(Protocols, BroadcastTest, ::testing::ValuesIn(testing::AllProtocols()),
+                         testing::ProtocolParamName);
+INSTANTIATE_TEST_SUITE_P(Protocols, BarrierTest, ::testing::ValuesIn(testing::AllProtocols()),
+                         testing::ProtocolParamName);
+INSTANTIATE_TEST_SUITE_P(Protocols, AllgatherTest, ::testing::ValuesIn(testing::AllProtocols()),
+                         testing::ProtocolParamName);
+INSTANTIATE_TEST_SUITE_P(Protocols, AllgathervTest, ::testing::ValuesIn(testing::AllProtocols()),
+                         testing::ProtocolParamName);
+INSTANTIATE_TEST_SUITE_P(Protocols, ReduceScatterTest, ::testing::ValuesIn(testing::AllProtocols()),
+                         testing::ProtocolParamName);
+INSTANTIATE_TEST_SUITE_P(Protocols, CheckSameLengthTest,
+                         ::testing::ValuesIn(testing::AllProtocols()), testing::ProtocolParamName);
 
 const std::vector<int> kWorldSizes = {1, 2, 3, 4, 5, 7, 8};
 
@@ -70,13 +92,13 @@ TEST(AllreduceAlgorithmNames, RoundTrip) {
   EXPECT_THAT(bad.status().message(), HasSubstr("ring, rd, rabenseifner, tree, dbtree, hier"));
 }
 
-TEST(Broadcast, EveryRootEveryLength) {
+TEST_P(BroadcastTest, EveryRootEveryLength) {
   for (int n : kWorldSizes) {
     for (size_t length : {size_t{0}, size_t{1}, size_t{13}, size_t{(3 << 20) / 4 + 5}}) {
       for (int root = 0; root < n; ++root) {
         if (length > 100 && root != n - 1) continue;  // large buffers: one root per size
         std::vector<std::vector<float>> outputs(static_cast<size_t>(n));
-        auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+        auto statuses = Run(n, [&](Transport& t) -> Status {
           std::vector<float> data = MakeInput(t.rank(), length);
           FRUGAL_RETURN_IF_ERROR(Broadcast(t, data, root, CollectiveOptions{}));
           outputs[static_cast<size_t>(t.rank())] = std::move(data);
@@ -93,8 +115,8 @@ TEST(Broadcast, EveryRootEveryLength) {
   }
 }
 
-TEST(Broadcast, BytesAndBadRoot) {
-  auto statuses = RunRanks(3, [](Transport& t) -> Status {
+TEST_P(BroadcastTest, BytesAndBadRoot) {
+  auto statuses = Run(3, [](Transport& t) -> Status {
     std::string text = t.rank() == 1 ? "hello, ranks" : "????????????";
     FRUGAL_RETURN_IF_ERROR(Broadcast(t, std::as_writable_bytes(std::span<char>(text)), 1, {}));
     if (text != "hello, ranks") return InternalError("got " + text);
@@ -109,8 +131,8 @@ TEST(Broadcast, BytesAndBadRoot) {
   ExpectAllOk(statuses);
 }
 
-TEST(Broadcast, LengthMismatchFailsOnEveryRank) {
-  auto statuses = RunRanks(4, [](Transport& t) -> Status {
+TEST_P(BroadcastTest, LengthMismatchFailsOnEveryRank) {
+  auto statuses = Run(4, [](Transport& t) -> Status {
     std::vector<float> data(t.rank() == 3 ? 9 : 8);
     return Broadcast(t, data, 0, {});
   });
@@ -120,12 +142,12 @@ TEST(Broadcast, LengthMismatchFailsOnEveryRank) {
   }
 }
 
-TEST(Barrier, NoRankLeavesBeforeAllEntered) {
+TEST_P(BarrierTest, NoRankLeavesBeforeAllEntered) {
   for (int n : kWorldSizes) {
     constexpr int kRounds = 20;
     std::vector<std::atomic<int>> entered(kRounds);
     for (auto& e : entered) e = 0;
-    auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+    auto statuses = Run(n, [&](Transport& t) -> Status {
       for (int round = 0; round < kRounds; ++round) {
         // A different straggler every round.
         if (round % n == t.rank()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -142,8 +164,8 @@ TEST(Barrier, NoRankLeavesBeforeAllEntered) {
   }
 }
 
-TEST(Barrier, AbsentRankTimesOut) {
-  auto statuses = RunRanks(4, [](Transport& t) -> Status {
+TEST_P(BarrierTest, AbsentRankTimesOut) {
+  auto statuses = Run(4, [](Transport& t) -> Status {
     if (t.rank() == 2) return Status::Ok();
     CollectiveOptions options;
     options.timeout = std::chrono::milliseconds(50);
@@ -155,11 +177,11 @@ TEST(Barrier, AbsentRankTimesOut) {
   EXPECT_EQ(statuses[1].code(), StatusCode::kTimeout);
 }
 
-TEST(Allgather, ConcatenatesInRankOrder) {
+TEST_P(AllgatherTest, ConcatenatesInRankOrder) {
   for (int n : kWorldSizes) {
     for (size_t length : {size_t{0}, size_t{1}, size_t{5}, size_t{300001}}) {
       std::vector<std::vector<float>> outputs(static_cast<size_t>(n));
-      auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+      auto statuses = Run(n, [&](Transport& t) -> Status {
         const std::vector<float> in = MakeInput(t.rank(), length);
         std::vector<float> out(length * static_cast<size_t>(n), -7.0f);
         FRUGAL_RETURN_IF_ERROR(Allgather(t, in, out, CollectiveOptions{}));
@@ -180,8 +202,8 @@ TEST(Allgather, ConcatenatesInRankOrder) {
   }
 }
 
-TEST(Allgather, WrongOutputSizeThrowsAndMismatchIsInvalid) {
-  auto statuses = RunRanks(3, [](Transport& t) -> Status {
+TEST_P(AllgatherTest, WrongOutputSizeThrowsAndMismatchIsInvalid) {
+  auto statuses = Run(3, [](Transport& t) -> Status {
     std::vector<float> in(4), out(11);
     try {
       (void)Allgather(t, in, out, {});
@@ -195,7 +217,7 @@ TEST(Allgather, WrongOutputSizeThrowsAndMismatchIsInvalid) {
   for (const Status& s : statuses) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
 
-TEST(Allgatherv, VariableSizesIncludingEmpty) {
+TEST_P(AllgathervTest, VariableSizesIncludingEmpty) {
   for (int n : kWorldSizes) {
     auto size_of = [](int r) { return static_cast<size_t>((r * 37) % 11) * (r == 3 ? 100000 : 1); };
     auto contribution = [&](int r) {
@@ -205,7 +227,7 @@ TEST(Allgatherv, VariableSizesIncludingEmpty) {
     };
     std::vector<std::vector<std::byte>> outputs(static_cast<size_t>(n));
     std::vector<std::vector<size_t>> all_sizes(static_cast<size_t>(n));
-    auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+    auto statuses = Run(n, [&](Transport& t) -> Status {
       const auto in = contribution(t.rank());
       std::vector<std::byte> out(3);  // resized by the call
       std::vector<size_t> sizes;
@@ -229,12 +251,12 @@ TEST(Allgatherv, VariableSizesIncludingEmpty) {
   }
 }
 
-TEST(ReduceScatter, OwnBlockHoldsTheReduction) {
+TEST_P(ReduceScatterTest, OwnBlockHoldsTheReduction) {
   for (int n : kWorldSizes) {
     for (size_t length : Lengths(n)) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
         std::vector<std::vector<float>> outputs(static_cast<size_t>(n));
-        auto statuses = RunRanks(n, [&](Transport& t) -> Status {
+        auto statuses = Run(n, [&](Transport& t) -> Status {
           std::vector<float> data = MakeInput(t.rank(), length);
           FRUGAL_RETURN_IF_ERROR(ReduceScatter(t, data, op, CollectiveOptions{}));
           outputs[static_cast<size_t>(t.rank())] = std::move(data);
@@ -256,14 +278,14 @@ TEST(ReduceScatter, OwnBlockHoldsTheReduction) {
   }
 }
 
-TEST(CheckSameLength, AgreesOrFailsEverywhere) {
+TEST_P(CheckSameLengthTest, AgreesOrFailsEverywhere) {
   for (int n : kWorldSizes) {
     auto same =
-        RunRanks(n, [](Transport& t) { return CheckSameLength(t, 42, "test", kDefaultTimeout); });
+        Run(n, [](Transport& t) { return CheckSameLength(t, 42, "test", kDefaultTimeout); });
     ExpectAllOk(same);
     if (n == 1) continue;
     for (int odd = 0; odd < n; ++odd) {
-      auto statuses = RunRanks(n, [&](Transport& t) {
+      auto statuses = Run(n, [&](Transport& t) {
         return CheckSameLength(t, t.rank() == odd ? 7 : 42, "test op", std::chrono::seconds(10));
       });
       for (int r = 0; r < n; ++r) {
@@ -275,14 +297,14 @@ TEST(CheckSameLength, AgreesOrFailsEverywhere) {
     }
   }
   // Every rank a different length: min and max are found whatever their positions.
-  auto statuses = RunRanks(7, [](Transport& t) {
+  auto statuses = Run(7, [](Transport& t) {
     return CheckSameLength(t, static_cast<uint64_t>((t.rank() * 5) % 7 + 10), "x", kDefaultTimeout);
   });
   for (const Status& s : statuses) EXPECT_THAT(s.message(), HasSubstr("smallest 10, largest 16"));
 }
 
-TEST(CheckSameLength, AbsentRankTimesOutNamingIt) {
-  auto statuses = RunRanks(4, [](Transport& t) -> Status {
+TEST_P(CheckSameLengthTest, AbsentRankTimesOutNamingIt) {
+  auto statuses = Run(4, [](Transport& t) -> Status {
     if (t.rank() == 1) return Status::Ok();
     return CheckSameLength(t, 5, "op", std::chrono::milliseconds(50));
   });
@@ -294,18 +316,21 @@ TEST(CheckSameLength, AbsentRankTimesOutNamingIt) {
   EXPECT_EQ(statuses[3].code(), StatusCode::kTimeout);
 }
 
-TEST(CheckSameLength, RanksWaitingOnOneThatGaveUpLearnWhoIsAbsent) {
-  // Rank 1 never joins. Rank 0 waits for it first and gives up after the timeout; ranks 2 and 3
-  // start later, so rank 2 (which waits on rank 0 next) gets rank 0's notice before its own wait
-  // expires, and rank 3 waits on rank 1 directly.
-  auto statuses = RunRanks(4, [](Transport& t) -> Status {
+TEST_P(CheckSameLengthTest, RanksWaitingOnOneThatGaveUpLearnWhoIsAbsent) {
+  // Rank 1 never joins. Rank 0 waits for it first (its first partner) and gives up after 300 ms,
+  // then sends its notice to rank 2, its next partner. Rank 2 waits on rank 0 with a timeout far
+  // longer than rank 0's, so the notice reaches it before its own wait could expire: its error is
+  // the notice, naming rank 1 and rank 0 as the reporter. Rank 3 waits on rank 1 directly.
+  auto statuses = Run(4, [](Transport& t) -> Status {
     if (t.rank() == 1) return Status::Ok();
-    if (t.rank() >= 2) std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    return CheckSameLength(t, 5, "op", std::chrono::milliseconds(300));
+    const Duration timeout =
+        t.rank() == 2 ? std::chrono::seconds(60) : std::chrono::milliseconds(300);
+    return CheckSameLength(t, 5, "op", timeout);
   });
   EXPECT_THAT(statuses[0].message(),
               HasSubstr("op: length check: no message from rank 1 within 300 ms"));
   EXPECT_EQ(statuses[2].code(), StatusCode::kTimeout);
+  // The notice carries how long rank 0 waited, not rank 2's own timeout.
   EXPECT_THAT(
       statuses[2].message(),
       HasSubstr("op: length check: rank 1 did not answer within 300 ms (reported by rank 0)"));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,39 @@ inline void ExpectAllOk(const std::vector<Status>& statuses) {
   for (size_t r = 0; r < statuses.size(); ++r) {
     EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
   }
+}
+
+// The protocols of the in-process transport that every collective must work over: eager sends,
+// and synchronous sends that complete only once a receive has taken them (its rendezvous mode for
+// every message, the strictest form of MPI's rendezvous protocol for large messages), which turns
+// an algorithm that needs its sends buffered into a timeout instead of a pass.
+enum class Protocol { kEager, kSynchronous };
+
+inline const std::vector<Protocol>& AllProtocols() {
+  static const std::vector<Protocol> protocols = {Protocol::kEager, Protocol::kSynchronous};
+  return protocols;
+}
+
+inline std::string ProtocolName(Protocol p) { return p == Protocol::kEager ? "eager" : "sync"; }
+
+// `world` with the sends of protocol `p`.
+inline InProcOptions Over(Protocol p, InProcOptions world = {}) {
+  if (p == Protocol::kSynchronous) world.rendezvous_bytes = 0;
+  return world;
+}
+
+// Tests that run once per protocol.
+class OverEachProtocol : public ::testing::TestWithParam<Protocol> {
+ protected:
+  Protocol protocol() const { return GetParam(); }
+  std::vector<Status> Run(int size, const std::function<Status(Transport&)>& fn,
+                          InProcOptions world = {}) const {
+    return RunRanks(size, fn, Over(GetParam(), std::move(world)));
+  }
+};
+
+inline std::string ProtocolParamName(const ::testing::TestParamInfo<Protocol>& info) {
+  return ProtocolName(info.param);
 }
 
 }  // namespace frugal::testing

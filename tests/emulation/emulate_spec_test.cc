@@ -1,14 +1,19 @@
 // --emulate spec parsing, rate units, rank placement and the child-process helpers. No root
 // needed.
+#include <dirent.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <fstream>
+#include <future>
+#include <string>
 #include <thread>
 
+#include "child_process.h"
 #include "emulate.h"
-#include "emulate_process.h"
 
 namespace frugal::apps {
 namespace {
@@ -120,7 +125,7 @@ TEST(RunCommand, CapturesOutputAndExitCode) {
   EXPECT_THAT(r->output, HasSubstr("out"));
   EXPECT_THAT(r->output, HasSubstr("err"));
   Status s = RunChecked({"sh", "-c", "echo 'no such device' >&2; exit 1"});
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
   EXPECT_THAT(s.message(), HasSubstr("no such device"));
 }
 
@@ -192,6 +197,69 @@ TEST(Child, ReportsTheExitCode) {
       child->Supervise(held, std::chrono::steady_clock::now() + std::chrono::seconds(10)).ok());
   EXPECT_EQ(child->result().exit_code, 7);
   EXPECT_FALSE(held.received().has_value());
+}
+
+// Kills every child of this process (listed by /proc/self/task/*/children).
+void KillOurChildren() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return;
+  while (dirent* task = readdir(tasks)) {
+    std::ifstream children(std::string("/proc/self/task/") + task->d_name + "/children");
+    for (pid_t pid; children >> pid;) kill(pid, SIGKILL);
+  }
+  closedir(tasks);
+}
+
+// Another thread takes the environment's lock over and over (unsetenv of a variable that is not
+// set changes nothing). A child that calls setenv after fork can inherit the lock held and wait
+// forever; one that builds its environment before fork cannot.
+TEST(RunSupervised, ExtraEnvironmentWhileAnotherThreadUsesTheEnvironment) {
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) unsetenv("FRUGAL_TEST_NEVER_SET");
+  });
+  int hung = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto run = std::async(std::launch::async, [&] {
+      SpawnOptions options;
+      options.extra_env = {{"FRUGAL_TEST_VALUE", "42"}};
+      return RunSupervised({"sh", "-c", "test \"$FRUGAL_TEST_VALUE\" = 42"}, options,
+                           std::chrono::seconds(10));
+    });
+    if (run.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      ++hung;
+      KillOurChildren();
+    }
+    auto code = run.get();
+    ASSERT_TRUE(code.ok()) << code.status().ToString();
+    if (hung == 0) EXPECT_EQ(*code, 0) << "the child did not see its environment";
+    if (hung > 0) break;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(hung, 0) << "a child did not start within 20 s";
+}
+
+TEST(RunSupervised, ReturnsTheShellExitCode) {
+  auto exited = RunSupervised({"sh", "-c", "exit 7"}, {}, std::chrono::seconds(10));
+  ASSERT_TRUE(exited.ok()) << exited.status().ToString();
+  EXPECT_EQ(*exited, 7);
+  auto killed = RunSupervised({"sh", "-c", "kill -KILL $$"}, {}, std::chrono::seconds(10));
+  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  EXPECT_EQ(*killed, 128 + SIGKILL);
+  auto missing = RunSupervised({"frugal-no-such-program"}, {}, std::chrono::seconds(10));
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(RunSupervised, ForwardsATerminationSignalAndReportsIt) {
+  // A SIGTERM to ourselves before the child starts stays held until Supervise forwards it.
+  HeldSignals outer;
+  ::kill(::getpid(), SIGTERM);
+  auto start = std::chrono::steady_clock::now();
+  auto code = RunSupervised({"sleep", "30"}, {}, std::chrono::seconds(10));
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  EXPECT_EQ(*code, 128 + SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace

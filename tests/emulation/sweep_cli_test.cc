@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "emulate_process.h"
+#include "child_process.h"
 #include "frugal/logging.h"
 #include "sweep.h"
 

@@ -205,7 +205,9 @@ class RecordingTransport final : public Transport {
   StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
     return inner_.Probe(src, tag, timeout);
   }
-  std::optional<ProbeResult> IProbe(int src, int tag) override { return inner_.IProbe(src, tag); }
+  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
+    return inner_.IProbe(src, tag);
+  }
   StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
     return inner_.Split(color, key, timeout);
   }

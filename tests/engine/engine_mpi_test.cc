@@ -96,5 +96,43 @@ TEST(EngineMpiErrors, ShapeMismatchFailsOnEveryRank) {
   EXPECT_TRUE((*engine)->Shutdown().ok());
 }
 
+// The last rank's reducer throws: its engine fails with the cause and tells the others, whose
+// reduction with it times out; every rank then fails with the same code, naming the rank and the
+// cause. (Runs in a job of its own: see CMakeLists.txt.)
+TEST(EngineMpiFailure, AnExceptionOnOneRankFailsEveryRankWithTheCause) {
+  class ThrowingReducer final : public GradientReducer {
+   public:
+    explicit ThrowingReducer(std::unique_ptr<GradientReducer> inner) : inner_(std::move(inner)) {}
+    Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
+      if (throws) throw std::runtime_error("reducer out of order");
+      return inner_->Reduce(bucket, data);
+    }
+    std::string name() const override { return inner_->name(); }
+    uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
+    std::string bytes_counted_by() const override { return inner_->bytes_counted_by(); }
+    bool throws = false;
+
+   private:
+    std::unique_ptr<GradientReducer> inner_;
+  };
+  std::unique_ptr<Transport> t = mpitest::TestWorld();
+  ASSERT_NE(t, nullptr);
+  const int last = t->size() - 1;
+  DenseReducerOptions reducer_options;
+  reducer_options.timeout = std::chrono::seconds(2);
+  ThrowingReducer reducer(std::move(MakeDenseReducer(*t, reducer_options)).value());
+  reducer.throws = t->rank() == last;
+  auto engine = Engine::Start(*t, reducer, EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  std::vector<float> g(64, 1.0f);
+  const Status status = (*engine)->Submit(Req("g"), g)->Wait(kWait);
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("reducer out of order"));
+  if (t->rank() != last) {
+    EXPECT_THAT(status.message(), HasSubstr("rank " + std::to_string(last) + " failed"));
+  }
+  EXPECT_EQ((*engine)->Shutdown().ToString(), status.ToString());
+}
+
 }  // namespace
 }  // namespace frugal::testing

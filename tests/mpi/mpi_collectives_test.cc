@@ -230,8 +230,8 @@ TEST(MpiCollectives, AbsentRankMakesTheOthersTimeOutNamingIt) {
   // Collect every rank's message on rank 0 over a fresh transport (the old one is broken).
   auto fresh = TestWorld();
   ASSERT_NE(fresh, nullptr);
-  std::vector<std::byte> in(message.size());
-  std::memcpy(in.data(), message.data(), message.size());
+  const auto text = std::as_bytes(std::span<const char>(message.data(), message.size()));
+  std::vector<std::byte> in(text.begin(), text.end());
   std::vector<std::byte> all;
   std::vector<size_t> sizes;
   ASSERT_TRUE(Allgatherv(*fresh, in, all, sizes, {kTimeout}).ok());

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "frugal/timer.h"
+
 namespace frugal::mpitest {
 namespace {
 
@@ -46,6 +48,14 @@ std::unique_ptr<Transport> TestWorld() {
     return nullptr;
   }
   return std::move(world).value();
+}
+
+bool AbandonedOperationsComplete(Duration timeout) {
+  const auto start = Clock::now();
+  while (Runtime().abandoned_operations() > 0) {
+    if (Clock::now() - start > timeout) return false;
+  }
+  return true;
 }
 
 }  // namespace frugal::mpitest

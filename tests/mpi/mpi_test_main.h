@@ -20,4 +20,8 @@ MpiRuntime& Runtime();
 // A fresh world transport; fails the calling test if MPI cannot make one.
 std::unique_ptr<Transport> TestWorld();
 
+// Tests the operations given up on this rank (which drives MPI's progress) until MPI has
+// completed all of them; false if some remain after `timeout`.
+bool AbandonedOperationsComplete(Duration timeout);
+
 }  // namespace frugal::mpitest

@@ -8,10 +8,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "transport/transport_test_util.h"
 
 namespace frugal {
 namespace {
@@ -19,26 +23,28 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-constexpr Duration kWait = std::chrono::seconds(20);
+using transport_test::Bytes;
+using transport_test::ExpectAllOk;
+using transport_test::kWait;
+using transport_test::WBytes;
 
-std::span<const std::byte> Bytes(const int& v) {
-  return std::as_bytes(std::span<const int>(&v, 1));
-}
-std::span<std::byte> WBytes(int& v) { return std::as_writable_bytes(std::span<int>(&v, 1)); }
-
-// Fails the calling rank's Status with a readable message when `cond` is false.
-#define RANK_EXPECT(cond, ...)                                             \
-  do {                                                                     \
-    if (!(cond))                                                           \
-      return InternalError(std::string("expectation failed: " #cond " ") + \
-                           std::string(__VA_ARGS__));                      \
-  } while (false)
-
-void ExpectAllOk(const std::vector<Status>& statuses) {
-  for (size_t r = 0; r < statuses.size(); ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
+// The semantics of transport.h hold with eager sends and with rendezvous sends of every message
+// (threshold 1 byte) or of large ones only.
+class InProcSemantics : public ::testing::TestWithParam<size_t> {
+ protected:
+  std::vector<Status> Run(int size, const std::function<Status(Transport&)>& fn) {
+    return RunRanks(size, fn, InProcOptions{.rendezvous_bytes = GetParam()});
   }
-}
+};
+
+INSTANTIATE_TEST_SUITE_P(Protocols, InProcSemantics,
+                         ::testing::Values(std::numeric_limits<size_t>::max(), size_t{1},
+                                           size_t{4096}),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return info.param == std::numeric_limits<size_t>::max()
+                                      ? std::string("Eager")
+                                      : "Rendezvous" + std::to_string(info.param);
+                         });
 
 TEST(InProcTransport, SizeRankAndHostnames) {
   InProcWorld world(6, InProcOptions{.ranks_per_host = 4});
@@ -68,9 +74,9 @@ TEST(InProcTransport, BadArgumentsThrow) {
   EXPECT_THROW(t->IRecv(-2, 0, WBytes(v)), CheckError);
 }
 
-TEST(InProcTransport, NonOvertakingPerSourceAndTag) {
+TEST_P(InProcSemantics, NonOvertakingPerSourceAndTag) {
   constexpr int kCount = 200;
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     if (t.rank() == 0) {
       for (int i = 0; i < kCount; ++i) {
         FRUGAL_RETURN_IF_ERROR(Send(t, 1, 5, Bytes(i), kWait));
@@ -91,8 +97,8 @@ TEST(InProcTransport, NonOvertakingPerSourceAndTag) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, ReceivesMatchInPostOrder) {
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, ReceivesMatchInPostOrder) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     int ready = 1;
     if (t.rank() == 1) {
       int a = -1, b = -1, c = -1;
@@ -115,13 +121,15 @@ TEST(InProcTransport, ReceivesMatchInPostOrder) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, TagsAreMatchedSeparately) {
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, TagsAreMatchedSeparately) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     if (t.rank() == 0) {
+      // Both sends are started before either is waited for: the receiver takes tag 2 first.
       int one = 1, two = 2;
-      FRUGAL_RETURN_IF_ERROR(Send(t, 1, 1, Bytes(one), kWait));
-      FRUGAL_RETURN_IF_ERROR(Send(t, 1, 2, Bytes(two), kWait));
-      return Status::Ok();
+      std::unique_ptr<Work> first = t.ISend(1, 1, Bytes(one));
+      std::unique_ptr<Work> second = t.ISend(1, 2, Bytes(two));
+      FRUGAL_RETURN_IF_ERROR(first->Wait(kWait));
+      return second->Wait(kWait);
     }
     int x = 0, y = 0;
     FRUGAL_RETURN_IF_ERROR(Recv(t, 0, 2, WBytes(x), kWait));
@@ -132,10 +140,10 @@ TEST(InProcTransport, TagsAreMatchedSeparately) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, AnySourceReportsThePeer) {
+TEST_P(InProcSemantics, AnySourceReportsThePeer) {
   constexpr int kRanks = 5;
   constexpr int kPerRank = 50;
-  auto statuses = RunRanks(kRanks, [](Transport& t) -> Status {
+  auto statuses = Run(kRanks, [](Transport& t) -> Status {
     if (t.rank() != 0) {
       for (int i = 0; i < kPerRank; ++i) {
         int v = t.rank() * 1000 + i;
@@ -160,8 +168,8 @@ TEST(InProcTransport, AnySourceReportsThePeer) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, ReceiveBufferMayBeLargerThanMessage) {
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, ReceiveBufferMayBeLargerThanMessage) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     if (t.rank() == 0) {
       std::vector<std::byte> msg(5, std::byte{7});
       FRUGAL_RETURN_IF_ERROR(Send(t, 1, 0, msg, kWait));
@@ -181,8 +189,8 @@ TEST(InProcTransport, ReceiveBufferMayBeLargerThanMessage) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, OversizedMessageIsMalformedAndConsumed) {
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, OversizedMessageIsMalformedAndConsumed) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     if (t.rank() == 0) {
       std::vector<std::byte> big(16, std::byte{1});
       int after = 42;
@@ -201,8 +209,8 @@ TEST(InProcTransport, OversizedMessageIsMalformedAndConsumed) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, OversizedMessageIntoPostedReceive) {
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, OversizedMessageIntoPostedReceive) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     int ready = 1;
     if (t.rank() == 1) {
       std::vector<std::byte> small(8);
@@ -246,9 +254,9 @@ TEST(InProcTransport, TimeoutNamesThePeer) {
   EXPECT_THAT(any.message(), HasSubstr("any rank"));
 }
 
-TEST(InProcTransport, HugeTimeoutsWaitForTheMessage) {
+TEST_P(InProcSemantics, HugeTimeoutsWaitForTheMessage) {
   // Duration::max() must not overflow the deadline into the past.
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     if (t.rank() == 0) {
       const int first = 1, second = 2;
       std::this_thread::sleep_for(20ms);
@@ -292,8 +300,8 @@ TEST(InProcTransport, SelfSend) {
   EXPECT_EQ(got, 3);
 }
 
-TEST(InProcTransport, ProbeAndIProbe) {
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, ProbeAndIProbe) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     if (t.rank() == 1) {
       std::vector<std::byte> msg(12, std::byte{3});
       // Rank 0 blocks in Probe before this arrives (it cannot have arrived earlier).
@@ -302,18 +310,18 @@ TEST(InProcTransport, ProbeAndIProbe) {
       std::this_thread::sleep_for(20ms);
       return Send(t, 0, 7, msg, kWait);
     }
-    RANK_EXPECT(!t.IProbe(kAnySource, 7).has_value());
+    RANK_EXPECT(!t.IProbe(kAnySource, 7)->has_value());
     int go = 1;
     FRUGAL_RETURN_IF_ERROR(Send(t, 1, 8, Bytes(go), kWait));
     FRUGAL_ASSIGN_OR_RETURN(ProbeResult p, t.Probe(kAnySource, 7, kWait));
     RANK_EXPECT(p.source == 1 && p.tag == 7 && p.bytes == 12);
     // Probing does not consume: IProbe still sees it, other tags do not.
-    auto again = t.IProbe(1, 7);
+    FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> again, t.IProbe(1, 7));
     RANK_EXPECT(again.has_value() && again->bytes == 12);
-    RANK_EXPECT(!t.IProbe(1, 6).has_value());
+    RANK_EXPECT(!t.IProbe(1, 6)->has_value());
     std::vector<std::byte> buf(p.bytes);
     FRUGAL_RETURN_IF_ERROR(Recv(t, 1, 7, buf, kWait));
-    RANK_EXPECT(!t.IProbe(1, 7).has_value());
+    RANK_EXPECT(!t.IProbe(1, 7)->has_value());
     auto timed_out = t.Probe(1, 7, 30ms);
     RANK_EXPECT(timed_out.status().code() == StatusCode::kTimeout);
     RANK_EXPECT(timed_out.status().message().find("rank 1") != std::string::npos);
@@ -322,9 +330,9 @@ TEST(InProcTransport, ProbeAndIProbe) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, SplitFormsOrderedGroups) {
+TEST_P(InProcSemantics, SplitFormsOrderedGroups) {
   constexpr int kRanks = 7;
-  auto statuses = RunRanks(kRanks, [](Transport& t) -> Status {
+  auto statuses = Run(kRanks, [](Transport& t) -> Status {
     const int color = t.rank() % 2;
     // Key reverses the order inside each group.
     FRUGAL_ASSIGN_OR_RETURN(auto child, t.Split(color, -t.rank(), kWait));
@@ -336,14 +344,16 @@ TEST(InProcTransport, SplitFormsOrderedGroups) {
     // Allgather the parent ranks inside the group to verify membership.
     std::vector<int> parents(static_cast<size_t>(members), -1);
     const int mine = t.rank();
+    std::vector<std::unique_ptr<Work>> sends;
     for (int r = 0; r < members; ++r) {
-      if (r != child->rank()) (void)child->ISend(r, 0, Bytes(mine));
+      if (r != child->rank()) sends.push_back(child->ISend(r, 0, Bytes(mine)));
     }
     parents[static_cast<size_t>(child->rank())] = mine;
     for (int r = 0; r < members; ++r) {
       if (r == child->rank()) continue;
       FRUGAL_RETURN_IF_ERROR(Recv(*child, r, 0, WBytes(parents[static_cast<size_t>(r)]), kWait));
     }
+    for (auto& send : sends) FRUGAL_RETURN_IF_ERROR(send->Wait(kWait));
     for (int r = 0; r < members; ++r) {
       RANK_EXPECT(parents[static_cast<size_t>(r)] == color + 2 * (members - 1 - r));
     }
@@ -352,30 +362,32 @@ TEST(InProcTransport, SplitFormsOrderedGroups) {
     RANK_EXPECT(grandchild->size() == members && grandchild->rank() == child->rank());
     if (child->rank() == 0) {
       int from_child = 1, from_grandchild = 2;
-      FRUGAL_RETURN_IF_ERROR(Send(*child, 1, 3, Bytes(from_child), kWait));
+      std::unique_ptr<Work> to_child = child->ISend(1, 3, Bytes(from_child));
       FRUGAL_RETURN_IF_ERROR(Send(*grandchild, 1, 3, Bytes(from_grandchild), kWait));
+      FRUGAL_RETURN_IF_ERROR(to_child->Wait(kWait));
     } else if (child->rank() == 1) {
       int a = 0, b = 0;
       FRUGAL_RETURN_IF_ERROR(Recv(*grandchild, 0, 3, WBytes(b), kWait));
       FRUGAL_RETURN_IF_ERROR(Recv(*child, 0, 3, WBytes(a), kWait));
       RANK_EXPECT(a == 1 && b == 2);
-      RANK_EXPECT(!t.IProbe(kAnySource, 3).has_value());
+      RANK_EXPECT(!t.IProbe(kAnySource, 3)->has_value());
     }
     return Status::Ok();
   });
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, RepeatedSplitsDoNotMix) {
-  auto statuses = RunRanks(4, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, RepeatedSplitsDoNotMix) {
+  auto statuses = Run(4, [](Transport& t) -> Status {
     for (int i = 0; i < 200; ++i) {
       FRUGAL_ASSIGN_OR_RETURN(auto child, t.Split(t.rank() / 2, 0, kWait));
       int v = i * 10 + t.rank();
       const int peer = 1 - child->rank();
       int got = -1;
       auto r = child->IRecv(peer, 0, WBytes(got));
-      (void)child->ISend(peer, 0, Bytes(v));
+      auto s = child->ISend(peer, 0, Bytes(v));
       FRUGAL_RETURN_IF_ERROR(r->Wait(kWait));
+      FRUGAL_RETURN_IF_ERROR(s->Wait(kWait));
       const int peer_parent = (t.rank() / 2) * 2 + peer;
       RANK_EXPECT(got == i * 10 + peer_parent);
     }
@@ -384,8 +396,8 @@ TEST(InProcTransport, RepeatedSplitsDoNotMix) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, SplitChildTimeoutNamesWorldRank) {
-  auto statuses = RunRanks(4, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, SplitChildTimeoutNamesWorldRank) {
+  auto statuses = Run(4, [](Transport& t) -> Status {
     FRUGAL_ASSIGN_OR_RETURN(auto child, t.Split(t.rank() >= 2 ? 1 : 0, 0, kWait));
     if (t.rank() == 2) {
       int v = 0;
@@ -398,8 +410,8 @@ TEST(InProcTransport, SplitChildTimeoutNamesWorldRank) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, SplitTimesOutNamingAbsentRank) {
-  auto statuses = RunRanks(3, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, SplitTimesOutNamingAbsentRank) {
+  auto statuses = Run(3, [](Transport& t) -> Status {
     if (t.rank() == 1) return Status::Ok();  // never joins the split
     auto child = t.Split(0, 0, 50ms);
     RANK_EXPECT(child.status().code() == StatusCode::kTimeout, child.status().ToString());
@@ -409,8 +421,8 @@ TEST(InProcTransport, SplitTimesOutNamingAbsentRank) {
   ExpectAllOk(statuses);
 }
 
-TEST(InProcTransport, CountsBytesAndMessagesIncludingChildren) {
-  auto statuses = RunRanks(2, [](Transport& t) -> Status {
+TEST_P(InProcSemantics, CountsBytesAndMessagesIncludingChildren) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
     FRUGAL_ASSIGN_OR_RETURN(auto child, t.Split(0, 0, kWait));
     const uint64_t bytes0 = t.bytes_sent();
     const uint64_t messages0 = t.messages_sent();
@@ -442,11 +454,11 @@ TEST(InProcTransport, RunRanksTurnsExceptionsIntoInternal) {
   EXPECT_TRUE(statuses[2].ok());
 }
 
-TEST(InProcTransport, LargeMessagesManyThreads) {
+TEST_P(InProcSemantics, LargeMessagesManyThreads) {
   // Every rank sends a distinct 1 MB pattern to every other rank at once.
   constexpr int kRanks = 6;
   constexpr size_t kLen = 1 << 18;
-  auto statuses = RunRanks(kRanks, [](Transport& t) -> Status {
+  auto statuses = Run(kRanks, [](Transport& t) -> Status {
     std::vector<uint32_t> out(kLen);
     for (size_t i = 0; i < kLen; ++i) out[i] = static_cast<uint32_t>(t.rank() * 7919 + i);
     std::vector<std::vector<uint32_t>> in(kRanks, std::vector<uint32_t>(kLen));

@@ -1,25 +1,32 @@
-// The in-process transport: ranks are threads, messages are copied between mailboxes.
+// The in-process transport: ranks are threads, messages are copied between mailboxes
+// (mailbox.h: matching, delayed messages, rendezvous messages).
 //
-// A communicator (the world, or a group made by Split) is a `Comm`: one `Mailbox` per member
-// rank. A Mailbox holds, under its mutex, the messages that arrived before a matching receive was
-// posted (`unexpected`, in arrival order) and the receives that were posted before a matching
-// message arrived (`posted`, in post order).
+// A communicator (the world, or a group made by Split) is a `Comm`: one Mailbox per member.
 //
-// ISend is eager: the sender locks the destination's mailbox and looks for the first posted
-// receive that matches (source, tag). If there is one it claims it (state kCopying), unlocks,
-// copies the payload straight into the receive buffer and marks it kDone. Otherwise it copies the
-// payload into a new Message outside the lock, locks again, re-checks the posted receives (one
-// may have been posted meanwhile) and else appends the Message to `unexpected`. The send's Work
-// is complete at once. Because a rank's sends are issued by one thread, one after the other,
-// messages from one source with one tag enter the mailbox in the order they were sent
-// (non-overtaking).
+// ISend consults the world's fault rules first (faults.h). An eager send locks the destination's
+// mailbox and, unless the message is delayed or must queue behind a waiting one of the same
+// source and tag, claims the first posted receive that matches (state kCopying), unlocks, copies
+// the payload straight into the receive buffer and marks it kDone. Otherwise it copies the
+// payload into a new Message outside the lock, locks again, re-checks the posted receives and
+// else appends the Message to `unexpected`; its Work is complete at once. A rendezvous send
+// (rendezvous_bytes and larger) does the same without the copy: a posted receive is filled from
+// the sender's buffer, else the Message points at the sender's SendOp and the send's Work waits
+// (on the destination's condition variable) until a receive has copied it out. Because a rank's
+// sends are issued by one thread, one after the other, messages from one source with one tag
+// enter the mailbox in the order they were sent (non-overtaking).
 //
-// IRecv locks its own mailbox, takes the first matching message of `unexpected` if any (and
-// copies it out after unlocking), else appends the receive to `posted`. So receives match in the
-// order they were posted and each takes the oldest matching message. Waits block on the mailbox's
-// condition variable with a deadline; a receive that times out is withdrawn from `posted` so that
-// no later message can write into a buffer its owner has given up. A message larger than the
-// receive buffer is consumed and completes the receive with kMalformed.
+// IRecv locks its own mailbox, lets older posted receives take what they can (Progress), then
+// takes the first eligible message of `unexpected` if any (and copies it out after unlocking),
+// else appends the receive to `posted`. So receives match in the order they were posted and each
+// takes the oldest matching message. Waits block on a condition variable with a deadline, also
+// woken when a delayed message becomes visible; a receive that times out is withdrawn from
+// `posted` and a rendezvous send that times out is withdrawn from `unexpected`, so no later
+// message writes into a buffer its owner has given up and no receive reads one. A message larger
+// than the receive buffer is consumed and completes the receive with kMalformed.
+//
+// Dead ranks: State keeps one flag per world rank (atomic, read under mailbox locks) and its
+// reason. MarkRankDead sets them and wakes every mailbox of the world, so that waits on the dead
+// rank end with kPeerLost (unless a message it sent before dying still waits to be taken).
 //
 // Split is collective: each rank sends (color, key) to every other rank on the reserved tag
 // kSplitTag and receives everybody's pair, each wait bounded by the timeout. Members of the new
@@ -38,11 +45,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <deque>
 #include <exception>
-#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -50,40 +53,26 @@
 #include <thread>
 #include <vector>
 
+#include "transport/inproc/faults.h"
+#include "transport/inproc/mailbox.h"
+
 namespace frugal {
 namespace {
 
-// Split's exchange of (color, key); collectives use tags below this one.
+using inproc::FaultDecision;
+using inproc::FaultPlan;
+using inproc::Mailbox;
+using inproc::Message;
+using inproc::Phase;
+using inproc::RecvOp;
+using inproc::SendOp;
+
+// Split's exchange of (color, key).
 constexpr int kSplitTag = kTransportTags[0];
 
 struct Counters {
   std::atomic<uint64_t> bytes_sent{0};
   std::atomic<uint64_t> messages_sent{0};
-};
-
-enum class RecvPhase { kPosted, kCopying, kDone };
-
-struct RecvOp {
-  int src = kAnySource;
-  int tag = 0;
-  std::span<std::byte> buffer;
-  RecvPhase phase = RecvPhase::kPosted;
-  Status status;
-  int peer = -1;
-  size_t bytes = 0;
-};
-
-struct Message {
-  int src = 0;
-  int tag = 0;
-  std::vector<std::byte> payload;
-};
-
-struct Mailbox {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Message> unexpected;
-  std::list<std::shared_ptr<RecvOp>> posted;
 };
 
 struct Comm {
@@ -97,55 +86,10 @@ struct Comm {
 };
 
 // The deadline `timeout` from now; very long timeouts are capped so the addition cannot overflow.
-std::chrono::steady_clock::time_point DeadlineAfter(Duration timeout) {
+inproc::TimePoint DeadlineAfter(Duration timeout) {
   constexpr Duration kLongest = std::chrono::hours(24 * 365);
   return std::chrono::steady_clock::now() + std::clamp(timeout, Duration::zero(), kLongest);
 }
-
-bool Matches(int want_src, int want_tag, int src, int tag) {
-  return (want_src == kAnySource || want_src == src) && want_tag == tag;
-}
-
-// Copies a message into a claimed receive. The caller owns `op` exclusively (claimed or not yet
-// visible to other threads).
-void Fill(RecvOp& op, int src, int tag, std::span<const std::byte> payload) {
-  op.peer = src;
-  op.bytes = payload.size();
-  if (payload.size() > op.buffer.size()) {
-    op.status = MalformedError(
-        fmt::format("message of {} bytes from rank {} (tag {}) does not fit the receive buffer "
-                    "of {} bytes",
-                    payload.size(), src, tag, op.buffer.size()));
-    return;
-  }
-  if (!payload.empty()) std::memcpy(op.buffer.data(), payload.data(), payload.size());
-  op.status = Status::Ok();
-}
-
-std::shared_ptr<RecvOp> ClaimPosted(Mailbox& box, int src, int tag) {
-  for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
-    if (Matches((*it)->src, (*it)->tag, src, tag)) {
-      std::shared_ptr<RecvOp> op = *it;
-      box.posted.erase(it);
-      op->phase = RecvPhase::kCopying;
-      return op;
-    }
-  }
-  return nullptr;
-}
-
-class CompletedWork : public Work {
- public:
-  CompletedWork(int peer, size_t bytes) : peer_(peer), bytes_(bytes) {}
-  Status Wait(Duration) override { return Status::Ok(); }
-  bool IsCompleted() override { return true; }
-  int peer() const override { return peer_; }
-  size_t bytes() const override { return bytes_; }
-
- private:
-  int peer_;
-  size_t bytes_;
-};
 
 std::string PeerName(const Comm& comm, int rank) {
   if (rank == kAnySource) return "any rank";
@@ -154,59 +98,32 @@ std::string PeerName(const Comm& comm, int rank) {
   return fmt::format("rank {}", rank);
 }
 
-class RecvWork : public Work {
+// A Work that is finished when it is made.
+class DoneWork : public Work {
  public:
-  RecvWork(std::shared_ptr<Comm> comm, Mailbox* box, std::shared_ptr<RecvOp> op)
-      : comm_(std::move(comm)), box_(box), op_(std::move(op)) {}
-
-  ~RecvWork() override {
-    std::unique_lock lock(box_->mu);
-    if (op_->phase == RecvPhase::kPosted) {
-      box_->posted.remove(op_);
-      op_->phase = RecvPhase::kDone;
-      op_->status = CancelledError("receive abandoned");
-    } else {
-      // A sender is copying into the buffer; the copy is bounded, wait for it to finish.
-      box_->cv.wait(lock, [&] { return op_->phase == RecvPhase::kDone; });
-    }
-  }
-
-  Status Wait(Duration timeout) override {
-    std::unique_lock lock(box_->mu);
-    if (box_->cv.wait_until(lock, DeadlineAfter(timeout),
-                            [&] { return op_->phase == RecvPhase::kDone; })) {
-      return op_->status;
-    }
-    if (op_->phase == RecvPhase::kPosted) {
-      box_->posted.remove(op_);
-      op_->phase = RecvPhase::kDone;
-      op_->status =
-          TimeoutError(fmt::format("no message from {} within {} ms (tag {})",
-                                   PeerName(*comm_, op_->src), timeout.count(), op_->tag));
-      return op_->status;
-    }
-    box_->cv.wait(lock, [&] { return op_->phase == RecvPhase::kDone; });
-    return op_->status;
-  }
-
-  bool IsCompleted() override {
-    std::lock_guard lock(box_->mu);
-    return op_->phase == RecvPhase::kDone;
-  }
-
-  int peer() const override { return op_->peer; }
-  size_t bytes() const override { return op_->bytes; }
+  DoneWork(Status status, int peer, size_t bytes)
+      : status_(std::move(status)), peer_(peer), bytes_(bytes) {}
+  Status Wait(Duration) override { return status_; }
+  bool IsCompleted() override { return true; }
+  int peer() const override { return peer_; }
+  size_t bytes() const override { return bytes_; }
 
  private:
-  std::shared_ptr<Comm> comm_;
-  Mailbox* box_;
-  std::shared_ptr<RecvOp> op_;
+  Status status_;
+  int peer_;
+  size_t bytes_;
 };
 
 }  // namespace
 
 struct InProcWorld::State {
-  State(int size_in, InProcOptions options_in) : size(size_in), options(options_in) {}
+  State(int size_in, InProcOptions options_in)
+      : size(size_in),
+        options(std::move(options_in)),
+        faults(options.faults, size_in),
+        dead(std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size_in))),
+        dead_reason(static_cast<size_t>(size_in)),
+        connected(static_cast<size_t>(size_in), false) {}
 
   // Returns the communicator `id` with the given members, creating it for the first member that
   // arrives. Every member calls it exactly once per communicator.
@@ -233,8 +150,40 @@ struct InProcWorld::State {
     if (comm.left == static_cast<int>(comm.world_ranks.size())) comms.erase(it);
   }
 
+  bool IsDead(int world_rank) const {
+    return dead[static_cast<size_t>(world_rank)].load(std::memory_order_acquire);
+  }
+  std::string DeadReason(int world_rank) {
+    std::lock_guard lock(dead_mu);
+    return dead_reason[static_cast<size_t>(world_rank)];
+  }
+
+  void MarkDead(int world_rank, std::string reason) {
+    {
+      std::lock_guard lock(dead_mu);
+      if (IsDead(world_rank)) return;
+      dead_reason[static_cast<size_t>(world_rank)] = std::move(reason);
+      dead[static_cast<size_t>(world_rank)].store(true, std::memory_order_release);
+    }
+    std::vector<std::shared_ptr<Comm>> all;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [id, comm] : comms) all.push_back(comm);
+    }
+    for (const auto& comm : all) {
+      for (Mailbox& box : comm->boxes) {
+        std::lock_guard lock(box.mu);
+        box.cv.notify_all();
+      }
+    }
+  }
+
   const int size;
   const InProcOptions options;
+  FaultPlan faults;
+  std::unique_ptr<std::atomic<bool>[]> dead;
+  std::mutex dead_mu;  // guards dead_reason and the transitions of `dead`
+  std::vector<std::string> dead_reason;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Comm>> comms;
   std::vector<bool> connected;
@@ -242,78 +191,288 @@ struct InProcWorld::State {
 
 namespace {
 
+using State = InProcWorld::State;
+
+// What a rank's operations need to know about liveness, for the member `rank` of `comm`.
+struct Liveness {
+  State* world;
+  const Comm* comm;
+  int rank;
+
+  // kCancelled when this rank itself is dead.
+  Status Self() const {
+    const int me = comm->world_ranks[static_cast<size_t>(rank)];
+    if (!world->IsDead(me)) return Status::Ok();
+    return CancelledError(
+        fmt::format("{} is gone ({})", PeerName(*comm, rank), world->DeadReason(me)));
+  }
+  // kPeerLost when member `peer` is dead (for kAnySource: when every other member is).
+  Status Peer(int peer) const {
+    if (peer == kAnySource) {
+      for (int r = 0; r < static_cast<int>(comm->world_ranks.size()); ++r) {
+        if (r != rank && !world->IsDead(comm->world_ranks[static_cast<size_t>(r)])) {
+          return Status::Ok();
+        }
+      }
+      if (comm->world_ranks.size() == 1) return Status::Ok();
+      return PeerLostError("every other rank is gone");
+    }
+    const int world_rank = comm->world_ranks[static_cast<size_t>(peer)];
+    if (!world->IsDead(world_rank)) return Status::Ok();
+    return PeerLostError(
+        fmt::format("{} is gone ({})", PeerName(*comm, peer), world->DeadReason(world_rank)));
+  }
+};
+
+// A Work whose operation waits in a mailbox: a posted receive, or a rendezvous send waiting for
+// a receive. Subclasses say when it is done (Poll) and how it is withdrawn.
+class MailboxWork : public Work {
+ public:
+  Status Wait(Duration timeout) override {
+    const auto deadline = DeadlineAfter(timeout);
+    std::unique_lock lock(box_->mu);
+    while (!Poll(lock)) {
+      if (phase() == Phase::kCopying) {
+        // A copy is under way (it is bounded): wait for it to finish.
+        box_->cv.wait(lock, [&] { return phase() == Phase::kDone; });
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        Withdraw(TimeoutError(TimeoutMessage(timeout)));
+        break;
+      }
+      box_->cv.wait_until(lock, std::min(deadline, box_->NextVisible(now)));
+    }
+    return status();
+  }
+
+  bool IsCompleted() override {
+    std::unique_lock lock(box_->mu);
+    return Poll(lock);
+  }
+
+ protected:
+  MailboxWork(std::shared_ptr<State> world, std::shared_ptr<Comm> comm, int rank, int box_rank)
+      : world_(std::move(world)),
+        comm_(std::move(comm)),
+        box_(&comm_->boxes[static_cast<size_t>(box_rank)]),
+        live_{world_.get(), comm_.get(), rank} {}
+
+  // With the mailbox locked: true once done; ends the operation when it can never complete.
+  virtual bool Poll(std::unique_lock<std::mutex>& lock) = 0;
+  // With the mailbox locked: takes the operation out of the mailbox and ends it with `status`.
+  virtual void Withdraw(Status status) = 0;
+  virtual Phase phase() const = 0;
+  virtual const Status& status() const = 0;
+  virtual std::string TimeoutMessage(Duration timeout) const = 0;
+
+  // For the destructors of subclasses: withdraws the operation, or waits for a copy under way.
+  void GiveUp(Status status) {
+    std::unique_lock lock(box_->mu);
+    if (phase() == Phase::kPosted) {
+      Withdraw(std::move(status));
+    } else {
+      box_->cv.wait(lock, [&] { return phase() == Phase::kDone; });
+    }
+  }
+
+  // With the mailbox locked: ends the operation when this rank, or `peer`, is dead.
+  bool EndIfDead(int peer) {
+    if (Status self = live_.Self(); !self.ok()) {
+      Withdraw(std::move(self));
+      return true;
+    }
+    if (Status lost = live_.Peer(peer); !lost.ok()) {
+      Withdraw(std::move(lost));
+      return true;
+    }
+    return false;
+  }
+
+  std::shared_ptr<State> world_;
+  std::shared_ptr<Comm> comm_;
+  Mailbox* box_;
+  Liveness live_;
+};
+
+class RecvWork : public MailboxWork {
+ public:
+  RecvWork(std::shared_ptr<State> world, std::shared_ptr<Comm> comm, int rank,
+           std::shared_ptr<RecvOp> op)
+      : MailboxWork(std::move(world), std::move(comm), rank, rank), op_(std::move(op)) {}
+  ~RecvWork() override { GiveUp(CancelledError("receive abandoned")); }
+
+  int peer() const override { return op_->peer; }
+  size_t bytes() const override { return op_->bytes; }
+
+ private:
+  // Lets posted receives take visible messages first; a receive from a dead rank ends once no
+  // message it sent (a delayed one) waits any more.
+  bool Poll(std::unique_lock<std::mutex>& lock) override {
+    box_->Progress(lock);
+    if (op_->phase != Phase::kPosted) return op_->phase == Phase::kDone;
+    if (box_->HasWaiting(op_->src, op_->tag)) return false;
+    return EndIfDead(op_->src);
+  }
+  void Withdraw(Status status) override {
+    box_->posted.remove(op_);
+    op_->phase = Phase::kDone;
+    op_->status = std::move(status);
+  }
+  Phase phase() const override { return op_->phase; }
+  const Status& status() const override { return op_->status; }
+  std::string TimeoutMessage(Duration timeout) const override {
+    return fmt::format("no message from {} within {} ms (tag {})", PeerName(*comm_, op_->src),
+                       timeout.count(), op_->tag);
+  }
+
+  std::shared_ptr<RecvOp> op_;
+};
+
+// A rendezvous send whose message waits in the destination's mailbox.
+class SendWork : public MailboxWork {
+ public:
+  SendWork(std::shared_ptr<State> world, std::shared_ptr<Comm> comm, int rank, int dst, int tag,
+           std::shared_ptr<SendOp> op)
+      : MailboxWork(std::move(world), std::move(comm), rank, dst),
+        dst_(dst),
+        tag_(tag),
+        op_(std::move(op)) {}
+  ~SendWork() override { GiveUp(CancelledError("send abandoned")); }
+
+  int peer() const override { return dst_; }
+  size_t bytes() const override { return op_->data.size(); }
+
+ private:
+  bool Poll(std::unique_lock<std::mutex>&) override {
+    if (op_->phase != Phase::kPosted) return op_->phase == Phase::kDone;
+    return EndIfDead(dst_);
+  }
+  void Withdraw(Status status) override {
+    box_->Withdraw(*op_);
+    op_->phase = Phase::kDone;
+    op_->status = std::move(status);
+  }
+  Phase phase() const override { return op_->phase; }
+  const Status& status() const override { return op_->status; }
+  std::string TimeoutMessage(Duration timeout) const override {
+    return fmt::format("{} did not take a message within {} ms (tag {})", PeerName(*comm_, dst_),
+                       timeout.count(), tag_);
+  }
+
+  int dst_;
+  int tag_;
+  std::shared_ptr<SendOp> op_;
+};
+
 class InProcTransport : public Transport {
  public:
-  InProcTransport(std::shared_ptr<InProcWorld::State> world, std::shared_ptr<Comm> comm, int rank,
+  InProcTransport(std::shared_ptr<State> world, std::shared_ptr<Comm> comm, int rank,
                   std::shared_ptr<Counters> counters)
       : world_(std::move(world)),
         comm_(std::move(comm)),
         rank_(rank),
-        counters_(std::move(counters)) {}
+        counters_(std::move(counters)),
+        live_{world_.get(), comm_.get(), rank} {}
 
   ~InProcTransport() override { world_->Leave(comm_->id); }
 
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(comm_->world_ranks.size()); }
+  int world_rank() const { return comm_->world_ranks[static_cast<size_t>(rank_)]; }
+  State& world() { return *world_; }
 
   std::string hostname() const override {
-    const int world_rank = comm_->world_ranks[static_cast<size_t>(rank_)];
     const int per_host = world_->options.ranks_per_host;
-    return fmt::format("inproc{}", per_host > 0 ? world_rank / per_host : 0);
+    return fmt::format("inproc{}", per_host > 0 ? world_rank() / per_host : 0);
   }
 
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
     FRUGAL_CHECK(dst >= 0 && dst < size(), "destination rank ", dst, " of ", size());
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "tag ", tag);
+    if (Status self = live_.Self(); !self.ok()) {
+      return std::make_unique<DoneWork>(std::move(self), dst, 0);
+    }
     counters_->bytes_sent.fetch_add(data.size(), std::memory_order_relaxed);
     counters_->messages_sent.fetch_add(1, std::memory_order_relaxed);
-    Deliver(comm_->boxes[static_cast<size_t>(dst)], tag, data);
-    return std::make_unique<CompletedWork>(dst, data.size());
+    const FaultDecision fault =
+        world_->faults.Decide(world_rank(), comm_->world_ranks[static_cast<size_t>(dst)], tag);
+    if (fault.kill) {
+      world_->MarkDead(world_rank(),
+                       fmt::format("stopped by a fault rule before its message {} to {} (tag {})",
+                                   fault.index, PeerName(*comm_, dst), tag));
+      return std::make_unique<DoneWork>(live_.Self(), dst, 0);
+    }
+    if (Status peer = live_.Peer(dst); !peer.ok()) {
+      return std::make_unique<DoneWork>(std::move(peer), dst, 0);
+    }
+    if (fault.drop) return std::make_unique<DoneWork>(Status::Ok(), dst, data.size());
+    Message message;
+    message.src = rank_;
+    message.tag = tag;
+    message.flip_bit = fault.flip_bit;
+    if (fault.delay > Duration::zero()) message.visible_at = DeadlineAfter(fault.delay);
+    Mailbox& box = comm_->boxes[static_cast<size_t>(dst)];
+    if (data.size() >= world_->options.rendezvous_bytes) {
+      return Rendezvous(box, dst, std::move(message), data);
+    }
+    Eager(box, std::move(message), data);
+    return std::make_unique<DoneWork>(Status::Ok(), dst, data.size());
   }
 
   std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size()), "source rank ", src, " of ",
                  size());
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "tag ", tag);
-    Mailbox& box = comm_->boxes[static_cast<size_t>(rank_)];
     auto op = std::make_shared<RecvOp>();
     op->src = src;
     op->tag = tag;
     op->buffer = data;
-    std::unique_lock lock(box.mu);
-    for (auto it = box.unexpected.begin(); it != box.unexpected.end(); ++it) {
-      if (Matches(src, tag, it->src, it->tag)) {
-        Message message = std::move(*it);
-        box.unexpected.erase(it);
-        lock.unlock();
-        Fill(*op, message.src, message.tag, message.payload);
-        op->phase = RecvPhase::kDone;
-        return std::make_unique<RecvWork>(comm_, &box, std::move(op));
-      }
+    if (Status self = live_.Self(); !self.ok()) {
+      op->phase = Phase::kDone;
+      op->status = std::move(self);
+      return std::make_unique<RecvWork>(world_, comm_, rank_, std::move(op));
     }
-    box.posted.push_back(op);
-    return std::make_unique<RecvWork>(comm_, &box, std::move(op));
+    Mailbox& box = comm_->boxes[static_cast<size_t>(rank_)];
+    std::unique_lock lock(box.mu);
+    box.Progress(lock);  // older receives first
+    std::optional<size_t> index = box.FindEligible(src, tag, std::chrono::steady_clock::now());
+    if (!index) {
+      box.posted.push_back(op);
+      return std::make_unique<RecvWork>(world_, comm_, rank_, std::move(op));
+    }
+    op->phase = Phase::kCopying;
+    Message message = box.Take(*index);
+    lock.unlock();
+    inproc::Fill(*op, message.src, message.tag, message.data(), message.flip_bit);
+    lock.lock();
+    inproc::FinishCopy(box, *op, message.rendezvous.get());
+    return std::make_unique<RecvWork>(world_, comm_, rank_, std::move(op));
   }
 
   StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size()), "source rank ", src);
+    const auto deadline = DeadlineAfter(timeout);
     Mailbox& box = comm_->boxes[static_cast<size_t>(rank_)];
     std::unique_lock lock(box.mu);
-    std::optional<ProbeResult> found;
-    box.cv.wait_until(lock, DeadlineAfter(timeout), [&] {
-      found = FindUnexpected(box, src, tag);
-      return found.has_value();
-    });
-    if (found) return *found;
+    while (true) {
+      StatusOr<std::optional<ProbeResult>> found = TryProbe(box, lock, src, tag);
+      if (!found.ok()) return found.status();
+      if (*found) return **found;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      box.cv.wait_until(lock, std::min(deadline, box.NextVisible(now)));
+    }
     return TimeoutError(fmt::format("no message from {} within {} ms (tag {})",
                                     PeerName(*comm_, src), timeout.count(), tag));
   }
 
-  std::optional<ProbeResult> IProbe(int src, int tag) override {
+  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size()), "source rank ", src);
     Mailbox& box = comm_->boxes[static_cast<size_t>(rank_)];
-    std::lock_guard lock(box.mu);
-    return FindUnexpected(box, src, tag);
+    std::unique_lock lock(box.mu);
+    return TryProbe(box, lock, src, tag);
   }
 
   StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
@@ -323,8 +482,9 @@ class InProcTransport : public Transport {
     std::vector<std::array<int64_t, 2>> pairs(static_cast<size_t>(n));
     pairs[static_cast<size_t>(rank_)] = mine;
     const auto mine_bytes = std::as_bytes(std::span<const int64_t>(mine));
+    std::vector<std::unique_ptr<Work>> sends;
     for (int r = 0; r < n; ++r) {
-      if (r != rank_) (void)ISend(r, kSplitTag, mine_bytes);
+      if (r != rank_) sends.push_back(ISend(r, kSplitTag, mine_bytes));
     }
     for (int r = 0; r < n; ++r) {
       if (r == rank_) continue;
@@ -337,6 +497,7 @@ class InProcTransport : public Transport {
                                           recv->bytes(), bytes.size()));
       }
     }
+    for (auto& send : sends) FRUGAL_RETURN_IF_ERROR(send->Wait(timeout).Annotate("split"));
     std::vector<int> members;
     for (int r = 0; r < n; ++r) {
       if (pairs[static_cast<size_t>(r)][0] == color) members.push_back(r);
@@ -365,42 +526,78 @@ class InProcTransport : public Transport {
   }
 
  private:
-  static std::optional<ProbeResult> FindUnexpected(const Mailbox& box, int src, int tag) {
-    for (const Message& m : box.unexpected) {
-      if (Matches(src, tag, m.src, m.tag)) return ProbeResult{m.src, m.tag, m.payload.size()};
+  // With this rank's mailbox locked: a visible message for (src, tag), nothing yet, or kPeerLost
+  // when nothing can come any more (kCancelled when this rank is dead).
+  StatusOr<std::optional<ProbeResult>> TryProbe(Mailbox& box, std::unique_lock<std::mutex>& lock,
+                                                int src, int tag) {
+    box.Progress(lock);
+    const auto now = std::chrono::steady_clock::now();
+    if (std::optional<size_t> index = box.FindEligible(src, tag, now)) {
+      const Message& m = box.unexpected[*index];
+      return std::optional<ProbeResult>(ProbeResult{m.src, m.tag, m.data().size()});
     }
-    return std::nullopt;
+    FRUGAL_RETURN_IF_ERROR(live_.Self());
+    if (!box.HasWaiting(src, tag)) FRUGAL_RETURN_IF_ERROR(live_.Peer(src));
+    return std::optional<ProbeResult>();
   }
 
-  void Deliver(Mailbox& box, int tag, std::span<const std::byte> data) {
+  // An eager message: copied at once, into a posted receive if one may take it now.
+  void Eager(Mailbox& box, Message message, std::span<const std::byte> data) {
+    const bool delayed = message.visible_at != inproc::TimePoint{};
     std::shared_ptr<RecvOp> op;
-    {
+    if (!delayed) {
       std::lock_guard lock(box.mu);
-      op = ClaimPosted(box, rank_, tag);
+      if (!box.HasWaiting(rank_, message.tag)) op = box.ClaimPosted(rank_, message.tag);
     }
     if (op) {
-      Fill(*op, rank_, tag, data);
+      inproc::Fill(*op, rank_, message.tag, data, message.flip_bit);
       std::lock_guard lock(box.mu);
-      op->phase = RecvPhase::kDone;
-      box.cv.notify_all();
+      inproc::FinishCopy(box, *op, nullptr);
       return;
     }
-    Message message{rank_, tag, std::vector<std::byte>(data.begin(), data.end())};
+    message.payload.assign(data.begin(), data.end());
     std::lock_guard lock(box.mu);
-    op = ClaimPosted(box, rank_, tag);
+    if (!delayed && !box.HasWaiting(rank_, message.tag)) {
+      op = box.ClaimPosted(rank_, message.tag);
+    }
     if (op) {
-      Fill(*op, rank_, tag, message.payload);
-      op->phase = RecvPhase::kDone;
+      inproc::Fill(*op, rank_, message.tag, message.payload, message.flip_bit);
+      inproc::FinishCopy(box, *op, nullptr);
     } else {
       box.unexpected.push_back(std::move(message));
+      box.cv.notify_all();
     }
-    box.cv.notify_all();
   }
 
-  std::shared_ptr<InProcWorld::State> world_;
+  // A rendezvous message: complete once a receive has copied it from `data`.
+  std::unique_ptr<Work> Rendezvous(Mailbox& box, int dst, Message message,
+                                   std::span<const std::byte> data) {
+    const bool delayed = message.visible_at != inproc::TimePoint{};
+    const int tag = message.tag;
+    auto send = std::make_shared<SendOp>();
+    send->data = data;
+    std::unique_lock lock(box.mu);
+    std::shared_ptr<RecvOp> op;
+    if (!delayed && !box.HasWaiting(rank_, tag)) op = box.ClaimPosted(rank_, tag);
+    if (op) {
+      lock.unlock();
+      inproc::Fill(*op, rank_, tag, data, message.flip_bit);
+      lock.lock();
+      inproc::FinishCopy(box, *op, nullptr);
+      return std::make_unique<DoneWork>(Status::Ok(), dst, data.size());
+    }
+    message.rendezvous = send;
+    box.unexpected.push_back(std::move(message));
+    box.cv.notify_all();
+    lock.unlock();
+    return std::make_unique<SendWork>(world_, comm_, rank_, dst, tag, std::move(send));
+  }
+
+  std::shared_ptr<State> world_;
   std::shared_ptr<Comm> comm_;
   const int rank_;
   std::shared_ptr<Counters> counters_;
+  Liveness live_;
   uint64_t split_sequence_ = 0;
 };
 
@@ -409,13 +606,14 @@ class InProcTransport : public Transport {
 InProcWorld::InProcWorld(int size, InProcOptions options) {
   FRUGAL_CHECK_GT(size, 0, "world size");
   FRUGAL_CHECK_GE(options.ranks_per_host, 0, "ranks_per_host");
-  state_ = std::make_shared<State>(size, options);
-  state_->connected.assign(static_cast<size_t>(size), false);
+  state_ = std::make_shared<State>(size, std::move(options));
 }
 
 InProcWorld::~InProcWorld() = default;
 
 int InProcWorld::size() const { return state_->size; }
+
+uint64_t InProcWorld::faults_applied() const { return state_->faults.applied(); }
 
 std::unique_ptr<Transport> InProcWorld::Connect(int rank) {
   FRUGAL_CHECK(rank >= 0 && rank < state_->size, "rank ", rank, " of ", state_->size);
@@ -431,9 +629,14 @@ std::unique_ptr<Transport> InProcWorld::Connect(int rank) {
                                            std::make_shared<Counters>());
 }
 
-std::vector<Status> RunRanks(int size, const std::function<Status(Transport&)>& fn,
-                             InProcOptions options) {
-  InProcWorld world(size, options);
+void MarkRankDead(Transport& t, std::string reason) {
+  auto* inproc = dynamic_cast<InProcTransport*>(&t);
+  FRUGAL_CHECK(inproc != nullptr, "MarkRankDead needs an in-process transport");
+  inproc->world().MarkDead(inproc->world_rank(), std::move(reason));
+}
+
+std::vector<Status> RunRanks(InProcWorld& world, const std::function<Status(Transport&)>& fn) {
+  const int size = world.size();
   std::vector<Status> results(static_cast<size_t>(size));
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(size));
@@ -452,6 +655,12 @@ std::vector<Status> RunRanks(int size, const std::function<Status(Transport&)>& 
   }
   for (std::thread& t : threads) t.join();
   return results;
+}
+
+std::vector<Status> RunRanks(int size, const std::function<Status(Transport&)>& fn,
+                             InProcOptions options) {
+  InProcWorld world(size, std::move(options));
+  return RunRanks(world, fn);
 }
 
 }  // namespace frugal

@@ -13,18 +13,20 @@
 // MPI message on both sides; sizes are read back with MPI_Get_elements_x, which does not
 // overflow.
 //
-// MpiWork::Wait polls MPI_Test, which also drives Open MPI's progress engine (there is no
-// progress thread). The poll backs off in three steps (WaitPolicy, BackOff): pure polling for
-// `spin`, polling with sched_yield until kYieldTime, then polling with sleeps that grow with the
-// time already waited, capped at kMaxSleep, so a long wait costs little CPU (the engine's
-// communication thread shares the cores with the training threads) and at most ~1/16 of extra
-// latency. `spin` depends on whether this machine runs more ranks than it has cores (counted
-// once by World(), see RanksOnThisMachine): oversubscribed, a waiting rank yields after
-// kOversubscribedSpin so that the rank it waits for can run; otherwise it polls for the whole
-// kYieldTime like MPI's own blocking calls, because a yield on a busy machine can lose the core
-// for a whole scheduler time slice (milliseconds) while the answer is on its way. On expiry a
-// receive is cancelled with MPI_Cancel (Open MPI can cancel a receive that has not been matched)
-// and Wait returns kTimeout naming the peer.
+// Operations run on staging buffers owned by their Work (mpi_work.cc): ISend copies the message
+// into one, IRecv receives into one and copies it out when the receive completes. So a Work that
+// times out or is destroyed unfinished leaves the caller's buffers alone: the runtime keeps the
+// request and its staging buffer until MPI completes it (AbandonedRequests), which it tests
+// whenever an operation starts. Staging buffers come from a pool shared by a transport and its
+// splits.
+//
+// Waits poll MPI_Test with the back-off of mpi_work.cc. How long they spin before yielding
+// depends on whether this machine runs more ranks than it has cores (counted once by World(),
+// see RanksOnThisMachine): oversubscribed, a waiting rank yields after kOversubscribedSpin so
+// that the rank it waits for can run; otherwise it polls for the whole yield time like MPI's own
+// blocking calls, because a yield on a busy machine can lose the core for a whole scheduler time
+// slice (milliseconds) while the answer is on its way. On expiry Wait returns kTimeout naming the
+// peer.
 //
 // Split(color, key, timeout): MPI_Comm_split is a blocking collective with no timeout. To give
 // Split the timeout every wait in frugal has, every rank first sends its (color, key) to every
@@ -35,10 +37,7 @@
 // block the others there: MPI gives no way to bound that call.
 #include "frugal/mpi_transport.h"
 
-// The C API only; Open MPI's deprecated C++ bindings are not used.
-#define OMPI_SKIP_MPICXX 1
 #include <fmt/format.h>
-#include <mpi.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -46,6 +45,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -53,123 +53,34 @@
 #include <vector>
 
 #include "frugal/timer.h"
+#include "transport/mpi/mpi_work.h"
 
 namespace frugal {
 namespace {
 
 constexpr auto kOversubscribedSpin = std::chrono::microseconds(50);
-constexpr auto kYieldTime = std::chrono::milliseconds(5);
-constexpr auto kMaxSleep = std::chrono::microseconds(500);
-constexpr auto kCancelGrace = std::chrono::milliseconds(200);
-constexpr size_t kLargeBlockBytes = size_t{1} << 30;
+constexpr Duration kFinalizeGrace = std::chrono::milliseconds(500);
 constexpr int kSplitTag = kTransportTags[0];
 
-std::string MpiErrorString(int error) {
-  std::array<char, MPI_MAX_ERROR_STRING> text{};
-  int length = 0;
-  if (MPI_Error_string(error, text.data(), &length) != MPI_SUCCESS) {
-    return fmt::format("MPI error {}", error);
-  }
-  return std::string(text.data(), static_cast<size_t>(length));
-}
-
-// Maps an MPI error code to frugal's closed set of codes.
-Status MpiError(int error, std::string_view what) {
-  int error_class = MPI_ERR_OTHER;
-  MPI_Error_class(error, &error_class);
-  std::string message = fmt::format("{}: {}", what, MpiErrorString(error));
-  switch (error_class) {
-    case MPI_ERR_TRUNCATE:
-      return MalformedError(std::move(message));
-    case MPI_ERR_RANK:
-    case MPI_ERR_TAG:
-    case MPI_ERR_COUNT:
-    case MPI_ERR_BUFFER:
-    case MPI_ERR_ARG:
-    case MPI_ERR_COMM:
-    case MPI_ERR_TYPE:
-      return InvalidArgumentError(std::move(message));
-    case MPI_ERR_INTERN:
-    case MPI_ERR_NO_MEM:
-      return InternalError(std::move(message));
-    default:
-      return IoError(std::move(message));
-  }
-}
-
-// A datatype and count describing `bytes` contiguous bytes. For bytes <= INT_MAX it is
-// (MPI_BYTE, bytes); otherwise a committed derived type that the caller frees.
-struct ByteType {
-  MPI_Datatype type = MPI_BYTE;
-  int count = 0;
-  bool derived = false;
-};
-
-StatusOr<ByteType> MakeByteType(size_t bytes) {
-  if (bytes <= static_cast<size_t>(INT_MAX)) return ByteType{MPI_BYTE, static_cast<int>(bytes)};
-  const size_t blocks = bytes / kLargeBlockBytes;
-  const size_t rest = bytes % kLargeBlockBytes;
-  if (blocks > static_cast<size_t>(INT_MAX)) {
-    return InvalidArgumentError(fmt::format("a message of {} bytes is too large for MPI", bytes));
-  }
-  MPI_Datatype block = MPI_DATATYPE_NULL;
-  MPI_Datatype body = MPI_DATATYPE_NULL;
-  int rc = MPI_Type_contiguous(static_cast<int>(kLargeBlockBytes), MPI_BYTE, &block);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_contiguous(static_cast<int>(blocks), block, &body);
-  if (block != MPI_DATATYPE_NULL) MPI_Type_free(&block);
-  if (rc != MPI_SUCCESS) return MpiError(rc, "building a large message type");
-  MPI_Datatype whole = body;
-  if (rest > 0) {
-    std::array<int, 2> lengths = {1, static_cast<int>(rest)};
-    std::array<MPI_Aint, 2> displacements = {0, static_cast<MPI_Aint>(blocks * kLargeBlockBytes)};
-    std::array<MPI_Datatype, 2> types = {body, MPI_BYTE};
-    rc = MPI_Type_create_struct(2, lengths.data(), displacements.data(), types.data(), &whole);
-    MPI_Type_free(&body);
-    if (rc != MPI_SUCCESS) return MpiError(rc, "building a large message type");
-  }
-  rc = MPI_Type_commit(&whole);
-  if (rc != MPI_SUCCESS) {
-    MPI_Type_free(&whole);
-    return MpiError(rc, "committing a large message type");
-  }
-  return ByteType{whole, 1, true};
-}
-
-// Bytes received, from the status of a receive made with `type` (whose elements are all bytes).
-// Open MPI 4.1 answers MPI_UNDEFINED for a derived type that the message fills only partly; the
-// count in MPI_BYTE elements is the same number and is then used instead.
-size_t ElementsOf(const MPI_Status& status, MPI_Datatype type) {
-  MPI_Count count = MPI_UNDEFINED;
-  if (MPI_Get_elements_x(&status, type, &count) != MPI_SUCCESS || count == MPI_UNDEFINED) {
-    if (MPI_Get_elements_x(&status, MPI_BYTE, &count) != MPI_SUCCESS || count == MPI_UNDEFINED) {
-      return 0;
-    }
-  }
-  return static_cast<size_t>(count);
-}
-
-// How long a wait polls before it starts to yield the core.
-struct WaitPolicy {
-  Clock::duration spin = kYieldTime;
-};
+using mpi_internal::AbandonedRequests;
+using mpi_internal::BackOff;
+using mpi_internal::ByteType;
+using mpi_internal::ElementsOf;
+using mpi_internal::MakeByteType;
+using mpi_internal::MpiError;
+using mpi_internal::MpiWork;
+using mpi_internal::StagingPool;
+using mpi_internal::Started;
+using mpi_internal::WaitPolicy;
 
 // Shared by a transport and every transport split from it.
 struct Shared {
   std::atomic<uint64_t> bytes_sent{0};
   std::atomic<uint64_t> messages_sent{0};
   WaitPolicy policy;
+  std::shared_ptr<StagingPool> pool = std::make_shared<StagingPool>();
+  std::shared_ptr<AbandonedRequests> abandoned;  // the runtime's
 };
-
-// Sleeps or yields between polls according to how long the caller has waited already.
-void BackOff(const WaitPolicy& policy, Clock::duration waited) {
-  if (waited < policy.spin) return;
-  if (waited < kYieldTime) {
-    sched_yield();
-    return;
-  }
-  auto sleep = std::min<Clock::duration>(waited / 16, kMaxSleep);
-  std::this_thread::sleep_for(sleep);
-}
 
 // The number of ranks of `comm` that run on this machine's kernel, this one included. Ranks
 // compare a hash of the kernel's boot id (MPI_Allgather), not their host names: ranks of
@@ -207,126 +118,6 @@ std::string PeerName(int rank, const std::vector<int>& world_ranks) {
   }
   return fmt::format("rank {}", rank);
 }
-
-class MpiWork : public Work {
- public:
-  // A Work that already failed when it was started.
-  MpiWork(Status status, int peer) : done_(true), status_(std::move(status)), peer_(peer) {}
-
-  MpiWork(MPI_Request request, ByteType type, bool is_recv, int peer, int tag, size_t size,
-          std::string peer_name, WaitPolicy policy)
-      : policy_(policy),
-        request_(request),
-        type_(type),
-        is_recv_(is_recv),
-        peer_(peer),
-        tag_(tag),
-        size_(size),
-        bytes_(is_recv ? 0 : size),
-        peer_name_(std::move(peer_name)) {}
-
-  ~MpiWork() override {
-    if (request_ != MPI_REQUEST_NULL) Abandon();
-    FreeType();
-  }
-
-  MpiWork(const MpiWork&) = delete;
-  MpiWork& operator=(const MpiWork&) = delete;
-
-  Status Wait(Duration timeout) override {
-    const auto start = Clock::now();
-    while (true) {
-      if (IsCompleted()) return status_;
-      const auto waited = Clock::now() - start;
-      if (waited >= timeout) break;
-      BackOff(policy_, waited);
-    }
-    Abandon();
-    done_ = true;
-    status_ = is_recv_ ? TimeoutError(fmt::format("no message from {} within {} ms (tag {})",
-                                                  peer_name_, timeout.count(), tag_))
-                       : TimeoutError(fmt::format("{} did not take a message within {} ms (tag {})",
-                                                  peer_name_, timeout.count(), tag_));
-    return status_;
-  }
-
-  bool IsCompleted() override {
-    if (done_) return true;
-    int flag = 0;
-    MPI_Status status;
-    int rc = MPI_Test(&request_, &flag, &status);
-    if (rc != MPI_SUCCESS) {
-      // The request is complete (and freed by MPI) with an error.
-      request_ = MPI_REQUEST_NULL;
-      done_ = true;
-      int error_class = MPI_ERR_OTHER;
-      MPI_Error_class(rc, &error_class);
-      if (is_recv_ && error_class == MPI_ERR_TRUNCATE) {
-        status_ = MalformedError(
-            fmt::format("message from {} (tag {}) is larger than the receive buffer of {} bytes",
-                        peer_name_, tag_, size_));
-      } else {
-        status_ = MpiError(rc, fmt::format("{} {} (tag {})", is_recv_ ? "receive from" : "send to",
-                                           peer_name_, tag_));
-      }
-      FreeType();
-      return true;
-    }
-    if (!flag) return false;
-    request_ = MPI_REQUEST_NULL;
-    done_ = true;
-    if (is_recv_) {
-      peer_ = status.MPI_SOURCE;
-      bytes_ = ElementsOf(status, type_.type);
-    }
-    FreeType();
-    return true;
-  }
-
-  int peer() const override { return peer_; }
-  size_t bytes() const override { return bytes_; }
-
- private:
-  // Gives up on a request that has not completed: cancels a receive (and gives MPI a moment to
-  // confirm), releases a send to complete in the background. Never blocks for long.
-  void Abandon() {
-    if (request_ == MPI_REQUEST_NULL) return;
-    if (is_recv_) {
-      MPI_Cancel(&request_);
-      const auto start = Clock::now();
-      while (Clock::now() - start < kCancelGrace) {
-        int flag = 0;
-        MPI_Status status;
-        if (MPI_Test(&request_, &flag, &status) != MPI_SUCCESS || flag) {
-          request_ = MPI_REQUEST_NULL;
-          return;
-        }
-        sched_yield();
-      }
-    }
-    MPI_Request_free(&request_);
-    request_ = MPI_REQUEST_NULL;
-  }
-
-  void FreeType() {
-    if (type_.derived) {
-      MPI_Type_free(&type_.type);
-      type_ = ByteType{};
-    }
-  }
-
-  WaitPolicy policy_;
-  MPI_Request request_ = MPI_REQUEST_NULL;
-  ByteType type_;
-  bool is_recv_ = false;
-  bool done_ = false;
-  Status status_;
-  int peer_ = -1;
-  int tag_ = -1;
-  size_t size_ = 0;
-  size_t bytes_ = 0;
-  std::string peer_name_;
-};
 
 class MpiTransport : public Transport {
  public:
@@ -370,38 +161,65 @@ class MpiTransport : public Transport {
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
     FRUGAL_CHECK(dst >= 0 && dst < size_, "ISend: destination rank ", dst, " of ", size_);
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "ISend: tag ", tag, " outside [0, ", kMaxTag, "]");
+    shared_->abandoned->Reap();
+    Started op;
+    op.peer = dst;
+    op.bytes = data.size();
+    op.what = fmt::format("send to {} (tag {})", PeerName(dst, world_ranks_), tag);
+    op.timeout_message = [peer = PeerName(dst, world_ranks_), tag](Duration timeout) {
+      return fmt::format("{} did not take a message within {} ms (tag {})", peer, timeout.count(),
+                         tag);
+    };
     auto type = MakeByteType(data.size());
     if (!type.ok()) return std::make_unique<MpiWork>(type.status(), dst);
-    MPI_Request request = MPI_REQUEST_NULL;
-    // MPI's C binding takes `const void*`, the buffer is not written.
-    int rc = MPI_Isend(data.data(), type->count, type->type, dst, tag, comm_, &request);
+    op.type = *type;
+    const std::byte* from = data.data();
+    if (!data.empty()) {
+      std::shared_ptr<std::byte> staging = shared_->pool->Acquire(data.size());
+      std::memcpy(staging.get(), data.data(), data.size());
+      from = staging.get();
+      op.memory = std::move(staging);
+    }
+    int rc = MPI_Isend(from, type->count, type->type, dst, tag, comm_, &op.request);
     if (rc != MPI_SUCCESS) {
       if (type->derived) MPI_Type_free(&type->type);
-      return std::make_unique<MpiWork>(
-          MpiError(rc, fmt::format("send to {}", PeerName(dst, world_ranks_))), dst);
+      return std::make_unique<MpiWork>(MpiError(rc, op.what), dst);
     }
     shared_->bytes_sent.fetch_add(data.size(), std::memory_order_relaxed);
     shared_->messages_sent.fetch_add(1, std::memory_order_relaxed);
-    return std::make_unique<MpiWork>(request, *type, /*is_recv=*/false, dst, tag, data.size(),
-                                     PeerName(dst, world_ranks_), shared_->policy);
+    return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
   }
 
   std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size_), "IRecv: source rank ", src, " of ",
                  size_);
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "IRecv: tag ", tag, " outside [0, ", kMaxTag, "]");
+    shared_->abandoned->Reap();
+    Started op;
+    op.is_recv = true;
+    op.peer = src;
+    op.what = fmt::format("receive from {} (tag {})", PeerName(src, world_ranks_), tag);
+    op.timeout_message = [peer = PeerName(src, world_ranks_), tag](Duration timeout) {
+      return fmt::format("no message from {} within {} ms (tag {})", peer, timeout.count(), tag);
+    };
     auto type = MakeByteType(data.size());
     if (!type.ok()) return std::make_unique<MpiWork>(type.status(), src);
-    MPI_Request request = MPI_REQUEST_NULL;
-    int rc = MPI_Irecv(data.data(), type->count, type->type,
-                       src == kAnySource ? MPI_ANY_SOURCE : src, tag, comm_, &request);
+    op.type = *type;
+    std::byte* into = data.data();
+    if (!data.empty()) {
+      std::shared_ptr<std::byte> staging = shared_->pool->Acquire(data.size());
+      into = staging.get();
+      op.received = std::span<const std::byte>(staging.get(), data.size());
+      op.deliver_to = data;
+      op.memory = std::move(staging);
+    }
+    int rc = MPI_Irecv(into, type->count, type->type, src == kAnySource ? MPI_ANY_SOURCE : src, tag,
+                       comm_, &op.request);
     if (rc != MPI_SUCCESS) {
       if (type->derived) MPI_Type_free(&type->type);
-      return std::make_unique<MpiWork>(
-          MpiError(rc, fmt::format("receive from {}", PeerName(src, world_ranks_))), src);
+      return std::make_unique<MpiWork>(MpiError(rc, op.what), src);
     }
-    return std::make_unique<MpiWork>(request, *type, /*is_recv=*/true, src, tag, data.size(),
-                                     PeerName(src, world_ranks_), shared_->policy);
+    return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
   }
 
   StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
@@ -417,28 +235,38 @@ class MpiTransport : public Transport {
                                     PeerName(src, world_ranks_), timeout.count(), tag));
   }
 
-  std::optional<ProbeResult> IProbe(int src, int tag) override {
-    auto found = TryProbe(src, tag);
-    if (!found.ok()) return std::nullopt;
-    return *found;
+  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
+    return TryProbe(src, tag);
   }
 
   StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
     // 1. Exchange (color, key) with every rank on the control communicator, with the timeout.
-    std::vector<std::array<int, 2>> pairs(static_cast<size_t>(size_));
+    // The pairs are owned by the requests: on a timeout they go to the runtime's keeper.
+    auto pairs_memory = std::make_shared<std::vector<std::array<int, 2>>>(size_);
+    std::vector<std::array<int, 2>>& pairs = *pairs_memory;
     pairs[rank_] = {color, key};
     std::vector<MPI_Request> sends;
     std::vector<MPI_Request> recvs(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    auto give_up = [&] {
+      for (MPI_Request& request : recvs) shared_->abandoned->Add(request, true, pairs_memory);
+      for (MPI_Request& request : sends) shared_->abandoned->Add(request, false, pairs_memory);
+    };
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       int rc = MPI_Irecv(pairs[r].data(), 2, MPI_INT, r, kSplitTag, control_comm_, &recvs[r]);
-      if (rc != MPI_SUCCESS) return MpiError(rc, "split: receive");
+      if (rc != MPI_SUCCESS) {
+        give_up();
+        return MpiError(rc, "split: receive");
+      }
     }
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       MPI_Request request = MPI_REQUEST_NULL;
       int rc = MPI_Isend(pairs[rank_].data(), 2, MPI_INT, r, kSplitTag, control_comm_, &request);
-      if (rc != MPI_SUCCESS) return MpiError(rc, "split: send");
+      if (rc != MPI_SUCCESS) {
+        give_up();
+        return MpiError(rc, "split: send");
+      }
       sends.push_back(request);
     }
     const auto start = Clock::now();
@@ -449,7 +277,11 @@ class MpiTransport : public Transport {
         if (recvs[r] == MPI_REQUEST_NULL) continue;
         int flag = 0;
         int rc = MPI_Test(&recvs[r], &flag, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return MpiError(rc, "split: receive");
+        if (rc != MPI_SUCCESS) {
+          recvs[r] = MPI_REQUEST_NULL;
+          give_up();
+          return MpiError(rc, "split: receive");
+        }
         if (!flag) ++pending;
       }
       if (pending == 0) break;
@@ -459,10 +291,8 @@ class MpiTransport : public Transport {
         for (int r = 0; r < size_; ++r) {
           if (recvs[r] == MPI_REQUEST_NULL) continue;
           missing += (missing.empty() ? "" : ", ") + PeerName(r, world_ranks_);
-          MPI_Cancel(&recvs[r]);
-          MPI_Request_free(&recvs[r]);
         }
-        for (MPI_Request& request : sends) MPI_Request_free(&request);
+        give_up();
         return TimeoutError(
             fmt::format("split: no answer from {} within {} ms", missing, timeout.count()));
       }
@@ -500,6 +330,10 @@ class MpiTransport : public Transport {
   }
 
  private:
+  friend std::unique_ptr<Work> mpi_internal::WorkForRequest(
+      Transport& t, MPI_Request request, mpi_internal::Memory memory, std::string what,
+      std::function<std::string(Duration)> timeout_message);
+
   StatusOr<std::optional<ProbeResult>> TryProbe(int src, int tag) {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size_), "probe: source rank ", src, " of ",
                  size_);
@@ -544,6 +378,7 @@ StatusOr<std::unique_ptr<MpiRuntime>> MpiRuntime::Init(int* argc, char*** argv) 
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   std::unique_ptr<MpiRuntime> runtime(new MpiRuntime());
+  runtime->abandoned_ = std::make_shared<AbandonedRequests>();
   MPI_Comm_rank(MPI_COMM_WORLD, &runtime->world_rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &runtime->world_size_);
   return runtime;
@@ -552,7 +387,11 @@ StatusOr<std::unique_ptr<MpiRuntime>> MpiRuntime::Init(int* argc, char*** argv) 
 MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  // Abandoned operations get a last chance to complete; their memory is released only after
+  // MPI_Finalize, when MPI can no longer touch it (abandoned_ is destroyed after this body).
+  abandoned_->Finalize(kFinalizeGrace);
+  MPI_Finalize();
 }
 
 StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
@@ -569,6 +408,7 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
   // Ranks on this machine against the cores this process may run on.
   auto shared = std::make_shared<Shared>();
+  shared->abandoned = abandoned_;
   const int local_ranks = RanksOnThisMachine(comm);
   ranks_on_this_machine_ = local_ranks;
   cpu_set_t cpus;
@@ -580,9 +420,29 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   return std::unique_ptr<Transport>(std::make_unique<MpiTransport>(comm, control, shared));
 }
 
+size_t MpiRuntime::abandoned_operations() { return abandoned_->Reap(); }
+
 void MpiRuntime::Abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
 
+namespace mpi_internal {
+
+bool IsMpiTransport(const Transport& t) { return dynamic_cast<const MpiTransport*>(&t) != nullptr; }
+
+std::unique_ptr<Work> WorkForRequest(Transport& t, MPI_Request request, Memory memory,
+                                     std::string what,
+                                     std::function<std::string(Duration)> timeout_message) {
+  auto* mpi = dynamic_cast<MpiTransport*>(&t);
+  FRUGAL_CHECK(mpi != nullptr, "WorkForRequest needs an MPI transport");
+  Started op;
+  op.request = request;
+  op.memory = std::move(memory);
+  op.what = std::move(what);
+  op.timeout_message = std::move(timeout_message);
+  return std::make_unique<MpiWork>(std::move(op), mpi->shared_->policy, mpi->shared_->abandoned);
+}
+
+}  // namespace mpi_internal
 }  // namespace frugal

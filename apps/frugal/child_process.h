@@ -1,9 +1,11 @@
-// Child processes for the command-line layer: run a command with a deadline, capture its output,
-// and supervise a long-running child while SIGINT/SIGTERM/SIGHUP are held back so that the caller
-// can clean up before it exits.
+// Child processes for the command-line layer, all started the same way (ForkExec in the .cc):
+// run a command with a deadline and capture its output, supervise a long-running child while
+// SIGINT/SIGTERM/SIGHUP are held back so that the caller can clean up before it exits, or run a
+// child to its end forwarding those signals.
 //
-// Used by the network emulation (ip, tc, mpirun) and by the sweep harness (one `frugal train` per
-// point). Not thread safe: meant for the single main thread of the `frugal` command.
+// Used by the launcher (mpirun for --np), the network emulation (ip, tc, mpirun) and the sweep
+// harness (one `frugal train` per point). Not thread safe: meant for the single main thread of
+// the `frugal` command.
 #pragma once
 
 #include <sys/types.h>
@@ -41,8 +43,8 @@ struct RunCommandOptions {
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    const RunCommandOptions& options = {});
 
-// RunCommand, and turn anything but exit code 0 into an error status that quotes the command and
-// the last line of its output.
+// RunCommand, and turn anything but exit code 0 into kIoError quoting the command and the last
+// line of its output.
 Status RunChecked(const std::vector<std::string>& argv, const RunCommandOptions& options = {});
 
 // "ip netns add frg-1-0-c" (arguments with spaces are quoted).
@@ -122,5 +124,13 @@ class Child {
 
 // The exit code a shell would report for `result`: the exit status, or 128 + signal.
 int ShellExitCode(const CommandResult& result);
+
+// Spawns `argv` and supervises it to its end without a deadline (Child::Supervise: a SIGINT,
+// SIGTERM or SIGHUP this process receives is forwarded once, and the child is killed `grace`
+// later if it is still running). Returns the exit code a shell would report: 128 + the signal
+// when this process received one, else ShellExitCode of the child. kNotFound when the program
+// does not exist, kIoError when it cannot be started.
+StatusOr<int> RunSupervised(const std::vector<std::string>& argv, const SpawnOptions& options,
+                            std::chrono::milliseconds grace);
 
 }  // namespace frugal::apps

@@ -1,4 +1,4 @@
-#include "emulate_process.h"
+#include "child_process.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -187,6 +187,17 @@ void FillResult(int status, CommandResult& result) {
   }
 }
 
+// SIGINT, SIGTERM, SIGHUP and SIGCHLD: what HeldSignals holds.
+sigset_t HeldSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGCHLD);
+  return set;
+}
+
 std::string LastLine(const std::string& text) {
   size_t end = text.find_last_not_of(" \n\r\t");
   if (end == std::string::npos) return "";
@@ -289,16 +300,11 @@ Status RunChecked(const std::vector<std::string>& argv, const RunCommandOptions&
     why = result.term_signal != 0 ? fmt::format("killed by signal {}", result.term_signal)
                                   : fmt::format("exit code {}", result.exit_code);
   }
-  return FailedPreconditionError(fmt::format("'{}' failed: {}", ShellQuote(argv), why));
+  return IoError(fmt::format("'{}' failed: {}", ShellQuote(argv), why));
 }
 
 HeldSignals::HeldSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGCHLD);
+  const sigset_t set = HeldSet();
   ::pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
 }
 
@@ -309,12 +315,7 @@ HeldSignals::~HeldSignals() {
 }
 
 std::optional<int> HeldSignals::Poll(std::chrono::milliseconds timeout) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGCHLD);
+  const sigset_t set = HeldSet();
   auto deadline = steady_clock::now() + timeout;
   while (true) {
     auto left =
@@ -414,6 +415,15 @@ Status Child::Supervise(HeldSignals& held, steady_clock::time_point deadline, mi
 int ShellExitCode(const CommandResult& result) {
   if (result.term_signal != 0) return 128 + result.term_signal;
   return result.exit_code;
+}
+
+StatusOr<int> RunSupervised(const std::vector<std::string>& argv, const SpawnOptions& options,
+                            milliseconds grace) {
+  HeldSignals held;
+  FRUGAL_ASSIGN_OR_RETURN(Child child, Child::Spawn(argv, options));
+  FRUGAL_RETURN_IF_ERROR(child.Supervise(held, steady_clock::time_point::max(), grace));
+  if (auto sig = held.received()) return 128 + *sig;
+  return ShellExitCode(child.result());
 }
 
 }  // namespace frugal::apps

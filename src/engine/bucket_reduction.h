@@ -1,0 +1,50 @@
+// One bucket through the reducer (internal): the parts are reduced in place when there is one,
+// through a fusion buffer otherwise (copied in, reduced, copied out if the reduction succeeded),
+// with the bucket's step, and the reduction's phases are drawn in the timeline.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "frugal/engine_phases.h"
+#include "frugal/reducer.h"
+#include "frugal/status.h"
+#include "frugal/timeline.h"
+#include "frugal/timer.h"
+
+namespace frugal::engine_internal {
+
+// A tensor or partition in a bucket.
+struct BucketPart {
+  std::string name;    // in the bucket: the tensor's name, or "name#part/parts"
+  std::string tensor;  // the tensor's name (its timeline row)
+  std::span<float> data;
+  std::vector<int64_t> shape;  // a whole tensor's shape; empty for a partition
+};
+
+struct ReductionResult {
+  Status status;
+  Clock::time_point begin;  // of the reducer call
+  Clock::time_point end;
+  size_t count = 0;  // floats reduced
+};
+
+class BucketReduction {
+ public:
+  // `timeline` and `phases` may be null; they and `reducer` must outlive this object.
+  BucketReduction(GradientReducer& reducer, Timeline* timeline, PhaseRecorder* phases);
+
+  // Reduces `parts` (not empty) as bucket number `id` of `step`. Buckets of several parts are
+  // named "fused(<first>..<last>)".
+  ReductionResult Reduce(std::span<const BucketPart> parts, int id, uint64_t step);
+
+ private:
+  GradientReducer& reducer_;
+  Timeline* const timeline_;
+  PhaseRecorder* const phases_;
+  std::vector<float> fusion_buffer_;
+};
+
+}  // namespace frugal::engine_internal
