@@ -9,6 +9,7 @@ packages=(
   build-essential cmake git pkg-config
   # engine and libraries
   openmpi-bin libopenmpi-dev libgloo-dev libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  libtomlplusplus-dev
   # tests, benchmarks, fuzzing, formatting
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
   # tensors and data

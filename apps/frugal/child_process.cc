@@ -12,7 +12,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
+
+#include "frugal/backoff.h"
 
 namespace frugal::apps {
 
@@ -41,6 +42,9 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+
+// Waiting for a child to exit after its output ended: sleeps that grow to 5 ms.
+constexpr BackOffPolicy kExitPoll{.max_sleep = milliseconds(5)};
 
 // Resolves a program name like execvp would, so that a missing program is reported before fork.
 StatusOr<std::string> FindProgram(const std::string& name) {
@@ -250,6 +254,7 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   CommandResult result;
   auto deadline = steady_clock::now() + options.timeout;
   bool eof = false;
+  steady_clock::time_point eof_at;
   bool exited = false;
   steady_clock::time_point exited_at;
   char buffer[4096];
@@ -274,7 +279,8 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                       options.timeout.count()));
     }
     if (eof) {
-      std::this_thread::sleep_for(milliseconds(5));
+      // The output is complete; the child has yet to exit.
+      BackOff(kExitPoll, steady_clock::now() - eof_at);
       continue;
     }
     pollfd pfd{out_pipe[0], POLLIN, 0};
@@ -285,6 +291,7 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
         result.output.append(buffer, static_cast<size_t>(n));
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         eof = true;
+        eof_at = steady_clock::now();
       }
     }
   }

@@ -23,7 +23,7 @@
 #include <string>
 
 #include "child_process.h"
-#include "emulate.h"
+#include "emulate_job.h"
 
 namespace frugal::apps {
 namespace {
@@ -40,7 +40,7 @@ void AddLaunchOptions(CLI::App& app, LaunchOptions& options) {
   // Not checked by CLI11: the ranks parse the same flags on hosts that need not have the file.
   app.add_option("--hostfile", options.hostfile, "mpirun hostfile, to run across machines")
       ->type_name("FILE");
-  // --emulate: see emulate.h.
+  // --emulate: see emulate_job.h.
   app.add_option("--emulate", options.emulate,
                  "Run the --np ranks on emulated hosts with rate-limited NICs (needs root), e.g. "
                  "hosts=4,nic=100mbit[,ranks-per-host=R]")
@@ -85,7 +85,7 @@ StatusOr<int> RelaunchUnderMpirun(const LaunchOptions& options, int argc, char**
                                   const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> self, SelfCommand(argc, argv));
   if (!options.emulate.empty()) {
-    // --emulate: the emulated network and its own mpirun command line (emulate.h).
+    // --emulate: the emulated network and its own mpirun command line (emulate_job.h).
     EmulatedJob job;
     FRUGAL_ASSIGN_OR_RETURN(job.spec, ParseEmulateSpec(options.emulate));
     job.np = options.np;

@@ -21,7 +21,7 @@ namespace frugal::apps {
 struct LaunchOptions {
   int np = 0;            // ranks to start; 0: do not start mpirun
   std::string hostfile;  // passed to mpirun as --hostfile
-  // --emulate hosts=H,nic=RATE[,ranks-per-host=R]: run the ranks on emulated hosts (emulate.h).
+  // --emulate hosts=H,nic=RATE[,ranks-per-host=R]: run the ranks on emulated hosts (emulate_job.h).
   std::string emulate;
 };
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "emulate.h"
+#include "emulate_job.h"
 #include "frugal/collectives.h"
 #include "launcher.h"
 
@@ -174,7 +174,7 @@ int Main(int argc, char** argv) {
     }
   }
   if (!global.launch.emulate.empty() && !RunningUnderMpi()) {
-    // --emulate (emulate.h): a bad spec, a bad combination or no root/namespaces is a usage error.
+    // --emulate (emulate_job.h): a bad spec, a bad combination or no root/namespaces is a usage error.
     auto spec = ValidateEmulateFlag(global.launch.emulate, global.launch.np,
                                     !global.launch.hostfile.empty());
     if (!spec.ok()) {

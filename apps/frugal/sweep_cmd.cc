@@ -1,5 +1,5 @@
 // `frugal sweep FILE.toml`: flags, validation of every point with the frugal command line's own
-// parser, then the harness (sweep.h) and the report (sweep_report.h).
+// parser, then the harness (sweep_run.h) and the report (sweep_report.h).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -8,10 +8,11 @@
 #include <memory>
 
 #include "commands.h"
-#include "emulate.h"
+#include "emulate_job.h"
 #include "launcher.h"
-#include "sweep.h"
 #include "sweep_report.h"
+#include "sweep_results.h"
+#include "sweep_run.h"
 
 namespace frugal::apps {
 namespace {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "child_process.h"
+#include "sweep_results.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;

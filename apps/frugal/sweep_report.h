@@ -1,7 +1,7 @@
 // Rendering the results of a sweep: a markdown table in the style of the survey's comparisons
 // and PNG plots (gnuplot) of test accuracy against epoch, wall time and bytes sent.
 //
-// What is read from each completed record (sweep.h) — the `frugal train --json` lines:
+// What is read from each completed record (sweep_results.h) — the `frugal train --json` lines:
 //   epochs[i]: epoch, test_accuracy (fraction or percent), wall_seconds (since the start of
 //              training), bytes_per_worker (sent by one worker so far)
 //   summary:   test_accuracy, wall_seconds, bytes_per_worker, compression_ratio (optional)
@@ -18,7 +18,7 @@
 
 #include "frugal/logging.h"
 #include "frugal/status.h"
-#include "sweep.h"
+#include "sweep_grid.h"
 
 namespace frugal::apps {
 

@@ -65,6 +65,12 @@ struct AllreduceOptions {
 
 Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
 
+// The host of every rank of `t`, numbered by the lowest rank on each host: with
+// ranks_per_host = k > 0 rank r is on host r / k (emulated hosts); with 0, ranks whose
+// Transport::hostname() is equal share a host (collective: the names are gathered, bounded by
+// `timeout`). The hierarchical all-reduce and hierarchical Local SGD find hosts this way.
+StatusOr<std::vector<int>> HostOfEachRank(Transport& t, int ranks_per_host, Duration timeout);
+
 // Copies `data` of `root` to every rank. Lengths must agree.
 Status Broadcast(Transport& t, std::span<std::byte> data, int root,
                  const CollectiveOptions& options);

@@ -6,10 +6,12 @@
 // hooks during backward (wait-free backpropagation) - and wait on the returned Work handles. The
 // communication thread:
 //  - negotiates: ranks may submit in different orders, so before moving a tensor every rank
-//    learns which tensors are ready on every rank. Each negotiation cycle exchanges, all to all,
-//    a bit vector over a cache of known tensors plus the full description (name, shape, dtype,
-//    priority) of tensors not yet in the cache or submitted with another description. A tensor is
-//    reduced once every rank has submitted it with the same description. A tensor submitted with
+//    learns which tensors are ready on every rank. In each negotiation cycle every rank reports
+//    to the coordinator (rank 0) a bit vector over a cache of known tensors plus the full
+//    description (name, shape, dtype, priority) of tensors not yet in the cache or submitted with
+//    another description; the coordinator decides and sends every rank the same decision
+//    (Horovod's coordinator: 2 (n - 1) messages per cycle). A tensor is reduced once every rank
+//    has submitted it with the same description. A tensor submitted with
 //    another shape or dtype than on the other ranks fails on every rank (kInvalidArgument naming
 //    the tensor, the ranks and the difference) as soon as every rank has submitted it; when every
 //    rank is blocked waiting and the ranks' pending sets differ (different names), every pending
@@ -25,8 +27,9 @@
 //  - reduces each bucket with the GradientReducer (dense all-reduce, MPI_Allreduce, compressing
 //    reducers) and completes the Work of every tensor whose values have all been reduced.
 //  - inspects stalls: a tensor that some ranks have submitted and others have not for longer than
-//    `stall_warning` is reported (once, by the lowest rank that submitted it) naming the ranks and
-//    tensors; after `stall_shutdown` (if set) the engine fails every pending tensor with kTimeout.
+//    `stall_warning` is reported (once, by the coordinator) naming the ranks and tensors; after
+//    `stall_shutdown` (if set), or after `timeout` while the ranks without it keep negotiating,
+//    the engine fails every pending tensor with kTimeout on every rank.
 //  - fails as a whole: an error (a timeout, a reducer's error, a malformed message) or an exception
 //    on the engine thread (a compressor's failed check, bad_alloc, a throwing on_stall) fails every
 //    pending and later Work with that Status, and the engine tells its peers (at once, bounded by
@@ -36,10 +39,10 @@
 //    thread needs the transport after start-up.
 //
 // Determinism: every rank executes the same reductions in the same order with the same bucket
-// contents (decided from the exchanged, identical negotiation data), so parameters stay identical
-// across ranks. The composition of buckets under kCycle fusion and kPriority scheduling depends
-// on when tensors became ready, so with three or more ranks the last bits of a sum can differ
-// between runs (the reduction order of an element depends on its place in the bucket); kFifo
+// contents (decided from the coordinator's decisions, the same on every rank), so parameters stay
+// identical across ranks. The composition of buckets under kCycle fusion and kPriority scheduling
+// depends on when tensors became ready, so with three or more ranks the last bits of a sum can
+// differ between runs (the reduction order of an element depends on its place in the bucket); kFifo
 // without fusion and kMgWfbp with a given plan reduce the same buckets in every run.
 //
 // Thread safety: Submit, Call, stats and the Work handles may be used from any thread. After
@@ -102,7 +105,7 @@ struct StallReport {
   std::string tensor;
   std::vector<int> submitted;  // ranks that have submitted the tensor
   std::vector<int> missing;    // ranks that have not
-  double seconds = 0;          // since this rank submitted it
+  double seconds = 0;          // since the coordinator first saw it pending
   bool shutdown = false;       // true for the report that shuts the engine down
   // "tensor 'fc.weight' submitted by ranks 0, 2, 3 but not by rank 1 for 61.0 s".
   std::string ToString() const;
@@ -125,8 +128,9 @@ struct EngineOptions {
   // kMgWfbp: alpha (seconds per reduction) and beta (seconds per byte) of one reduction. Absent:
   // fitted by least squares on the (bytes, seconds) of the reductions of the profiled steps.
   std::optional<CostParams> reduction_cost;
-  // Bounds every wait for peers: a negotiation cycle whose peers do not all answer within it fails
-  // with kTimeout naming the silent ranks and the pending tensors.
+  // Bounds every wait for peers: the coordinator fails a cycle with kTimeout naming the ranks
+  // whose report did not come within it and the pending tensors; the other ranks wait twice as
+  // long for its decision (so that its failure, naming the silent ranks, reaches them first).
   Duration timeout = kDefaultTimeout;
   // The stall inspector and the timeout watch the same thing: a rank that does not submit a tensor
   // its peers have submitted does not answer their negotiation, so after `timeout` the job ends

@@ -29,10 +29,8 @@
 
 #include "collectives/tree.h"
 
-namespace frugal::coll {
-namespace {
+namespace frugal {
 
-// host[r] for every rank r, numbered by the lowest rank on each host.
 StatusOr<std::vector<int>> HostOfEachRank(Transport& t, int ranks_per_host, Duration timeout) {
   const int n = t.size();
   std::vector<int> host(static_cast<size_t>(n));
@@ -59,7 +57,7 @@ StatusOr<std::vector<int>> HostOfEachRank(Transport& t, int ranks_per_host, Dura
   return host;
 }
 
-}  // namespace
+namespace coll {
 
 Status HierarchicalAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options) {
   const int n = t.size();
@@ -155,4 +153,5 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
   return Status::Ok();
 }
 
-}  // namespace frugal::coll
+}  // namespace coll
+}  // namespace frugal

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "frugal/hash.h"
+
 namespace frugal {
 namespace {
 
@@ -17,14 +19,7 @@ uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 }  // namespace
 
-uint64_t TensorId(std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+uint64_t TensorId(std::string_view name) { return Fnv1a64(name); }
 
 RngStream::RngStream(const RngKey& key) {
   // Mix the four key fields through SplitMix64 so that neighbouring keys give unrelated streams.

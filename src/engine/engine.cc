@@ -13,11 +13,13 @@
 //
 // Sessions and cycles: while this rank has pending tensors (or agreed work is queued, or the last
 // cycle showed tensors pending on some rank) the engine is "in session" and runs negotiation
-// cycles, at most one per cycle_time while nothing is executable. Each cycle offers the heads of
-// `pending_` and returns the same outcome on every rank: agreed tensors (moved to `active_` and
-// queued as units, see schedule.h), tensors that ranks described differently (failed), tensors
-// pending on some ranks only, whether every rank waits, rank 0's merge plan. A rank without
-// pending tensors does not start a session; its peers wait for it until it submits.
+// cycles, at most one per cycle_time while nothing is executable. Each cycle reports the heads of
+// `pending_` to the coordinator (rank 0) and returns the same outcome on every rank: agreed
+// tensors (moved to `active_` and queued as units, see schedule.h), tensors that ranks described
+// differently (failed), tensors pending on some ranks only, whether every rank waits, rank 0's
+// merge plan. A rank without pending tensors does not start a session and the coordinator waits
+// for its report until it submits; the coordinator itself, when it has nothing pending, looks for
+// its peers' reports every kCoordinatorIdlePoll and joins their session.
 //
 // Execution: after each cycle TakeBuckets gives the buckets to reduce now, the same on every
 // rank; BucketReduction runs each through the reducer with the bucket's step. A tensor's Work
@@ -76,6 +78,13 @@ using engine_internal::TensorDescriptor;
 using engine_internal::Unit;
 using engine_internal::WaitBook;
 using engine_internal::WorkState;
+
+namespace {
+
+// How often the coordinator, while it has nothing pending, looks for its peers' reports.
+constexpr auto kCoordinatorIdlePoll = std::chrono::milliseconds(5);
+
+}  // namespace
 
 class Engine::Impl {
  public:
@@ -228,30 +237,46 @@ class Engine::Impl {
     } catch (...) {
       failure = InternalError("engine thread: an exception of unknown type");
     }
-    if (!failure.ok()) Fail(std::move(failure));
+    if (failure.ok()) return;
+    try {
+      Fail(failure);
+    } catch (...) {  // telling the peers failed: the Work handles still get the failure
+      CloseAndFailAll(failure);
+    }
   }
 
   // Until a stop (OK) or a failure (its Status).
   Status Run() {
     while (true) {
       Item call;
+      bool idle = false;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         if (stop_) return Status::Ok();
         TakeIncomingLocked();
         if (!in_session_ && pending_.empty() && queue_.empty()) {
+          auto woken = [&] { return stop_ || !incoming_.empty(); };
           if (!incoming_.empty()) {  // a Call is at the head
             call = std::move(incoming_.front());
             incoming_.pop_front();
-          } else {
-            cv_.wait(lock, [&] { return stop_ || !incoming_.empty(); });
+          } else if (!negotiator_.coordinator()) {
+            cv_.wait(lock, woken);
             continue;
+          } else if (cv_.wait_for(lock, kCoordinatorIdlePoll, woken)) {
+            continue;
+          } else {
+            idle = true;
           }
         }
       }
       if (call.call) {
         RunCall(std::move(call));
         continue;
+      }
+      // The coordinator with nothing of its own joins the session of peers that report.
+      if (idle) {
+        FRUGAL_ASSIGN_OR_RETURN(const bool joined, negotiator_.PeerReportWaiting());
+        if (!joined) continue;
       }
       if (!in_session_) {
         // As Horovod's loop: gather for one cycle time before the first negotiation, so that
@@ -297,6 +322,9 @@ class Engine::Impl {
       status = item.call(t_);
     } catch (const std::exception& e) {
       status = InternalError(fmt::format("call '{}' threw: {}", item.call_name, e.what()));
+    } catch (...) {
+      status = InternalError(
+          fmt::format("call '{}' threw an exception of unknown type", item.call_name));
     }
     if (options_.timeline) {
       options_.timeline->Span("engine", item.call_name, begin, Clock::now());
@@ -355,8 +383,9 @@ class Engine::Impl {
     for (uint32_t id : outcome.agreed) {
       std::unique_ptr<Entry> entry = PopHead(cache.at(id).name);
       if (!entry) {
-        return InternalError(fmt::format("negotiation agreed on '{}', which is not pending here",
-                                         cache.at(id).name));
+        return MalformedError(
+            fmt::format("negotiation: the coordinator agreed on '{}', which is not pending here",
+                        cache.at(id).name));
       }
       entry->id = id;
       if (options_.timeline) {

@@ -1,21 +1,19 @@
-// Negotiation messages and the evaluation of a cycle (Horovod's coordination, all to all).
+// Negotiation reports and the evaluation of a cycle (Horovod's coordination).
 //
-// In each cycle every rank sends every other rank one CycleMessage: a bit vector over the
+// In each cycle every rank sends the coordinator one CycleMessage: a bit vector over the
 // TensorCache (bit i set: the tensor with cache id i is submitted here and not yet reduced, with
 // exactly the cached description) plus the full TensorDescriptor of each pending tensor that is
 // not in the cache or whose description differs from the cached one. Once the tensors of a model
-// are cached, a cycle costs one small vector per peer.
+// are cached, a report is a small bit vector.
 //
-// EvaluateCycle runs on every rank over the same messages (index = rank), so every rank reaches
-// the same verdicts without further communication:
+// EvaluateCycle runs on the coordinator over every rank's report (index = rank):
 //  1. descriptors are added to the cache in rank order (a new name gets the next id);
 //  2. each rank's reported set is its bits plus its descriptors' ids; a tensor reported by every
 //     rank is agreed when every rank's description (the cached one for a bit, its own otherwise)
 //     is the same, and mismatched otherwise - the message groups the ranks by description;
 //  3. a tensor reported by some ranks only is partial (the stall inspector and the detection of
 //     unmatched names use the reporting ranks);
-//  4. all_waiting is the AND of the waiting flags, plan the merge plan of the first message that
-//     carries one.
+//  4. all_waiting is the AND of the waiting flags.
 // DecodeCycleMessage checks every count and length against the bytes that are left before it
 // reads, so a malformed message is an error, never an out-of-bounds read.
 #include "engine/negotiation.h"
@@ -30,65 +28,12 @@
 namespace frugal::engine_internal {
 namespace {
 
-constexpr char kMagic[4] = {'F', 'R', 'N', 'G'};
-constexpr uint16_t kVersion = 2;
+constexpr std::string_view kMagic = "FRNG";
+constexpr uint16_t kVersion = 3;
 constexpr uint16_t kFlagWaiting = 1;
-constexpr uint16_t kFlagPlan = 4;
-constexpr char kAbortMagic[4] = {'F', 'R', 'A', 'B'};
-constexpr uint16_t kAbortVersion = 1;
 constexpr size_t kMaxNameBytes = 4096;
 constexpr size_t kMaxDims = 32;
 constexpr uint32_t kMaxCacheSize = 1u << 24;
-constexpr uint32_t kMaxReasonBytes = 1u << 16;
-
-class Writer {
- public:
-  template <typename T>
-  void Put(T value) {
-    const size_t at = out_.size();
-    out_.resize(at + sizeof(T));
-    std::memcpy(out_.data() + at, &value, sizeof(T));
-  }
-  void Bytes(const void* data, size_t size) {
-    const size_t at = out_.size();
-    out_.resize(at + size);
-    if (size > 0) std::memcpy(out_.data() + at, data, size);
-  }
-  std::vector<std::byte> Take() { return std::move(out_); }
-
- private:
-  std::vector<std::byte> out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::span<const std::byte> in) : in_(in) {}
-  template <typename T>
-  bool Get(T& value) {
-    if (in_.size() - at_ < sizeof(T)) return false;
-    std::memcpy(&value, in_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return true;
-  }
-  bool String(size_t size, std::string& value) {
-    if (in_.size() - at_ < size) return false;
-    value.assign(reinterpret_cast<const char*>(in_.data()) + at_, size);
-    at_ += size;
-    return true;
-  }
-  bool Raw(size_t size, std::vector<uint8_t>& value) {
-    if (in_.size() - at_ < size) return false;
-    value.resize(size);
-    if (size > 0) std::memcpy(value.data(), in_.data() + at_, size);
-    at_ += size;
-    return true;
-  }
-  size_t left() const { return in_.size() - at_; }
-
- private:
-  std::span<const std::byte> in_;
-  size_t at_ = 0;
-};
 
 Status Bad(std::string_view what) {
   return MalformedError(fmt::format("negotiation message: {}", what));
@@ -105,53 +50,62 @@ void CycleMessage::SetBit(uint32_t id) {
   bits[id / 8] = static_cast<uint8_t>(bits[id / 8] | (1u << (id % 8)));
 }
 
+void PutDescriptor(WireWriter& w, const TensorDescriptor& d) {
+  FRUGAL_CHECK(!d.name.empty() && d.name.size() <= kMaxNameBytes, "tensor name of ", d.name.size(),
+               " bytes");
+  FRUGAL_CHECK_LE(d.dtype.size(), size_t{255}, "dtype name too long");
+  FRUGAL_CHECK_LE(d.shape.size(), kMaxDims, "too many dimensions");
+  w.Put<uint16_t>(static_cast<uint16_t>(d.name.size()));
+  w.Bytes(d.name.data(), d.name.size());
+  w.Put<uint16_t>(static_cast<uint16_t>(d.dtype.size()));
+  w.Bytes(d.dtype.data(), d.dtype.size());
+  w.Put<uint8_t>(static_cast<uint8_t>(d.shape.size()));
+  for (int64_t dim : d.shape) w.Put<int64_t>(dim);
+  w.Put<int32_t>(d.priority);
+}
+
+std::optional<std::string> GetDescriptor(WireReader& r, TensorDescriptor& d) {
+  uint16_t name_size = 0;
+  uint16_t dtype_size = 0;
+  uint8_t ndim = 0;
+  if (!r.Get(name_size) || name_size == 0 || name_size > kMaxNameBytes ||
+      !r.String(name_size, d.name)) {
+    return "bad tensor name";
+  }
+  if (!r.Get(dtype_size) || dtype_size > 255 || !r.String(dtype_size, d.dtype)) {
+    return "bad dtype";
+  }
+  if (!r.Get(ndim) || ndim > kMaxDims) return "bad number of dimensions";
+  d.shape.clear();
+  for (uint8_t k = 0; k < ndim; ++k) {
+    int64_t dim = 0;
+    if (!r.Get(dim) || dim < 0) return "bad dimension";
+    d.shape.push_back(dim);
+  }
+  if (!r.Get(d.priority)) return "truncated priority";
+  return std::nullopt;
+}
+
 std::vector<std::byte> EncodeCycleMessage(const CycleMessage& m) {
-  Writer w;
-  w.Bytes(kMagic, sizeof(kMagic));
-  w.Put<uint16_t>(kVersion);
-  uint16_t flags = 0;
-  if (m.waiting) flags |= kFlagWaiting;
-  if (m.plan) flags |= kFlagPlan;
-  w.Put<uint16_t>(flags);
+  WireWriter w;
+  PutHeader(w, kMagic, kVersion);
+  w.Put<uint16_t>(m.waiting ? kFlagWaiting : 0);
   w.Put<uint64_t>(m.cycle);
   w.Put<uint32_t>(m.cache_size);
   std::vector<uint8_t> bits(m.bits);
   bits.resize((m.cache_size + 7) / 8, 0);
   w.Bytes(bits.data(), bits.size());
   w.Put<uint32_t>(static_cast<uint32_t>(m.descriptors.size()));
-  for (const TensorDescriptor& d : m.descriptors) {
-    FRUGAL_CHECK_LE(d.name.size(), kMaxNameBytes, "tensor name too long");
-    FRUGAL_CHECK_LE(d.dtype.size(), size_t{255}, "dtype name too long");
-    FRUGAL_CHECK_LE(d.shape.size(), kMaxDims, "too many dimensions");
-    w.Put<uint16_t>(static_cast<uint16_t>(d.name.size()));
-    w.Bytes(d.name.data(), d.name.size());
-    w.Put<uint16_t>(static_cast<uint16_t>(d.dtype.size()));
-    w.Bytes(d.dtype.data(), d.dtype.size());
-    w.Put<uint8_t>(static_cast<uint8_t>(d.shape.size()));
-    for (int64_t dim : d.shape) w.Put<int64_t>(dim);
-    w.Put<int32_t>(d.priority);
-  }
-  if (m.plan) {
-    w.Put<uint32_t>(static_cast<uint32_t>(m.plan->size()));
-    for (const auto& group : *m.plan) {
-      w.Put<uint32_t>(static_cast<uint32_t>(group.size()));
-      for (uint32_t id : group) w.Put<uint32_t>(id);
-    }
-  }
+  for (const TensorDescriptor& d : m.descriptors) PutDescriptor(w, d);
   return w.Take();
 }
 
 StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes) {
-  Reader r(bytes);
-  std::string magic;
-  if (!r.String(sizeof(kMagic), magic) || std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0) {
-    return Bad("bad magic");
-  }
-  uint16_t version = 0;
+  WireReader r(bytes);
+  if (std::optional<std::string> error = GetHeader(r, kMagic, kVersion)) return Bad(*error);
   uint16_t flags = 0;
   CycleMessage m;
-  if (!r.Get(version) || version != kVersion) return Bad("unknown version");
-  if (!r.Get(flags) || (flags & ~(kFlagWaiting | kFlagPlan)) != 0) return Bad("unknown flags");
+  if (!r.Get(flags) || (flags & ~kFlagWaiting) != 0) return Bad("unknown flags");
   m.waiting = (flags & kFlagWaiting) != 0;
   if (!r.Get(m.cycle) || !r.Get(m.cache_size)) return Bad("truncated header");
   if (m.cache_size > kMaxCacheSize) return Bad("cache size out of range");
@@ -166,76 +120,11 @@ StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes) {
   std::set<std::string> names;
   for (uint32_t i = 0; i < count; ++i) {
     TensorDescriptor d;
-    uint16_t name_size = 0;
-    uint16_t dtype_size = 0;
-    uint8_t ndim = 0;
-    if (!r.Get(name_size) || name_size == 0 || name_size > kMaxNameBytes ||
-        !r.String(name_size, d.name)) {
-      return Bad("bad tensor name");
-    }
-    if (!r.Get(dtype_size) || !r.String(dtype_size, d.dtype)) return Bad("bad dtype");
-    if (!r.Get(ndim) || ndim > kMaxDims) return Bad("bad number of dimensions");
-    for (uint8_t k = 0; k < ndim; ++k) {
-      int64_t dim = 0;
-      if (!r.Get(dim) || dim < 0) return Bad("bad dimension");
-      d.shape.push_back(dim);
-    }
-    if (!r.Get(d.priority)) return Bad("truncated priority");
+    if (std::optional<std::string> error = GetDescriptor(r, d)) return Bad(*error);
     if (!names.insert(d.name).second) return Bad("tensor '" + d.name + "' described twice");
     m.descriptors.push_back(std::move(d));
   }
-  if ((flags & kFlagPlan) != 0) {
-    uint32_t groups = 0;
-    if (!r.Get(groups) || groups > r.left() / 4) return Bad("bad plan size");
-    std::vector<std::vector<uint32_t>> plan;
-    for (uint32_t g = 0; g < groups; ++g) {
-      uint32_t size = 0;
-      if (!r.Get(size) || size == 0 || size > r.left() / 4) return Bad("bad plan group");
-      std::vector<uint32_t> group(size);
-      for (uint32_t& id : group) {
-        if (!r.Get(id)) return Bad("truncated plan");
-      }
-      plan.push_back(std::move(group));
-    }
-    m.plan = std::move(plan);
-  }
   if (r.left() != 0) return Bad("trailing bytes");
-  return m;
-}
-
-std::vector<std::byte> EncodeAbortMessage(const AbortMessage& m) {
-  Writer w;
-  w.Bytes(kAbortMagic, sizeof(kAbortMagic));
-  w.Put<uint16_t>(kAbortVersion);
-  w.Put<uint8_t>(static_cast<uint8_t>(m.code));
-  const std::string reason = m.reason.substr(0, kMaxReasonBytes);
-  w.Put<uint32_t>(static_cast<uint32_t>(reason.size()));
-  w.Bytes(reason.data(), reason.size());
-  return w.Take();
-}
-
-StatusOr<AbortMessage> DecodeAbortMessage(std::span<const std::byte> bytes) {
-  Reader r(bytes);
-  std::string magic;
-  if (!r.String(sizeof(kAbortMagic), magic) ||
-      std::memcmp(magic.data(), kAbortMagic, sizeof(kAbortMagic)) != 0) {
-    return MalformedError("abort message: bad magic");
-  }
-  uint16_t version = 0;
-  uint8_t code = 0;
-  uint32_t size = 0;
-  AbortMessage m;
-  if (!r.Get(version) || version != kAbortVersion) {
-    return MalformedError("abort message: unknown version");
-  }
-  if (!r.Get(code) || code == static_cast<uint8_t>(StatusCode::kOk) ||
-      code > static_cast<uint8_t>(StatusCode::kInternal)) {
-    return MalformedError("abort message: bad status code");
-  }
-  m.code = static_cast<StatusCode>(code);
-  if (!r.Get(size) || size > kMaxReasonBytes || !r.String(size, m.reason) || r.left() != 0) {
-    return MalformedError("abort message: bad reason");
-  }
   return m;
 }
 
@@ -271,9 +160,9 @@ StatusOr<CycleOutcome> EvaluateCycle(TensorCache& cache, std::span<const CycleMe
   const uint32_t cached_before = cache.size();
   for (int r = 0; r < n; ++r) {
     if (messages[r].cache_size != cached_before) {
-      return InternalError(fmt::format(
-          "negotiation: rank {} has {} cached tensors, this rank {} (the caches diverged)", r,
-          messages[r].cache_size, cached_before));
+      return MalformedError(
+          fmt::format("negotiation: rank {} reports {} cached tensors, the coordinator has {}", r,
+                      messages[r].cache_size, cached_before));
     }
   }
   // 1. New descriptors enter the cache in rank order.
@@ -335,17 +224,6 @@ StatusOr<CycleOutcome> EvaluateCycle(TensorCache& cache, std::span<const CycleMe
   outcome.all_waiting = n > 0;
   for (int r = 0; r < n; ++r) {
     outcome.all_waiting = outcome.all_waiting && messages[r].waiting;
-    if (messages[r].plan && !outcome.plan) {
-      for (const auto& group : *messages[r].plan) {
-        for (uint32_t id : group) {
-          if (id >= cache.size()) {
-            return MalformedError(fmt::format(
-                "negotiation message of rank {}: plan names unknown tensor id {}", r, id));
-          }
-        }
-      }
-      outcome.plan = messages[r].plan;
-    }
   }
   return outcome;
 }

@@ -1,6 +1,6 @@
-// Negotiation of the engine (internal): the message every rank sends every other rank in a
-// cycle, its wire format, the cache of known tensors and the evaluation of a cycle's messages
-// that every rank performs identically.
+// Negotiation of the engine (internal): the report every rank sends the coordinator in a cycle,
+// its wire format, the cache of known tensors and the coordinator's evaluation of a cycle's
+// reports.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/wire.h"
 #include "frugal/status.h"
 
 namespace frugal::engine_internal {
@@ -28,40 +29,32 @@ struct TensorDescriptor {
   }
 };
 
+// Wire format of a descriptor: name u16 + bytes (1..4096), dtype u8-bounded u16 + bytes, ndim u8
+// (at most 32), dims i64 (>= 0), priority i32. GetDescriptor returns an error text instead of
+// reading past the end or accepting a bad field.
+void PutDescriptor(WireWriter& w, const TensorDescriptor& d);
+std::optional<std::string> GetDescriptor(WireReader& r, TensorDescriptor& d);
+
+// What a rank has pending in a cycle.
 struct CycleMessage {
   uint64_t cycle = 0;
   bool waiting = false;       // a thread of the sender waits on a tensor the sender has reported
   uint32_t cache_size = 0;    // entries in the sender's cache when it built the message
   std::vector<uint8_t> bits;  // bit i (LSB first): the tensor with cache id i is pending
   std::vector<TensorDescriptor> descriptors;  // pending tensors not in the cache, or differing
-  // Merge plan (kMgWfbp), sent by rank 0 once: groups of cache ids.
-  std::optional<std::vector<std::vector<uint32_t>>> plan;
 
   bool Bit(uint32_t id) const { return id / 8 < bits.size() && ((bits[id / 8] >> (id % 8)) & 1); }
   void SetBit(uint32_t id);
 };
 
-// Wire format, little-endian: magic "FRNG", version u16, flags u16 (1 waiting, 4 plan), cycle
-// u64, cache_size u32, bits, descriptor count u32 and descriptors (name u16+bytes, dtype
-// u16+bytes, ndim u8, dims i64, priority i32), plan (u32 groups, each u32 count + u32 ids) if plan.
+// Wire format, little-endian: magic "FRNG", version u16, flags u16 (1 waiting), cycle u64,
+// cache_size u32, bits, descriptor count u32 and descriptors.
 std::vector<std::byte> EncodeCycleMessage(const CycleMessage& message);
 // Validates every length, count and id before use; kMalformed otherwise.
 StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes);
 
-// The notice a failed engine sends every peer (on its own tag, outside the cycles): the code and
-// message of its failure, so that the peers fail with the same code and the cause.
-struct AbortMessage {
-  StatusCode code = StatusCode::kInternal;
-  std::string reason;
-};
-// Wire format, little-endian: magic "FRAB", version u16, code u8, reason (u32 length + bytes, at
-// most 64 KiB; longer reasons are cut).
-std::vector<std::byte> EncodeAbortMessage(const AbortMessage& message);
-// kMalformed for a bad magic, version, code (OK or unknown) or length.
-StatusOr<AbortMessage> DecodeAbortMessage(std::span<const std::byte> bytes);
-
 // The cache of known tensors: ids are given in the order in which the evaluation first meets a
-// name, which is the same on every rank.
+// name; every rank's cache follows the coordinator's.
 class TensorCache {
  public:
   std::optional<uint32_t> Find(const std::string& name) const;
@@ -78,18 +71,20 @@ struct CycleOutcome {
   std::vector<uint32_t> agreed;  // ready on every rank with one description, ascending ids
   // Submitted by every rank but with different descriptions: id and the error message.
   std::vector<std::pair<uint32_t, std::string>> mismatched;
-  // Reported by some ranks only: id and the reporting ranks.
+  // Reported by some ranks only: id and the reporting ranks (ascending).
   std::vector<std::pair<uint32_t, std::vector<int>>> partial;
   bool all_waiting = false;
-  std::optional<std::vector<std::vector<uint32_t>>> plan;
+  std::optional<std::vector<std::vector<uint32_t>>> plan;  // a merge plan to adopt
 };
 
-// Every rank calls this with the same messages (index = rank) and the same cache, and gets the
-// same outcome and the same updated cache: descriptors are added to the cache in rank order.
-// kMalformed if a message's bits do not match the cache or the plan names unknown ids.
+// The coordinator's evaluation of a cycle's reports (index = rank): descriptors are added to the
+// cache in rank order, then each tensor is agreed, mismatched or partial (see negotiation.cc).
+// kMalformed if a report's cache size differs from the cache's or it both caches and describes
+// a tensor.
 StatusOr<CycleOutcome> EvaluateCycle(TensorCache& cache, std::span<const CycleMessage> messages);
 
-// "tensors submitted by some ranks only while every rank waits: 'a' by rank 0 (not by 1), ..."
+// "every rank is waiting, but the ranks submitted different tensors (names differ): 'a'
+// submitted by rank 0 but not by ranks 1, 2; ..."
 std::string UnmatchedMessage(const TensorCache& cache,
                              const std::vector<std::pair<uint32_t, std::vector<int>>>& partial,
                              int world_size);

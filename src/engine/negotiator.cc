@@ -1,54 +1,78 @@
-// The negotiation cycle, all to all (Horovod's coordination without a coordinator).
+// The negotiation cycle with a coordinator (Horovod's coordination): rank 0 gathers, decides and
+// tells every rank, so a cycle costs 2 (n - 1) messages instead of n (n - 1) all to all.
 //
-// RunCycle builds this rank's CycleMessage (a bit per cached tensor whose head is pending with
-// the cached description, a descriptor otherwise, the waiting flag, rank 0's merge plan once),
-// exchanges it all to all with tag kNegotiationTag (Exchange: ISend to every peer, then
-// IProbe/IRecv from each until all have answered, inspecting stalls meanwhile and bounded by the
-// timeout) and evaluates the messages with EvaluateCycle. Every rank sees the same messages, so
-// every rank derives the same outcome.
+// A cycle: every rank builds its CycleMessage (a bit per cached tensor whose head is pending with
+// the cached description, a descriptor otherwise, its waiting flag). A rank other than the
+// coordinator sends it to rank 0 (kReportTag) and waits for the decision (kDecisionTag). The
+// coordinator receives one report from every rank (any source; a rank sends its next report only
+// after the decision, so two reports from one rank in a cycle are malformed), evaluates them with
+// EvaluateCycle, adds its own merge plan, and sends every rank the DecisionMessage: the tensors
+// its cache gained and the outcome. Every rank applies it to a cache that followed the same
+// decisions, so every rank derives the same agreed tensors, failures, plan and end of session.
 //
-// Stall inspector: while waiting in Exchange, each head pending here longer than stall_warning
-// and missing on some rank (according to each rank's latest message) is reported once, by the
-// lowest rank that submitted it; after stall_shutdown the cycle fails with kTimeout.
+// Waiting is bounded: the coordinator waits `timeout` for the reports and then fails naming the
+// ranks that did not report (at once, with kPeerLost, for a rank the transport knows to be gone);
+// the others wait twice as long for the decision, so that the coordinator's failure, which names
+// the silent ranks, reaches them first (as an abort notice).
 //
-// Abort notices travel on their own tag (kAbortTag), outside the cycles, so that a peer reads
-// one whatever cycle it is in.
+// Stall inspector (the coordinator): it keeps, per rank, the tensors of its latest report that are
+// still pending, and when each tensor was first seen pending (the submission time for its own).
+// Every kStallCheckPeriod, while waiting for reports or after a cycle, a tensor pending on some
+// ranks only longer than stall_warning is reported once (on_stall), naming the ranks that
+// submitted it and those that did not; after stall_shutdown the cycle fails with kTimeout. A tensor
+// pending for the whole timeout on some ranks while the others report without it also fails with
+// kTimeout: they answer, but the tensor would never be reduced (a rank that does not answer at all
+// is named by the timeout of the wait for its report instead).
+//
+// Abort notices travel on their own tag (kAbortTag), outside the cycles, so that a peer reads one
+// whatever it is waiting for.
 #include "engine/negotiator.h"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <thread>
+
+#include "engine/abort_message.h"
+#include "engine/decision.h"
+#include "frugal/backoff.h"
 
 namespace frugal::engine_internal {
 namespace {
 
-constexpr int kNegotiationTag = kEngineTags[0];
+constexpr int kReportTag = kEngineTags[0];
 constexpr int kAbortTag = kEngineTags[1];
+constexpr int kDecisionTag = kEngineTags[2];
 constexpr auto kStallCheckPeriod = std::chrono::milliseconds(100);
 constexpr Duration kAbortSendBound = std::chrono::milliseconds(200);
 
 void BackOff(Clock::duration waited) {
-  if (waited < std::chrono::microseconds(50)) return;
-  if (waited < std::chrono::milliseconds(1)) {
-    sched_yield();
-    return;
-  }
-  std::this_thread::sleep_for(
-      std::min<Clock::duration>(waited / 16, std::chrono::microseconds(500)));
+  frugal::BackOff(BackOffPolicy{std::chrono::microseconds(50), std::chrono::milliseconds(1),
+                                std::chrono::microseconds(500)},
+                  waited);
 }
 
-std::string HeadNames(std::span<const PendingHead> heads, size_t limit) {
-  std::vector<std::string> names;
-  for (const PendingHead& head : heads) {
-    if (names.size() == limit) {
-      names.push_back("...");
+std::string Quoted(const std::set<std::string>& names, size_t limit) {
+  std::vector<std::string> quoted;
+  for (const std::string& name : names) {
+    if (quoted.size() == limit) {
+      quoted.push_back("...");
       break;
     }
-    names.push_back("'" + head.descriptor.name + "'");
+    quoted.push_back("'" + name + "'");
   }
-  return fmt::format("{}", fmt::join(names, ", "));
+  return fmt::format("{}", fmt::join(quoted, ", "));
+}
+
+// A message waiting now, with a transport error annotated.
+StatusOr<std::optional<ProbeResult>> ProbeNow(Transport& t, int src, int tag,
+                                              std::string_view what) {
+  StatusOr<std::optional<ProbeResult>> found = t.IProbe(src, tag);
+  if (!found.ok()) return found.status().Annotate(what);
+  return found;
+}
+
+std::string RankWord(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", JoinRanks(ranks));
 }
 
 }  // namespace
@@ -58,7 +82,9 @@ Negotiator::Negotiator(Transport& t, NegotiatorOptions options)
       options_(std::move(options)),
       rank_(t.rank()),
       size_(t.size()),
-      reported_(static_cast<size_t>(t.size())) {}
+      pending_at_(static_cast<size_t>(t.size())),
+      answered_(static_cast<size_t>(t.size()), true),
+      last_inspection_(Clock::now()) {}
 
 StatusOr<CycleOutcome> Negotiator::RunCycle(std::span<const PendingHead> heads, bool waiting,
                                             std::optional<std::vector<std::vector<uint32_t>>> plan,
@@ -67,7 +93,6 @@ StatusOr<CycleOutcome> Negotiator::RunCycle(std::span<const PendingHead> heads, 
   mine.cycle = cycle_;
   mine.cache_size = cache_.size();
   mine.waiting = waiting;
-  mine.plan = std::move(plan);
   for (const PendingHead& head : heads) {
     const std::optional<uint32_t> id = cache_.Find(head.descriptor.name);
     if (id && cache_.at(*id) == head.descriptor) {
@@ -76,63 +101,54 @@ StatusOr<CycleOutcome> Negotiator::RunCycle(std::span<const PendingHead> heads, 
       mine.descriptors.push_back(head.descriptor);
     }
   }
-  std::vector<CycleMessage> all;
-  FRUGAL_RETURN_IF_ERROR(Exchange(mine, heads, stop_requested, all));
-  ++cycle_;
-  return EvaluateCycle(cache_, all);
+  StatusOr<CycleOutcome> outcome =
+      rank_ == 0 ? Coordinate(std::move(mine), heads, std::move(plan), stop_requested)
+                 : Follow(mine, heads, stop_requested);
+  if (outcome.ok()) ++cycle_;
+  return outcome;
 }
 
-Status Negotiator::Exchange(const CycleMessage& mine, std::span<const PendingHead> heads,
-                            const std::function<bool()>& stop_requested,
-                            std::vector<CycleMessage>& all) {
-  all.assign(static_cast<size_t>(size_), CycleMessage());
-  all[static_cast<size_t>(rank_)] = mine;
-  reported_[static_cast<size_t>(rank_)] = ReportedNames(mine);
-  if (size_ == 1) return Status::Ok();
-  out_message_ = EncodeCycleMessage(mine);
-  bytes_sent_ += out_message_.size() * static_cast<uint64_t>(size_ - 1);
-  std::vector<std::unique_ptr<Work>> sends;
-  for (int p = 0; p < size_; ++p) {
-    if (p != rank_) sends.push_back(t_.ISend(p, kNegotiationTag, out_message_));
-  }
-  std::vector<bool> got(static_cast<size_t>(size_), false);
-  got[static_cast<size_t>(rank_)] = true;
-  int missing = size_ - 1;
+StatusOr<CycleOutcome> Negotiator::Coordinate(
+    CycleMessage mine, std::span<const PendingHead> heads,
+    std::optional<std::vector<std::vector<uint32_t>>> plan,
+    const std::function<bool()>& stop_requested) {
   const auto start = Clock::now();
-  auto last_inspection = start;
-  std::vector<std::byte> buffer;
+  for (const PendingHead& head : heads)
+    first_seen_.try_emplace(head.descriptor.name, head.submitted);
+  SetPending(0, ReportedNames(mine), start);
+  std::vector<CycleMessage> all(static_cast<size_t>(size_));
+  std::vector<bool>& got = answered_;
+  got.assign(static_cast<size_t>(size_), false);
+  all[0] = std::move(mine);
+  got[0] = true;
+  int missing = size_ - 1;
   while (missing > 0) {
     FRUGAL_RETURN_IF_ERROR(PollAbort());
-    bool progress = false;
-    for (int p = 0; p < size_; ++p) {
-      if (got[static_cast<size_t>(p)]) continue;
-      StatusOr<std::optional<ProbeResult>> found = t_.IProbe(p, kNegotiationTag);
-      if (!found.ok()) return found.status().Annotate("negotiation");
-      const std::optional<ProbeResult>& probe = *found;
-      if (!probe) continue;
-      buffer.resize(probe->bytes);
-      std::unique_ptr<Work> recv = t_.IRecv(p, kNegotiationTag, buffer);
-      FRUGAL_RETURN_IF_ERROR(recv->Wait(options_.timeout).Annotate("negotiation"));
-      StatusOr<CycleMessage> message = DecodeCycleMessage(std::span(buffer.data(), recv->bytes()));
-      if (!message.ok()) return message.status().Annotate(fmt::format("from rank {}", p));
-      if (message->cycle != mine.cycle) {
+    FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                            ProbeNow(t_, kAnySource, kReportTag, "negotiation"));
+    if (probe) {
+      FRUGAL_ASSIGN_OR_RETURN(CycleMessage report, ReceiveReport(*probe));
+      const auto r = static_cast<size_t>(probe->source);
+      if (got[r]) {
         return MalformedError(
-            fmt::format("negotiation: rank {} sent a message of cycle {}, this rank is in cycle {}",
-                        p, message->cycle, mine.cycle));
+            fmt::format("negotiation: rank {} reported twice in cycle {}", probe->source, cycle_));
       }
-      reported_[static_cast<size_t>(p)] = ReportedNames(*message);
-      all[static_cast<size_t>(p)] = std::move(*message);
-      got[static_cast<size_t>(p)] = true;
+      SetPending(probe->source, ReportedNames(report), Clock::now());
+      all[r] = std::move(report);
+      got[r] = true;
       --missing;
-      progress = true;
+      continue;
     }
-    if (missing == 0) break;
-    if (progress) continue;
     const auto now = Clock::now();
     if (stop_requested()) return CancelledError("the engine was shut down");
-    if (now - last_inspection >= kStallCheckPeriod) {
-      last_inspection = now;
-      FRUGAL_RETURN_IF_ERROR(InspectStalls(now, heads));
+    if (now - last_inspection_ >= kStallCheckPeriod) {
+      // A rank the transport knows to be gone fails the cycle now (kPeerLost), not at the timeout.
+      for (int p = 1; p < size_; ++p) {
+        if (!got[static_cast<size_t>(p)]) {
+          FRUGAL_RETURN_IF_ERROR(ProbeNow(t_, p, kReportTag, "negotiation").status());
+        }
+      }
+      FRUGAL_RETURN_IF_ERROR(InspectStalls(now));
     }
     if (now - start >= options_.timeout) {
       std::vector<int> silent;
@@ -140,16 +156,108 @@ Status Negotiator::Exchange(const CycleMessage& mine, std::span<const PendingHea
         if (!got[static_cast<size_t>(p)]) silent.push_back(p);
       }
       return TimeoutError(fmt::format(
-          "negotiation: no answer from {} {} within {} ms while {} tensor(s) wait here ({})",
-          silent.size() == 1 ? "rank" : "ranks", JoinRanks(silent), options_.timeout.count(),
-          heads.size(), HeadNames(heads, 4)));
+          "negotiation: no answer from {} within {} ms while {} tensor(s) wait ({})",
+          RankWord(silent), options_.timeout.count(), first_seen_.size(), PendingNames(4)));
     }
     BackOff(now - start);
   }
-  for (auto& send : sends) {
-    FRUGAL_RETURN_IF_ERROR(send->Wait(options_.timeout).Annotate("negotiation"));
+  const uint32_t cache_size_before = cache_.size();
+  FRUGAL_ASSIGN_OR_RETURN(CycleOutcome outcome, EvaluateCycle(cache_, all));
+  outcome.plan = std::move(plan);
+  ClearDecided(outcome);
+  const auto now = Clock::now();  // every rank has answered: got is all true
+  if (now - last_inspection_ >= kStallCheckPeriod) FRUGAL_RETURN_IF_ERROR(InspectStalls(now));
+  if (size_ == 1) return outcome;
+  out_message_ = EncodeDecision(MakeDecision(cycle_, size_, cache_, cache_size_before, outcome));
+  bytes_sent_ += out_message_.size() * static_cast<uint64_t>(size_ - 1);
+  std::vector<std::unique_ptr<Work>> sends;
+  for (int p = 1; p < size_; ++p) sends.push_back(t_.ISend(p, kDecisionTag, out_message_));
+  FRUGAL_RETURN_IF_ERROR(WaitForSends(sends, stop_requested));
+  return outcome;
+}
+
+Status Negotiator::WaitForSends(std::vector<std::unique_ptr<Work>>& sends,
+                                const std::function<bool()>& stop_requested) {
+  const auto start = Clock::now();
+  while (true) {
+    std::vector<int> waiting;
+    for (size_t i = 0; i < sends.size(); ++i) {
+      if (!sends[i]->IsCompleted()) {
+        waiting.push_back(static_cast<int>(i) + 1);
+        continue;
+      }
+      FRUGAL_RETURN_IF_ERROR(sends[i]->Wait(Duration::zero()).Annotate("negotiation decision"));
+    }
+    if (waiting.empty()) return Status::Ok();
+    // A peer that failed meanwhile does not take its decision: its notice says why.
+    FRUGAL_RETURN_IF_ERROR(PollAbort());
+    const auto now = Clock::now();
+    if (stop_requested()) return CancelledError("the engine was shut down");
+    if (now - start >= options_.timeout) {
+      return TimeoutError(fmt::format("negotiation: {} did not take the decision within {} ms",
+                                      RankWord(waiting), options_.timeout.count()));
+    }
+    BackOff(now - start);
   }
-  return Status::Ok();
+}
+
+StatusOr<CycleMessage> Negotiator::ReceiveReport(const ProbeResult& probe) {
+  std::vector<std::byte> buffer(probe.bytes);
+  std::unique_ptr<Work> recv = t_.IRecv(probe.source, kReportTag, buffer);
+  FRUGAL_RETURN_IF_ERROR(recv->Wait(options_.timeout).Annotate("negotiation"));
+  StatusOr<CycleMessage> report = DecodeCycleMessage(std::span(buffer.data(), recv->bytes()));
+  if (!report.ok()) return report.status().Annotate(fmt::format("from rank {}", probe.source));
+  if (report->cycle != cycle_) {
+    return MalformedError(
+        fmt::format("negotiation: rank {} sent a message of cycle {}, this rank is in cycle {}",
+                    probe.source, report->cycle, cycle_));
+  }
+  return report;
+}
+
+StatusOr<CycleOutcome> Negotiator::Follow(const CycleMessage& mine,
+                                          std::span<const PendingHead> heads,
+                                          const std::function<bool()>& stop_requested) {
+  out_message_ = EncodeCycleMessage(mine);
+  bytes_sent_ += out_message_.size();
+  std::unique_ptr<Work> send = t_.ISend(0, kReportTag, out_message_);
+  const auto start = Clock::now();
+  const Duration patience = 2 * options_.timeout;
+  std::vector<std::byte> buffer;
+  while (true) {
+    FRUGAL_RETURN_IF_ERROR(PollAbort());
+    FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                            ProbeNow(t_, 0, kDecisionTag, "negotiation"));
+    if (probe) {
+      buffer.resize(probe->bytes);
+      std::unique_ptr<Work> recv = t_.IRecv(0, kDecisionTag, buffer);
+      FRUGAL_RETURN_IF_ERROR(recv->Wait(options_.timeout).Annotate("negotiation"));
+      StatusOr<DecisionMessage> decision = DecodeDecision(std::span(buffer.data(), recv->bytes()));
+      if (!decision.ok()) return decision.status().Annotate("from rank 0");
+      FRUGAL_ASSIGN_OR_RETURN(CycleOutcome outcome,
+                              ApplyDecision(cache_, *decision, cycle_, size_));
+      FRUGAL_RETURN_IF_ERROR(send->Wait(options_.timeout).Annotate("negotiation report"));
+      return outcome;
+    }
+    const auto now = Clock::now();
+    if (stop_requested()) return CancelledError("the engine was shut down");
+    if (now - start >= patience) {
+      std::set<std::string> names;
+      for (const PendingHead& head : heads) names.insert(head.descriptor.name);
+      return TimeoutError(fmt::format(
+          "negotiation: no decision from the coordinator (rank 0) within {} ms while {} tensor(s) "
+          "wait here ({})",
+          patience.count(), heads.size(), Quoted(names, 4)));
+    }
+    BackOff(now - start);
+  }
+}
+
+StatusOr<bool> Negotiator::PeerReportWaiting() {
+  if (!coordinator()) return false;
+  FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                          ProbeNow(t_, kAnySource, kReportTag, "negotiation"));
+  return probe.has_value();
 }
 
 std::set<std::string> Negotiator::ReportedNames(const CycleMessage& m) const {
@@ -161,40 +269,66 @@ std::set<std::string> Negotiator::ReportedNames(const CycleMessage& m) const {
   return names;
 }
 
-Status Negotiator::InspectStalls(Clock::time_point now, std::span<const PendingHead> heads) {
-  if (options_.stall_warning <= Duration::zero() && options_.stall_shutdown <= Duration::zero()) {
-    return Status::Ok();
+void Negotiator::SetPending(int r, std::set<std::string> names, Clock::time_point when) {
+  for (const std::string& name : names) first_seen_.try_emplace(name, when);
+  pending_at_[static_cast<size_t>(r)] = std::move(names);
+  // Forget the tensors no rank reports any more.
+  for (auto it = first_seen_.begin(); it != first_seen_.end();) {
+    const bool pending = std::any_of(pending_at_.begin(), pending_at_.end(),
+                                     [&](const auto& set) { return set.count(it->first) > 0; });
+    if (pending) {
+      ++it;
+    } else {
+      warned_.erase(it->first);
+      it = first_seen_.erase(it);
+    }
   }
-  std::vector<StallReport> reports;
-  for (const PendingHead& head : heads) {
-    const std::string& name = head.descriptor.name;
-    const auto age = now - head.submitted;
-    auto warned = warned_.find(name);
-    const bool already = warned != warned_.end() && warned->second == head.submitted;
-    const bool warn =
-        options_.stall_warning > Duration::zero() && age >= options_.stall_warning && !already;
-    const bool shut = options_.stall_shutdown > Duration::zero() && age >= options_.stall_shutdown;
-    if (!warn && !shut) continue;
+}
+
+void Negotiator::ClearDecided(const CycleOutcome& outcome) {
+  std::vector<uint32_t> decided = outcome.agreed;
+  for (const auto& [id, message] : outcome.mismatched) decided.push_back(id);
+  for (uint32_t id : decided) {
+    const std::string& name = cache_.at(id).name;
+    for (auto& set : pending_at_) set.erase(name);
+    first_seen_.erase(name);
+    warned_.erase(name);
+  }
+}
+
+std::string Negotiator::PendingNames(size_t limit) const {
+  std::set<std::string> names;
+  for (const auto& [name, since] : first_seen_) names.insert(name);
+  return Quoted(names, limit);
+}
+
+Status Negotiator::InspectStalls(Clock::time_point now) {
+  last_inspection_ = now;
+  for (const auto& [name, since] : first_seen_) {
     StallReport report;
     report.tensor = name;
-    report.seconds = std::chrono::duration<double>(age).count();
+    report.seconds = std::chrono::duration<double>(now - since).count();
     for (int r = 0; r < size_; ++r) {
-      if (r == rank_ || reported_[static_cast<size_t>(r)].count(name) > 0) {
-        report.submitted.push_back(r);
-      } else {
-        report.missing.push_back(r);
-      }
+      (pending_at_[static_cast<size_t>(r)].count(name) > 0 ? report.submitted : report.missing)
+          .push_back(r);
     }
-    if (report.missing.empty()) continue;
-    report.shutdown = shut;
-    if (!shut) warned_[name] = head.submitted;
-    if (shut || report.submitted.front() == rank_) reports.push_back(std::move(report));
-    if (shut) break;
-  }
-  for (const StallReport& report : reports) {
-    Report(report);
-    if (report.shutdown) {
+    if (report.missing.empty()) continue;  // pending everywhere: decided in this cycle
+    const auto age = now - since;
+    if (options_.stall_shutdown > Duration::zero() && age >= options_.stall_shutdown) {
+      report.shutdown = true;
+      Report(report);
       return TimeoutError("stall inspector: " + report.ToString() + "; shutting down");
+    }
+    const bool missing_answered =
+        std::all_of(report.missing.begin(), report.missing.end(),
+                    [&](int r) { return answered_[static_cast<size_t>(r)]; });
+    if (age >= options_.timeout && missing_answered) {
+      return TimeoutError(fmt::format("negotiation: {}, the timeout ({} ms)", report.ToString(),
+                                      options_.timeout.count()));
+    }
+    if (options_.stall_warning > Duration::zero() && age >= options_.stall_warning &&
+        warned_.insert(name).second) {
+      Report(report);
     }
   }
   return Status::Ok();
@@ -226,9 +360,8 @@ void Negotiator::SendAbort(const Status& status) {
 
 Status Negotiator::PollAbort() {
   if (size_ == 1) return Status::Ok();
-  StatusOr<std::optional<ProbeResult>> found = t_.IProbe(kAnySource, kAbortTag);
-  if (!found.ok()) return found.status().Annotate("abort notice");
-  const std::optional<ProbeResult>& probe = *found;
+  FRUGAL_ASSIGN_OR_RETURN(std::optional<ProbeResult> probe,
+                          ProbeNow(t_, kAnySource, kAbortTag, "abort notice"));
   if (!probe) return Status::Ok();
   std::vector<std::byte> buffer(probe->bytes);
   std::unique_ptr<Work> recv = t_.IRecv(probe->source, kAbortTag, buffer);

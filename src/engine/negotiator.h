@@ -1,7 +1,7 @@
-// The engine's negotiation over the transport (internal): one cycle at a time, every rank tells
-// the others which tensors it has pending and every rank learns the same outcome. Also the
-// stall inspector, which watches the cycle while it waits, and the abort notice a failed engine
-// sends its peers. Used by the engine thread only.
+// The engine's negotiation over the transport (internal): one cycle at a time, every rank reports
+// the tensors it has pending to the coordinator (rank 0), which evaluates the reports and sends
+// every rank the same decision. Also the stall inspector, which the coordinator runs, and the
+// abort notice a failed engine sends its peers. Used by the engine thread only.
 #pragma once
 
 #include <cstdint>
@@ -40,34 +40,56 @@ class Negotiator {
  public:
   Negotiator(Transport& t, NegotiatorOptions options);
 
-  // One cycle: offers `heads` (in submission order), this rank's waiting flag and, from rank 0,
-  // a merge plan; returns the cycle's outcome, the same on every rank, with the cache updated.
-  // `stop_requested` is polled while waiting for peers (kCancelled when it returns true).
-  // Errors: kTimeout naming the ranks that did not answer within the timeout and the tensors
-  // pending here; kTimeout from the stall inspector's shutdown; kMalformed for a peer's invalid
-  // message; a peer's failure (its code, "rank R failed: ...") when its abort notice arrives.
+  // Rank 0 of a world of two or more ranks.
+  bool coordinator() const { return rank_ == 0 && size_ > 1; }
+
+  // One cycle: reports `heads` (in submission order) and this rank's waiting flag; the
+  // coordinator also decides on a merge plan to adopt (`plan`, ignored on other ranks). Returns
+  // the cycle's outcome, the same on every rank, with the cache updated. `stop_requested` is
+  // polled while waiting (kCancelled when it returns true). Errors: kTimeout naming the ranks
+  // that did not report within the timeout (the coordinator), or the coordinator if its decision
+  // does not come within twice the timeout (other ranks), with the tensors pending; kTimeout from
+  // the stall inspector (a stall_shutdown, or a tensor pending on some ranks only for the whole
+  // timeout); kMalformed for an invalid message; a peer's failure (its code, "rank R failed:
+  // ...") when its abort notice arrives.
   StatusOr<CycleOutcome> RunCycle(std::span<const PendingHead> heads, bool waiting,
                                   std::optional<std::vector<std::vector<uint32_t>>> plan,
                                   const std::function<bool()>& stop_requested);
 
+  // The coordinator while it has nothing pending: whether a peer has reported (it then runs
+  // cycles too, so that its peers' tensors are inspected and decided on).
+  StatusOr<bool> PeerReportWaiting();
+
   const TensorCache& cache() const { return cache_; }
-  uint64_t bytes_sent() const { return bytes_sent_; }  // negotiation and abort messages
+  uint64_t bytes_sent() const { return bytes_sent_; }  // reports, decisions and abort notices
 
   // Best effort: tells every peer that this engine failed with `status` (its code and message).
-  // The sends start together and are waited for at most kAbortSendBound in all.
+  // The sends start together and are waited for at most 200 ms in all.
   void SendAbort(const Status& status);
   // A peer's abort notice if one has arrived (its failure as this rank's, naming the peer); OK
   // otherwise.
   Status PollAbort();
-  // Whether the last error PollAbort returned came from a peer (whose peers know already).
+  // Whether the error PollAbort returned came from a peer (whose peers know already).
   bool peer_failed() const { return peer_failed_; }
 
  private:
-  Status Exchange(const CycleMessage& mine, std::span<const PendingHead> heads,
-                  const std::function<bool()>& stop_requested, std::vector<CycleMessage>& all);
-  Status InspectStalls(Clock::time_point now, std::span<const PendingHead> heads);
+  StatusOr<CycleOutcome> Coordinate(CycleMessage mine, std::span<const PendingHead> heads,
+                                    std::optional<std::vector<std::vector<uint32_t>>> plan,
+                                    const std::function<bool()>& stop_requested);
+  StatusOr<CycleOutcome> Follow(const CycleMessage& mine, std::span<const PendingHead> heads,
+                                const std::function<bool()>& stop_requested);
+  StatusOr<CycleMessage> ReceiveReport(const ProbeResult& probe);
+  // The coordinator: until every send of its decision (sends[i] to rank i + 1) has completed,
+  // watching for abort notices.
+  Status WaitForSends(std::vector<std::unique_ptr<Work>>& sends,
+                      const std::function<bool()>& stop_requested);
+  // The coordinator: rank `r`'s pending tensors are `names` as of `when`.
+  void SetPending(int r, std::set<std::string> names, Clock::time_point when);
+  void ClearDecided(const CycleOutcome& outcome);
+  Status InspectStalls(Clock::time_point now);
   void Report(const StallReport& report);
   std::set<std::string> ReportedNames(const CycleMessage& m) const;
+  std::string PendingNames(size_t limit) const;
 
   Transport& t_;
   const NegotiatorOptions options_;
@@ -76,11 +98,16 @@ class Negotiator {
   TensorCache cache_;
   uint64_t cycle_ = 0;
   uint64_t bytes_sent_ = 0;
-  std::vector<std::set<std::string>> reported_;      // per rank, its latest message's tensors
-  std::map<std::string, Clock::time_point> warned_;  // name -> submission time of the warned head
   std::vector<std::byte> out_message_;
   std::vector<std::byte> abort_message_;
   bool peer_failed_ = false;
+  // The coordinator's view, for the stall inspector: per rank the tensors of its latest report
+  // that are still pending, when each pending tensor was first seen, which were reported stalled.
+  std::vector<std::set<std::string>> pending_at_;
+  std::map<std::string, Clock::time_point> first_seen_;
+  std::set<std::string> warned_;
+  std::vector<bool> answered_;  // the ranks whose report of the current cycle has arrived
+  Clock::time_point last_inspection_;
 };
 
 }  // namespace frugal::engine_internal

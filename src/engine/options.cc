@@ -13,6 +13,7 @@
 #include "engine/negotiation.h"
 #include "frugal/check.h"
 #include "frugal/collectives.h"
+#include "frugal/fingerprint.h"
 #include "frugal/random.h"
 
 namespace frugal {
@@ -128,23 +129,11 @@ uint64_t SchedulingFingerprint(const EngineOptions& o) {
 }  // namespace
 
 Status CheckSameSchedulingOptions(Transport& t, const EngineOptions& options) {
-  const uint64_t mine = SchedulingFingerprint(options);
-  std::vector<std::byte> all;
-  std::vector<size_t> sizes;
   CollectiveOptions collective;
   collective.timeout = options.timeout;
-  FRUGAL_RETURN_IF_ERROR(
-      Allgatherv(t, std::as_bytes(std::span<const uint64_t>(&mine, 1)), all, sizes, collective)
-          .Annotate("engine start"));
-  if (all.size() != sizeof(uint64_t) * static_cast<size_t>(t.size())) {
-    return MalformedError("engine start: unexpected size of the gathered options");
-  }
-  std::vector<uint64_t> prints(static_cast<size_t>(t.size()));
-  std::memcpy(prints.data(), all.data(), all.size());
-  std::vector<int> differing;
-  for (int r = 1; r < t.size(); ++r) {
-    if (prints[static_cast<size_t>(r)] != prints[0]) differing.push_back(r);
-  }
+  auto gathered = RanksDifferingFromRankZero(t, SchedulingFingerprint(options), collective);
+  if (!gathered.ok()) return gathered.status().Annotate("engine start");
+  const std::vector<int>& differing = *gathered;
   if (differing.empty()) return Status::Ok();
   return InvalidArgumentError(fmt::format(
       "engine start: the scheduling options (fusion, threshold, schedule, partition, cycle "

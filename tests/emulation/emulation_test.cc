@@ -22,7 +22,9 @@
 #include <set>
 #include <thread>
 
-#include "emulate.h"
+#include "emulate_job.h"
+#include "emulate_state.h"
+#include "emulated_network.h"
 #include "frugal/logging.h"
 
 namespace frugal::apps {

@@ -1,6 +1,6 @@
-// `frugal sweep` end to end with the real `frugal train`: bad sweep files are refused with one
-// line and exit code 2 before anything runs; sweeps/quick.toml runs, resumes without running
-// again, and renders its table and plots.
+// `frugal sweep` end to end with the real `frugal train`: bad sweep files (and bad `train
+// --config` files) are refused with one line and exit code 2 before anything runs;
+// sweeps/quick.toml runs, resumes without running again, and renders its table and plots.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,8 @@
 
 #include "child_process.h"
 #include "frugal/logging.h"
-#include "sweep.h"
+#include "sweep_results.h"
+#include "sweep_run.h"
 
 #ifndef FRUGAL_CLI_PATH
 #error "FRUGAL_CLI_PATH must name the frugal executable"
@@ -79,6 +80,33 @@ TEST_F(SweepCli, BadSweepFilesAreRefusedBeforeAnythingRuns) {
     EXPECT_THAT(r.output, HasSubstr(c.says)) << c.text;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
     EXPECT_FALSE(fs::exists(dir_ / "out")) << "something ran for: " << c.text;
+  }
+}
+
+// `frugal train --config` reads the same TOML as sweep files: values reach the options (a bad
+// one is refused by the command's own check), the command line wins, and bad TOML, unknown keys
+// and bad values are one line naming the file and the line, exit 2.
+TEST_F(SweepCli, TrainConfigFileIsReadLikeSweepFiles) {
+  struct Case {
+    std::string text;
+    std::vector<std::string> more;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"[train]\nepochs = 1\nlr = 0\n", {}, "--lr must be > 0"},
+           Case{"lr = 0\n", {"--lr", "0.1", "--model", "alexnet"}, "unknown model 'alexnet'"},
+           Case{"epochs = 1\nlr =\n", {}, "train.toml:2:"},
+           Case{"epochs = 1\nlrr = 0.1\n", {}, "train.toml:2: unknown key 'lrr'"},
+           Case{"[train]\nepochs = \"x\"\n", {}, "train.toml:2: bad value for 'epochs'"},
+           Case{"[bench]\nsizes = 1\n", {}, "train.toml:1: unknown table [bench]"},
+       }) {
+    fs::path file = Write("train.toml", c.text);
+    std::vector<std::string> args = {"train", "--config", file.string()};
+    args.insert(args.end(), c.more.begin(), c.more.end());
+    CommandResult r = Frugal(args);
+    EXPECT_EQ(r.exit_code, 2) << c.text << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.says)) << c.text;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   }
 }
 

@@ -1,7 +1,8 @@
 // Tier-1 tests of how the engine fails: an exception on the engine thread (a compressor's check,
 // a throwing stall callback, bad_alloc in a reducer) fails the engine on every rank with the cause;
-// a peer's malformed negotiation message is kMalformed; the notice of a failure reaches every peer
-// at once, bounded overall; options that cannot work are refused at Start.
+// a peer's malformed negotiation message is kMalformed; dead ranks, corrupted and delayed messages
+// (injected by the in-process transport); the notice of a failure reaches every peer at once,
+// bounded overall; options that cannot work are refused at Start.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -175,6 +176,86 @@ TEST(EngineFailure, APeersMessageOfAnotherCycleIsMalformed) {
   EXPECT_EQ(statuses[0].code(), StatusCode::kMalformed) << statuses[0].ToString();
   EXPECT_THAT(statuses[0].message(), HasSubstr("rank 1"));
   EXPECT_THAT(statuses[0].message(), HasSubstr("cycle 7"));
+}
+
+// ---- faults injected by the in-process transport ----
+
+// Every rank submits "a", then "b" (on its own engine), and returns the first failure.
+Status SubmitTwo(Transport& t, Duration reducer_timeout) {
+  std::unique_ptr<GradientReducer> reducer = RingReducerWithTimeout(t, reducer_timeout);
+  EngineOptions options;
+  options.timeout = std::chrono::seconds(20);
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Start(t, *reducer, options));
+  std::vector<float> a(16, static_cast<float>(t.rank()));
+  std::vector<float> b(8, static_cast<float>(t.rank()));
+  Status status = engine->Submit(Req("a"), a)->Wait(kWait);
+  if (status.ok()) status = engine->Submit(Req("b"), b)->Wait(kWait);
+  if (status.ok() && (a[0] != 1.0f || b[0] != 1.0f)) status = InternalError("not the average");
+  (void)engine->Shutdown();
+  return status;
+}
+
+InProcOptions WithFault(InProcFault fault) {
+  InProcOptions options;
+  options.faults.push_back(fault);
+  return options;
+}
+
+// Rank 2 dies before sending its second report: the coordinator learns from the transport that
+// it is gone (kPeerLost) instead of waiting out the timeout, and tells rank 1.
+TEST(EngineFaults, ARankThatDiesFailsTheOthersWithPeerLostNamingIt) {
+  const Stopwatch watch;
+  std::vector<Status> statuses = RunRanks(
+      3, [&](Transport& t) { return SubmitTwo(t, std::chrono::seconds(20)); },
+      WithFault({.kind = InProcFaultKind::kKill, .src = 2, .tag = kEngineTags[0], .first = 1}));
+  EXPECT_LT(watch.Seconds(), 10.0) << "not the 20 s timeout";
+  for (int r : {0, 1}) {
+    EXPECT_EQ(statuses[r].code(), StatusCode::kPeerLost) << r << ": " << statuses[r].ToString();
+    EXPECT_THAT(statuses[r].message(), HasSubstr("rank 2")) << r;
+  }
+  EXPECT_FALSE(statuses[2].ok());
+}
+
+// A bit of rank 1's first report flips: the coordinator refuses it (kMalformed, naming rank 1),
+// and every rank fails with that.
+TEST(EngineFaults, ACorruptedReportFailsEveryRankNamingTheSender) {
+  std::vector<Status> statuses = RunRanks(
+      3, [&](Transport& t) { return SubmitTwo(t, std::chrono::seconds(20)); },
+      WithFault({.kind = InProcFaultKind::kCorrupt, .src = 1, .tag = kEngineTags[0], .seed = 7}));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(statuses[r].code(), StatusCode::kMalformed) << r << ": " << statuses[r].ToString();
+    EXPECT_THAT(statuses[r].message(), HasSubstr("from rank 1")) << r;
+  }
+}
+
+// A bit of the coordinator's first decision to rank 2 flips: rank 2 refuses it and fails; the
+// others, waiting for rank 2 in the reduction the decision started, get its notice.
+TEST(EngineFaults, ACorruptedDecisionFailsEveryRankNamingTheRankThatReadIt) {
+  std::vector<Status> statuses = RunRanks(
+      3, [&](Transport& t) { return SubmitTwo(t, std::chrono::milliseconds(500)); },
+      WithFault({.kind = InProcFaultKind::kCorrupt,
+                 .src = 0,
+                 .dst = 2,
+                 .tag = kEngineTags[2],
+                 .seed = 7}));
+  EXPECT_EQ(statuses[2].code(), StatusCode::kMalformed) << statuses[2].ToString();
+  EXPECT_THAT(statuses[2].message(), HasSubstr("decision"));
+  for (int r : {0, 1}) {
+    EXPECT_EQ(statuses[r].code(), StatusCode::kMalformed) << r << ": " << statuses[r].ToString();
+    EXPECT_THAT(statuses[r].message(), HasSubstr("rank 2 failed")) << r;
+  }
+}
+
+// Delayed reports and decisions change nothing but the time.
+TEST(EngineFaults, DelayedMessagesStillGiveTheAverages) {
+  for (int tag : {kEngineTags[0], kEngineTags[2]}) {
+    ExpectAllOk(RunRanks(
+        3, [&](Transport& t) { return SubmitTwo(t, std::chrono::seconds(20)); },
+        WithFault({.kind = InProcFaultKind::kDelay,
+                   .tag = tag,
+                   .count = 4,
+                   .delay = std::chrono::milliseconds(30)})));
+  }
 }
 
 // Forwards to a transport; once `recording` is set, logs every send (destination) and every wait

@@ -15,6 +15,7 @@
 #include "frugal/inproc_transport.h"
 #include "frugal/random.h"
 #include "frugal/reducer.h"
+#include "noop_reducer.h"
 
 namespace frugal::testing {
 

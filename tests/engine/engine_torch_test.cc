@@ -77,7 +77,14 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(EngineTraining, EveryModeEndsBitIdenticalToTheBlockingPath) {
   torch::set_num_threads(1);
   for (const std::string model : {"mlp", "cnn"}) {
-    const TrainOptions blocking = SmallRun(model);
+    TrainOptions blocking = SmallRun(model);
+    // A rate that changes at every step (a linear warm-up over the first three steps, then a
+    // step decay): a deferred update must use the rate of the step that produced it.
+    const double steps_per_epoch = 60000.0 / 2 / blocking.batch_size;
+    blocking.schedule = LrScheduleKind::kStep;
+    blocking.warmup_epochs = 3 / steps_per_epoch;
+    blocking.lr_milestones = {4 / steps_per_epoch};
+    blocking.lr_gamma = 0.5;
     const RunResult reference = TrainRanks(2, blocking);
     ASSERT_TRUE(SameBits(reference.parameters[0], reference.parameters[1]));
     struct Case {
@@ -105,8 +112,14 @@ TEST(EngineTraining, EveryModeEndsBitIdenticalToTheBlockingPath) {
         EXPECT_TRUE(run.summaries[r].params_consistent) << what;
         EXPECT_EQ(run.summaries[r].overlap, frugal::OverlapModeName(c.mode));
         EXPECT_GT(run.summaries[r].step_seconds_median, 0);
-        EXPECT_GE(run.summaries[r].comm_hidden_fraction, 0);
-        EXPECT_LE(run.summaries[r].comm_hidden_fraction, 1);
+        // Every gradient went through the engine's reducer, and timed.
+        EXPECT_GT(run.summaries[r].comm_seconds, 0) << what;
+        EXPECT_GT(run.summaries[r].negotiation_bytes_per_worker, 0u) << what;
+        // Without overlap the training thread waits for every bucket as soon as it is submitted
+        // (before the engine's first cycle ends): communication is waited for, not hidden.
+        if (c.mode == OverlapMode::kNone) {
+          EXPECT_LT(run.summaries[r].comm_hidden_fraction, 0.5) << what;
+        }
         EXPECT_EQ(run.summaries[r].test_accuracy, reference.summaries[0].test_accuracy) << what;
       }
     }

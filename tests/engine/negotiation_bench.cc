@@ -5,13 +5,15 @@
 // negotiation cycle (plus the engine's hand-offs), so the time per iteration is the cycle cost.
 // The peer is frugal's Barrier over the same transport, run on the engine thread (Engine::Call)
 // as many times: a barrier is the least any agreement among the ranks can cost. The figures are
-// medians over `repeats` repetitions of the maximum over ranks of the mean time per iteration.
+// medians over `repeats` repetitions of the maximum over ranks of the mean time per iteration,
+// and of the CPU time the ranks' processes used per cycle (waiting included: waits poll).
 //
 //   negotiation_bench --ranks 4,8,16 [--iterations 2000] [--repeats 5]      ranks as threads
 //   mpirun -np 8 ... negotiation_bench --mpi [--iterations 2000] [--repeats 5]
 //
 // Prints a table and, per world size, one JSON line.
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,27 +28,30 @@
 #include "frugal/inproc_transport.h"
 #include "frugal/mpi_transport.h"
 #include "frugal/timer.h"
+#include "noop_reducer.h"
 
 namespace frugal {
 namespace {
 
-class NoOpReducer final : public GradientReducer {
- public:
-  Status Reduce(const BucketInfo&, std::span<float>) override { return Status::Ok(); }
-  std::string name() const override { return "noop"; }
-  uint64_t bytes_sent() const override { return 0; }
-  std::string bytes_counted_by() const override { return "transport"; }
-};
+using testing::NoOpReducer;
 
 struct Sample {
   double cycle_us = 0;    // per iteration
   double barrier_us = 0;  // per barrier
+  double cpu_us = 0;      // CPU time of the process per cycle (MPI: of this rank; threads: all)
   double cycles_per_iteration = 0;
   double messages_per_cycle = 0;  // sent by this rank, negotiation only
   double bytes_per_cycle = 0;
 };
 
 constexpr Duration kTimeout = std::chrono::seconds(60);
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 StatusOr<Sample> Measure(Transport& t, int iterations) {
   NoOpReducer reducer;
@@ -77,37 +82,38 @@ StatusOr<Sample> Measure(Transport& t, int iterations) {
                                     })
                              ->Wait(kTimeout));
   const EngineStats before = engine->stats();
+  const double cpu_before = ProcessCpuSeconds();
   const Stopwatch watch;
   FRUGAL_RETURN_IF_ERROR(run(iterations));
   const double seconds = watch.Seconds();
+  const double cpu_seconds = ProcessCpuSeconds() - cpu_before;
   const EngineStats after = engine->stats();
   Sample sample;
   double barrier_seconds = 0;
-  FRUGAL_RETURN_IF_ERROR(engine
-                             ->Call("barriers",
-                                    [&](Transport& tt) -> Status {
-                                      const uint64_t messages = tt.messages_sent();
-                                      const uint64_t cycles = after.cycles - before.cycles;
-                                      sample.messages_per_cycle =
-                                          static_cast<double>(messages - messages_before) /
-                                          static_cast<double>(std::max<uint64_t>(1, cycles));
-                                      const Stopwatch barriers;
-                                      for (int i = 0; i < iterations; ++i) {
-                                        FRUGAL_RETURN_IF_ERROR(Barrier(
-                                            tt, CollectiveOptions{.timeout = kTimeout}));
-                                      }
-                                      barrier_seconds = barriers.Seconds();
-                                      return Status::Ok();
-                                    })
-                             ->Wait(kTimeout));
+  FRUGAL_RETURN_IF_ERROR(
+      engine
+          ->Call("barriers",
+                 [&](Transport& tt) -> Status {
+                   const uint64_t messages = tt.messages_sent();
+                   const uint64_t cycles = after.cycles - before.cycles;
+                   sample.messages_per_cycle = static_cast<double>(messages - messages_before) /
+                                               static_cast<double>(std::max<uint64_t>(1, cycles));
+                   const Stopwatch barriers;
+                   for (int i = 0; i < iterations; ++i) {
+                     FRUGAL_RETURN_IF_ERROR(Barrier(tt, CollectiveOptions{.timeout = kTimeout}));
+                   }
+                   barrier_seconds = barriers.Seconds();
+                   return Status::Ok();
+                 })
+          ->Wait(kTimeout));
   FRUGAL_RETURN_IF_ERROR(engine->Shutdown());
   const double cycles = static_cast<double>(after.cycles - before.cycles);
   sample.cycle_us = seconds / iterations * 1e6;
   sample.barrier_us = barrier_seconds / iterations * 1e6;
   sample.cycles_per_iteration = cycles / iterations;
-  sample.bytes_per_cycle =
-      static_cast<double>(after.negotiation_bytes - before.negotiation_bytes) /
-      std::max(1.0, cycles);
+  sample.cpu_us = cpu_seconds / std::max(1.0, cycles) * 1e6;
+  sample.bytes_per_cycle = static_cast<double>(after.negotiation_bytes - before.negotiation_bytes) /
+                           std::max(1.0, cycles);
   return sample;
 }
 
@@ -118,47 +124,50 @@ double Median(std::vector<double> v) {
 
 struct Row {
   int ranks = 0;
-  std::vector<double> cycle_us, barrier_us, cycles_per_iteration, messages, bytes;
+  std::vector<double> cycle_us, barrier_us, cycles_per_iteration, messages, bytes, cpu_us;
 };
 
-// The slowest rank's sample of one repetition (means over ranks for the message counts).
-void Add(Row& row, const std::vector<Sample>& samples) {
-  double cycle = 0, barrier = 0, per = 0, messages = 0, bytes = 0;
+// The slowest rank's sample of one repetition; sums over ranks for the message counts and
+// (processes: one per rank) the CPU time; threads share one process, whose CPU time rank 0 took.
+void Add(Row& row, const std::vector<Sample>& samples, bool processes) {
+  double cycle = 0, barrier = 0, per = 0, messages = 0, bytes = 0, cpu = 0;
   for (const Sample& s : samples) {
     cycle = std::max(cycle, s.cycle_us);
     barrier = std::max(barrier, s.barrier_us);
     per = std::max(per, s.cycles_per_iteration);
     messages += s.messages_per_cycle;
     bytes += s.bytes_per_cycle;
+    cpu += s.cpu_us;
   }
   row.cycle_us.push_back(cycle);
   row.barrier_us.push_back(barrier);
   row.cycles_per_iteration.push_back(per);
   row.messages.push_back(messages);
   row.bytes.push_back(bytes);
+  row.cpu_us.push_back(processes ? cpu : samples[0].cpu_us);
 }
 
 void Print(const std::vector<Row>& rows, const std::string& transport, int iterations) {
-  std::cout << fmt::format("{:>6} {:>12} {:>12} {:>8} {:>12} {:>14} {:>14}\n", "ranks",
-                           "cycle [us]", "barrier [us]", "ratio", "cycles/iter",
+  std::cout << fmt::format("{:>6} {:>12} {:>12} {:>8} {:>14} {:>12} {:>14} {:>14}\n", "ranks",
+                           "cycle [us]", "barrier [us]", "ratio", "cpu/cycle [us]", "cycles/iter",
                            "msgs/cycle all", "bytes/cycle all");
   for (const Row& r : rows) {
     const double cycle = Median(r.cycle_us);
     const double barrier = Median(r.barrier_us);
-    std::cout << fmt::format("{:>6} {:>12.1f} {:>12.1f} {:>8.2f} {:>12.2f} {:>14.1f} {:>14.1f}\n",
-                             r.ranks, cycle, barrier, cycle / barrier,
-                             Median(r.cycles_per_iteration), Median(r.messages),
-                             Median(r.bytes));
+    std::cout << fmt::format(
+        "{:>6} {:>12.1f} {:>12.1f} {:>8.2f} {:>14.1f} {:>12.2f} {:>14.1f} {:>14.1f}\n", r.ranks,
+        cycle, barrier, cycle / barrier, Median(r.cpu_us), Median(r.cycles_per_iteration),
+        Median(r.messages), Median(r.bytes));
   }
   for (const Row& r : rows) {
     std::cout << fmt::format(
         R"({{"bench":"negotiation","transport":"{}","ranks":{},"iterations":{},"repeats":{},)"
-        R"("cycle_us":{:.2f},"barrier_us":{:.2f},"ratio":{:.3f},"cycles_per_iteration":{:.3f},)"
-        R"("messages_per_cycle":{:.2f},"bytes_per_cycle":{:.1f}}})"
+        R"("cycle_us":{:.2f},"barrier_us":{:.2f},"ratio":{:.3f},"cpu_us_per_cycle":{:.2f},)"
+        R"("cycles_per_iteration":{:.3f},"messages_per_cycle":{:.2f},"bytes_per_cycle":{:.1f}}})"
         "\n",
-        transport, r.ranks, iterations, r.cycle_us.size(), Median(r.cycle_us),
-        Median(r.barrier_us), Median(r.cycle_us) / Median(r.barrier_us),
-        Median(r.cycles_per_iteration), Median(r.messages), Median(r.bytes));
+        transport, r.ranks, iterations, r.cycle_us.size(), Median(r.cycle_us), Median(r.barrier_us),
+        Median(r.cycle_us) / Median(r.barrier_us), Median(r.cpu_us), Median(r.cycles_per_iteration),
+        Median(r.messages), Median(r.bytes));
   }
 }
 
@@ -219,13 +228,12 @@ int Main(int argc, char** argv) {
       // Gather every rank's sample on rank 0.
       std::vector<std::byte> all;
       std::vector<size_t> sizes;
-      Status gathered =
-          Allgatherv(t, std::as_bytes(std::span<const Sample>(&*sample, 1)), all, sizes,
-                     CollectiveOptions{.timeout = kTimeout});
+      Status gathered = Allgatherv(t, std::as_bytes(std::span<const Sample>(&*sample, 1)), all,
+                                   sizes, CollectiveOptions{.timeout = kTimeout});
       if (!gathered.ok()) (*runtime)->Abort(1);
       std::vector<Sample> samples(static_cast<size_t>(t.size()));
       std::memcpy(samples.data(), all.data(), samples.size() * sizeof(Sample));
-      Add(row, samples);
+      Add(row, samples, true);
     }
     rows.push_back(row);
     if (t.rank() == 0) Print(rows, "mpi", iterations);
@@ -247,7 +255,7 @@ int Main(int argc, char** argv) {
           return 1;
         }
       }
-      Add(row, samples);
+      Add(row, samples, false);
     }
     rows.push_back(row);
   }

@@ -26,6 +26,7 @@
 
 #include "frugal/collectives.h"
 #include "frugal/crc.h"
+#include "frugal/fingerprint.h"
 
 namespace frugal_torch {
 namespace {
@@ -170,23 +171,11 @@ uint32_t ParameterHash(const torch::nn::Module& module) {
 
 StatusOr<bool> ParametersConsistent(frugal::Transport& t, const torch::nn::Module& module,
                                     frugal::Duration timeout) {
-  const uint32_t mine = ParameterHash(module);
-  std::vector<std::byte> gathered;
-  std::vector<size_t> sizes;
   frugal::CollectiveOptions options;
   options.timeout = timeout;
-  FRUGAL_RETURN_IF_ERROR(frugal::Allgatherv(t, std::as_bytes(std::span<const uint32_t>(&mine, 1)),
-                                            gathered, sizes, options)
-                             .Annotate("parameter hash exchange"));
-  if (gathered.size() != sizeof(uint32_t) * static_cast<size_t>(t.size())) {
-    return frugal::MalformedError("parameter hash exchange: unexpected size");
-  }
-  std::vector<uint32_t> all(static_cast<size_t>(t.size()));
-  std::memcpy(all.data(), gathered.data(), gathered.size());
-  for (uint32_t h : all) {
-    if (h != all[0]) return false;
-  }
-  return true;
+  auto differing = frugal::RanksDifferingFromRankZero(t, ParameterHash(module), options);
+  if (!differing.ok()) return differing.status().Annotate("parameter hash exchange");
+  return differing->empty();
 }
 
 StatusOr<std::unique_ptr<DistributedOptimizer>> DistributedOptimizer::Create(

@@ -8,7 +8,7 @@
 // parameters whose hook did not fire, and
 //  - kWfbp / kFusion: waits for every parameter's reduction (WaitParams), writes the averages
 //    into the gradients (UnpackParams) and runs the optimizer's step;
-//  - kPriority: marks every parameter's update pending. BeginStep installs the gate: a
+//  - kPriority: marks every parameter's update pending, with the learning rates of this step. BeginStep installs the gate: a
 //    thread-local RecordFunction start callback that, for each input of an ATen operation that
 //    is a parameter with a pending update, runs ApplyOne - wait for that parameter's reduction,
 //    write its average into its gradient, and run the optimizer's step with every other
@@ -189,7 +189,8 @@ void EngineOptimizer::RemoveGate() {
   gate_.reset();
 }
 
-void EngineOptimizer::BeginStep() {
+void EngineOptimizer::BeginStep(bool exchange) {
+  exchange_ = exchange;
   optimizer_.zero_grad();
   forward_begin_ = Clock::now();
   const bool any_pending =
@@ -213,6 +214,7 @@ Status EngineOptimizer::Backward(const torch::Tensor& loss) {
 }
 
 void EngineOptimizer::OnGradient(size_t index, const torch::Tensor& grad) {
+  if (!exchange_) return;  // this step keeps its own gradients
   Param& p = *params_[index];
   const int slot = Slot(step_);
   if (p.works[slot]) {
@@ -319,14 +321,23 @@ Status EngineOptimizer::ApplyOne(size_t index) {
   FRUGAL_RETURN_IF_ERROR(WaitWork(p.works[0]));
   const auto begin = Clock::now();
   WriteGrad(p.tensor, p.buffers[0]);
-  // Step this parameter alone: the optimizer skips parameters without a gradient.
+  // Step this parameter alone: the optimizer skips parameters without a gradient. The update
+  // belongs to the step that produced it, so it uses that step's learning rates, whatever the
+  // schedule has set for the step now running.
   std::vector<std::pair<size_t, torch::Tensor>> aside;
   for (size_t j = 0; j < params_.size(); ++j) {
     if (j == index || !params_[j]->tensor.grad().defined()) continue;
     aside.emplace_back(j, params_[j]->tensor.grad());
     params_[j]->tensor.mutable_grad() = torch::Tensor();
   }
+  auto& groups = optimizer_.param_groups();
+  std::vector<double> current(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    current[g] = groups[g].options().get_lr();
+    if (g < pending_lrs_.size()) groups[g].options().set_lr(pending_lrs_[g]);
+  }
   optimizer_.step();
+  for (size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(current[g]);
   for (auto& [j, grad] : aside) params_[j]->tensor.mutable_grad() = grad;
   if (options_.timeline) options_.timeline->Span("compute", "step", begin, Clock::now());
   return Status::Ok();
@@ -350,7 +361,7 @@ Status EngineOptimizer::Step() {
   const int slot = Slot(step_);
   const int previous = Slot(step_ + 1);
   bool stepped = true;
-  if (options_.skip_comm) {
+  if (options_.skip_comm || !exchange_) {
     optimizer_.step();
   } else if (options_.overlap == frugal::OverlapMode::kNone) {
     FRUGAL_RETURN_IF_ERROR(SubmitBuckets(slot));
@@ -386,6 +397,10 @@ Status EngineOptimizer::Step() {
       previous_in_flight_ = true;
     } else if (options_.overlap == frugal::OverlapMode::kPriority) {
       for (auto& p : params_) p->update_pending = true;
+      pending_lrs_.clear();
+      for (const auto& group : optimizer_.param_groups()) {
+        pending_lrs_.push_back(group.options().get_lr());
+      }
       stepped = false;
     } else {
       FRUGAL_RETURN_IF_ERROR(WaitParams(slot));
@@ -451,7 +466,15 @@ EngineSession::~EngineSession() {
 }
 
 Status EngineSession::Collective(std::string name, std::function<Status(frugal::Transport&)> fn) {
-  return engine_->Call(std::move(name), std::move(fn))->Wait(timeout_);
+  std::unique_ptr<frugal::Work> work = engine_->Call(std::move(name), std::move(fn));
+  Status status = work->Wait(timeout_);
+  if (!status.ok() && !work->IsCompleted()) {
+    // `fn` may refer to the caller's frames, which end when this returns: the engine must never
+    // run it later. Shutdown returns once the engine thread has stopped; a queued call then
+    // fails without running.
+    (void)engine_->Shutdown();
+  }
+  return status;
 }
 
 double EngineSession::comm_seconds() const { return engine_->stats().comm_seconds; }

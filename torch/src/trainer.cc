@@ -26,6 +26,7 @@
 // returns the same EpochRecord. The run ends with ParametersConsistent over the final model.
 #include "frugal_torch/trainer.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -36,8 +37,9 @@
 #include "frugal/collectives.h"
 #include "frugal/timer.h"
 #include "frugal_torch/distributed.h"
-#include "frugal_torch/engine_optimizer.h"
+#include "evaluate.h"
 #include "frugal_torch/models.h"
+#include "frugal_torch/step_driver.h"
 
 namespace frugal_torch {
 namespace {
@@ -56,12 +58,6 @@ torch::Tensor LabelsTensor(const ImageSet& set) {
       .to(torch::kLong);
 }
 
-struct EvalSums {
-  double loss_sum = 0;
-  double correct = 0;
-  double count = 0;
-};
-
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   const size_t mid = values.size() / 2;
@@ -69,33 +65,9 @@ double Median(std::vector<double> values) {
   return values[mid];
 }
 
-EvalSums Evaluate(Classifier& model, const torch::Tensor& images, const torch::Tensor& labels,
-                  int rank, int world, int64_t batch_size) {
-  torch::NoGradGuard no_grad;
-  model.eval();
-  const frugal::Block block =
-      frugal::BlockPartition(static_cast<size_t>(images.size(0)), world, rank);
-  EvalSums sums;
-  for (int64_t begin = static_cast<int64_t>(block.offset);
-       begin < static_cast<int64_t>(block.offset + block.count); begin += batch_size) {
-    const int64_t end = std::min<int64_t>(begin + batch_size, block.offset + block.count);
-    const torch::Tensor x = images.slice(0, begin, end);
-    const torch::Tensor y = labels.slice(0, begin, end);
-    const torch::Tensor logits = model.forward(x);
-    sums.loss_sum +=
-        torch::nn::functional::cross_entropy(
-            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .item<double>();
-    sums.correct += logits.argmax(1).eq(y).sum().item<double>();
-    sums.count += static_cast<double>(end - begin);
-  }
-  model.train();
-  return sums;
-}
-
 StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& reducer,
-                                 const FashionMnist& data, const TrainOptions& options,
-                                 const TrainCallbacks& callbacks) {
+                                 frugal::Strategy& strategy, const FashionMnist& data,
+                                 const TrainOptions& options, const TrainCallbacks& callbacks) {
   FRUGAL_RETURN_IF_ERROR(ValidateTrainOptions(options));
   torch::set_num_threads(options.threads);
   const int rank = t.rank();
@@ -104,6 +76,13 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   if (data.train.count < world) {
     return frugal::InvalidArgumentError("more ranks than training samples");
   }
+  for (const Straggler& s : options.stragglers) {
+    if (s.rank >= world) {
+      return frugal::InvalidArgumentError(
+          fmt::format("--straggler {}:{}: there are only {} ranks", s.rank, s.factor, world));
+    }
+  }
+  const frugal::StrategyTraits traits = strategy.traits();
 
   FRUGAL_ASSIGN_OR_RETURN(std::shared_ptr<Classifier> model,
                           MakeModel(options.model, options.seed));
@@ -112,29 +91,23 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
                                                        .momentum(options.momentum)
                                                        .weight_decay(options.weight_decay)
                                                        .nesterov(options.nesterov));
-  DistributedOptimizerOptions dist_options;
-  dist_options.bucket_cap_bytes = options.bucket_cap_bytes;
-  dist_options.timeout = timeout;
-  FRUGAL_ASSIGN_OR_RETURN(
-      std::unique_ptr<DistributedOptimizer> dist,
-      DistributedOptimizer::Create(t, reducer, *model, optimizer, dist_options));
   FRUGAL_RETURN_IF_ERROR(BroadcastOptimizerState(t, optimizer, 0, timeout));
-  // Communication engine (options.overlap): from here on its thread owns the transport, and the
-  // loop's collectives run there through `collective`.
-  std::unique_ptr<EngineSession> session;
-  if (options.overlap) {
-    FRUGAL_ASSIGN_OR_RETURN(
-        session, EngineSession::Start(t, reducer, *model, optimizer, *options.overlap, timeout));
+  StepDriverOptions driver_options;
+  driver_options.overlap = options.overlap;
+  driver_options.bucket_cap_bytes = options.bucket_cap_bytes;
+  driver_options.timeout = timeout;
+  for (const Straggler& s : options.stragglers) {
+    if (s.rank == rank) driver_options.straggler_factor = s.factor;
   }
+  // From here on the transport belongs to the driver (its engine thread, when there is one):
+  // the loop's collectives run through driver->Run.
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<StepDriver> driver,
+                          StepDriver::Start(t, reducer, strategy, *model, optimizer,
+                                            driver_options));
   auto collective = [&](const char* name,
                         const std::function<Status(frugal::Transport&)>& fn) -> Status {
-    return session ? session->Collective(name, fn) : fn(t);
+    return driver->Run(name, fn);
   };
-  // Time the training thread was blocked on gradient communication, and the communication time.
-  auto blocked_seconds = [&]() {
-    return session ? session->optimizer().wait_seconds() : dist->comm_seconds();
-  };
-  auto comm_seconds = [&]() { return session ? session->comm_seconds() : dist->comm_seconds(); };
   std::vector<double> step_seconds;
 
   const torch::Tensor train_images = ImagesTensor(data.train);
@@ -168,17 +141,21 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   summary.workers = world;
   summary.global_batch = options.batch_size * world;
   summary.reducer = reducer.name();
+  summary.strategy = strategy.name();
+  summary.identical_replicas = traits.identical_replicas;
   summary.bytes_counted_by = reducer.bytes_counted_by() == "transport"
                                  ? "transport"
                                  : "transport+" + reducer.bytes_counted_by();
   const bool count_reducer_bytes = reducer.bytes_counted_by() != "transport";
   const uint64_t transport_bytes_start = t.bytes_sent();
   const uint64_t reducer_bytes_start = reducer.bytes_sent();
+  // Bytes of evaluating drifting replicas (averaging them for the evaluation): not training.
+  uint64_t eval_bytes = 0;
   // Read on the thread that owns the transport (the engine thread when there is one); the
   // engine's negotiation messages are reported on their own.
-  auto negotiation_bytes = [&]() -> uint64_t { return session ? session->negotiation_bytes() : 0; };
   auto bytes_so_far = [&]() {
-    uint64_t bytes = t.bytes_sent() - transport_bytes_start - negotiation_bytes();
+    uint64_t bytes = t.bytes_sent() - transport_bytes_start - driver->negotiation_bytes() -
+                     eval_bytes;
     if (count_reducer_bytes) bytes += reducer.bytes_sent() - reducer_bytes_start;
     return bytes;
   };
@@ -197,7 +174,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     double lr = options.lr;
     for (int64_t step = 0; step < steps_this_epoch; ++step) {
       const frugal::Stopwatch step_watch;
-      const double comm_before = blocked_seconds();
+      const double comm_before = driver->blocked_seconds();
       std::vector<int64_t> batch = ShardSampler::BatchOf(order, step, options.batch_size);
       const torch::Tensor index =
           torch::from_blob(batch.data(), {static_cast<int64_t>(batch.size())},
@@ -205,27 +182,20 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
       const torch::Tensor x = train_images.index_select(0, index);
       const torch::Tensor y = train_labels.index_select(0, index);
       lr = LearningRate(schedule, global_step);
-      for (auto& group : optimizer.param_groups()) {
-        static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-      }
-      torch::Tensor loss;
-      if (session) {
-        EngineOptimizer& engine_optimizer = session->optimizer();
-        engine_optimizer.BeginStep();
-        loss = torch::nn::functional::cross_entropy(model->forward(x), y);
-        FRUGAL_RETURN_IF_ERROR(engine_optimizer.Backward(loss));
-        FRUGAL_RETURN_IF_ERROR(engine_optimizer.Step());
-      } else {
-        dist->ZeroGrad();
-        loss = torch::nn::functional::cross_entropy(model->forward(x), y);
-        loss.backward();
-        FRUGAL_RETURN_IF_ERROR(dist->Step());
-      }
+      for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+      frugal::StepPoint point;
+      point.step = static_cast<uint64_t>(global_step);
+      point.epoch = epoch - 1;
+      point.step_in_epoch = step;
+      point.steps_per_epoch = steps_per_epoch;
+      FRUGAL_ASSIGN_OR_RETURN(torch::Tensor loss, driver->Step(point, [&] {
+        return torch::nn::functional::cross_entropy(model->forward(x), y);
+      }));
       loss_sum += loss.item<double>();
       samples += static_cast<double>(batch.size());
       ++global_step;
       step_seconds.push_back(step_watch.Seconds());
-      compute_seconds += step_seconds.back() - (blocked_seconds() - comm_before);
+      compute_seconds += step_seconds.back() - (driver->blocked_seconds() - comm_before);
       if (callbacks.on_step) {
         StepProgress progress;
         progress.epoch = epoch;
@@ -244,12 +214,30 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
 
     const frugal::Stopwatch eval_watch;
     const double eval_watch_start_total = eval_seconds;
-    if (session) FRUGAL_RETURN_IF_ERROR(session->optimizer().Synchronize());
-    FRUGAL_RETURN_IF_ERROR(collective("broadcast buffers", [&](frugal::Transport& tt) {
-      return BroadcastBuffers(tt, *model, 0, timeout);
-    }));
-    const EvalSums eval =
-        Evaluate(*model, test_images, test_labels, rank, world, options.eval_batch_size);
+    FRUGAL_RETURN_IF_ERROR(driver->Synchronize());
+    internal::EvalSums eval;
+    internal::SpreadReport spread;
+    if (traits.identical_replicas) {
+      // Batch-norm buffers are not averaged by gradient averaging: rank 0's, as DDP does.
+      FRUGAL_RETURN_IF_ERROR(collective("broadcast buffers", [&](frugal::Transport& tt) {
+        const uint64_t before = tt.bytes_sent();
+        Status status = BroadcastBuffers(tt, *model, 0, timeout);
+        eval_bytes += tt.bytes_sent() - before;
+        return status;
+      }));
+      eval = internal::Evaluate(*model, test_images, test_labels, rank, world,
+                                options.eval_batch_size);
+    } else {
+      FRUGAL_ASSIGN_OR_RETURN(
+          spread, internal::EvaluateAveragedModel(
+                      *model, optimizer, test_images, test_labels, options.eval_batch_size,
+                      *driver, timeout, [&]() -> Status {
+                        eval = internal::Evaluate(*model, test_images, test_labels, rank, world,
+                                                  options.eval_batch_size);
+                        return Status::Ok();
+                      }));
+      eval_bytes += spread.bytes_sent;
+    }
     const double mean_loss = steps_this_epoch > 0 ? loss_sum / steps_this_epoch : 0.0;
     eval_seconds += eval_watch.Seconds();
     double local[] = {mean_loss,
@@ -260,16 +248,20 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
                       epoch_seconds,
                       0.0,  // bytes so far, read below on the transport's thread
                       compute_seconds,
-                      comm_seconds(),
+                      driver->comm_seconds(),
                       eval_seconds,
                       Median(step_seconds),
-                      session ? session->hidden_fraction() : 0.0,
-                      0.0};  // negotiation bytes, read below
+                      driver->hidden_fraction(),
+                      0.0,  // negotiation bytes, read below
+                      static_cast<double>(spread.bytes_sent)};
     std::vector<double> sums;
     FRUGAL_RETURN_IF_ERROR(collective("metrics", [&](frugal::Transport& tt) -> Status {
       local[6] = static_cast<double>(bytes_so_far());
-      local[12] = static_cast<double>(negotiation_bytes());
+      local[12] = static_cast<double>(driver->negotiation_bytes());
+      const uint64_t before = tt.bytes_sent();
       FRUGAL_ASSIGN_OR_RETURN(sums, SumAcrossRanks(tt, local, timeout));
+      // The metric exchange is evaluation traffic too (and was before it was counted here).
+      eval_bytes += tt.bytes_sent() - before;
       return Status::Ok();
     }));
     // The exchange itself counts as evaluation time (reported from the next epoch on).
@@ -285,6 +277,12 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     record.wall_seconds = wall.Seconds();
     record.samples_per_second = sums[4] / std::max(record.epoch_seconds, 1e-9);
     record.bytes_sent = static_cast<uint64_t>(std::llround(sums[6] / world));
+    if (!traits.identical_replicas) {
+      record.rank_accuracy_min = spread.accuracy_min;
+      record.rank_accuracy_max = spread.accuracy_max;
+      record.consensus_distance = spread.consensus_distance;
+      record.eval_bytes_sent = static_cast<uint64_t>(std::llround(sums[13] / world));
+    }
     summary.history.push_back(record);
     summary.compute_seconds = sums[7] / world;
     summary.comm_seconds = sums[8] / world;
@@ -301,8 +299,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     FRUGAL_ASSIGN_OR_RETURN(summary.params_consistent, ParametersConsistent(tt, *model, timeout));
     return Status::Ok();
   }));
-  if (session) {
-    FRUGAL_ASSIGN_OR_RETURN(summary.timeline_json, session->Finish());
+  if (driver->uses_engine()) {
+    FRUGAL_ASSIGN_OR_RETURN(summary.timeline_json, driver->Finish());
     summary.overlap = std::string(frugal::OverlapModeName(options.overlap->mode));
   }
   summary.parameter_hash = ParameterHash(*model);
@@ -369,13 +367,22 @@ Status ValidateTrainOptions(const TrainOptions& options) {
 }
 
 StatusOr<TrainSummary> Train(frugal::Transport& t, frugal::GradientReducer& reducer,
-                             const FashionMnist& data, const TrainOptions& options,
-                             const TrainCallbacks& callbacks) {
+                             frugal::Strategy& strategy, const FashionMnist& data,
+                             const TrainOptions& options, const TrainCallbacks& callbacks) {
   try {
-    return TrainImpl(t, reducer, data, options, callbacks);
+    return TrainImpl(t, reducer, strategy, data, options, callbacks);
   } catch (const c10::Error& e) {
     return frugal::InternalError(std::string("torch: ") + e.what_without_backtrace());
   }
+}
+
+StatusOr<TrainSummary> Train(frugal::Transport& t, frugal::GradientReducer& reducer,
+                             const FashionMnist& data, const TrainOptions& options,
+                             const TrainCallbacks& callbacks) {
+  FRUGAL_ASSIGN_OR_RETURN(frugal::StrategyPlan plan, frugal::PlanStrategy({}));
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<frugal::Strategy> bsp,
+                          frugal::MakeStrategy(plan, t, reducer));
+  return Train(t, reducer, *bsp, data, options, callbacks);
 }
 
 }  // namespace frugal_torch

@@ -162,14 +162,8 @@ class MpiTransport : public Transport {
     FRUGAL_CHECK(dst >= 0 && dst < size_, "ISend: destination rank ", dst, " of ", size_);
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "ISend: tag ", tag, " outside [0, ", kMaxTag, "]");
     shared_->abandoned->Reap();
-    Started op;
-    op.peer = dst;
+    Started op = Operation(/*is_recv=*/false, dst, tag);
     op.bytes = data.size();
-    op.what = fmt::format("send to {} (tag {})", PeerName(dst, world_ranks_), tag);
-    op.timeout_message = [peer = PeerName(dst, world_ranks_), tag](Duration timeout) {
-      return fmt::format("{} did not take a message within {} ms (tag {})", peer, timeout.count(),
-                         tag);
-    };
     auto type = MakeByteType(data.size());
     if (!type.ok()) return std::make_unique<MpiWork>(type.status(), dst);
     op.type = *type;
@@ -183,7 +177,8 @@ class MpiTransport : public Transport {
     int rc = MPI_Isend(from, type->count, type->type, dst, tag, comm_, &op.request);
     if (rc != MPI_SUCCESS) {
       if (type->derived) MPI_Type_free(&type->type);
-      return std::make_unique<MpiWork>(MpiError(rc, op.what), dst);
+      return std::make_unique<MpiWork>(
+          MpiError(rc, fmt::format("send to {} (tag {})", op.peer_name, tag)), dst);
     }
     shared_->bytes_sent.fetch_add(data.size(), std::memory_order_relaxed);
     shared_->messages_sent.fetch_add(1, std::memory_order_relaxed);
@@ -195,13 +190,7 @@ class MpiTransport : public Transport {
                  size_);
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "IRecv: tag ", tag, " outside [0, ", kMaxTag, "]");
     shared_->abandoned->Reap();
-    Started op;
-    op.is_recv = true;
-    op.peer = src;
-    op.what = fmt::format("receive from {} (tag {})", PeerName(src, world_ranks_), tag);
-    op.timeout_message = [peer = PeerName(src, world_ranks_), tag](Duration timeout) {
-      return fmt::format("no message from {} within {} ms (tag {})", peer, timeout.count(), tag);
-    };
+    Started op = Operation(/*is_recv=*/true, src, tag);
     auto type = MakeByteType(data.size());
     if (!type.ok()) return std::make_unique<MpiWork>(type.status(), src);
     op.type = *type;
@@ -217,7 +206,8 @@ class MpiTransport : public Transport {
                        comm_, &op.request);
     if (rc != MPI_SUCCESS) {
       if (type->derived) MPI_Type_free(&type->type);
-      return std::make_unique<MpiWork>(MpiError(rc, op.what), src);
+      return std::make_unique<MpiWork>(
+          MpiError(rc, fmt::format("receive from {} (tag {})", op.peer_name, tag)), src);
     }
     return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
   }
@@ -333,6 +323,15 @@ class MpiTransport : public Transport {
   friend std::unique_ptr<Work> mpi_internal::WorkForRequest(
       Transport& t, MPI_Request request, mpi_internal::Memory memory, std::string what,
       std::function<std::string(Duration)> timeout_message);
+
+  Started Operation(bool is_recv, int peer, int tag) const {
+    Started op;
+    op.is_recv = is_recv;
+    op.peer = peer;
+    op.tag = tag;
+    op.peer_name = PeerName(peer, world_ranks_);
+    return op;
+  }
 
   StatusOr<std::optional<ProbeResult>> TryProbe(int src, int tag) {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size_), "probe: source rank ", src, " of ",

@@ -24,7 +24,8 @@
 #include <bit>
 #include <climits>
 #include <cstring>
-#include <thread>
+
+#include "frugal/backoff.h"
 
 namespace frugal::mpi_internal {
 namespace {
@@ -82,13 +83,7 @@ Status MpiError(int error, std::string_view what) {
 }
 
 void BackOff(const WaitPolicy& policy, Clock::duration waited) {
-  if (waited < policy.spin) return;
-  if (waited < kYieldTime) {
-    sched_yield();
-    return;
-  }
-  auto sleep = std::min<Clock::duration>(waited / 16, kMaxSleep);
-  std::this_thread::sleep_for(sleep);
+  frugal::BackOff(BackOffPolicy{policy.spin, kYieldTime, kMaxSleep}, waited);
 }
 
 // ---- StagingPool ----
@@ -256,7 +251,15 @@ Status MpiWork::Wait(Duration timeout) {
   }
   Abandon();
   done_ = true;
-  status_ = TimeoutError(op_.timeout_message(timeout));
+  if (op_.timeout_message) {
+    status_ = TimeoutError(op_.timeout_message(timeout));
+  } else if (op_.is_recv) {
+    status_ = TimeoutError(fmt::format("no message from {} within {} ms (tag {})", op_.peer_name,
+                                       timeout.count(), op_.tag));
+  } else {
+    status_ = TimeoutError(fmt::format("{} did not take a message within {} ms (tag {})",
+                                       op_.peer_name, timeout.count(), op_.tag));
+  }
   Finish();
   return status_;
 }
@@ -274,10 +277,10 @@ bool MpiWork::IsCompleted() {
     MPI_Error_class(rc, &error_class);
     if (op_.is_recv && error_class == MPI_ERR_TRUNCATE) {
       status_ = MalformedError(
-          fmt::format("{}: the message is larger than the receive buffer of {} bytes", op_.what,
+          fmt::format("{}: the message is larger than the receive buffer of {} bytes", What(),
                       op_.deliver_to.size()));
     } else {
-      status_ = MpiError(rc, op_.what);
+      status_ = MpiError(rc, What());
     }
     Finish();
     return true;
@@ -301,6 +304,12 @@ void MpiWork::Finish() {
   op_.deliver_to = {};
   if (op_.type.derived && !MpiFinalized()) MPI_Type_free(&op_.type.type);
   op_.type = ByteType{};
+}
+
+std::string MpiWork::What() const {
+  if (!op_.what.empty()) return op_.what;
+  return fmt::format("{} {} (tag {})", op_.is_recv ? "receive from" : "send to", op_.peer_name,
+                     op_.tag);
 }
 
 void MpiWork::Abandon() {

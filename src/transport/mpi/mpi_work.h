@@ -94,7 +94,11 @@ struct Started {
   bool is_recv = false;
   int peer = -1;
   size_t bytes = 0;  // sends: the size sent
-  std::string what;  // "receive from rank 1 (tag 5)", for MPI errors
+  // Sends and receives: the tag and the peer's name ("rank 1"), for messages made on an error.
+  int tag = -1;
+  std::string peer_name;
+  // Other operations (WorkForRequest): their name, and the text of kTimeout.
+  std::string what;
   std::function<std::string(Duration)> timeout_message;
 };
 
@@ -113,8 +117,9 @@ class MpiWork : public Work {
   size_t bytes() const override { return bytes_; }
 
  private:
-  void Finish();   // the request completed: deliver, release memory and type
-  void Abandon();  // hand the unfinished request and its memory to the runtime
+  void Finish();             // the request completed: deliver, release memory and type
+  void Abandon();            // hand the unfinished request and its memory to the runtime
+  std::string What() const;  // "receive from rank 1 (tag 5)"
 
   Started op_;
   WaitPolicy policy_;

@@ -69,8 +69,10 @@ class EngineOptimizer {
   EngineOptimizer& operator=(const EngineOptimizer&) = delete;
 
   // The forward pass of the next step begins: zeroes the gradients and, under kPriority,
-  // installs the gate that applies each pending parameter update right before it is read.
-  void BeginStep();
+  // installs the gate that applies each pending parameter update right before it is read. With
+  // exchange false the step's gradients are not communicated: Step applies this rank's own
+  // gradients at once (a local step of Local SGD).
+  void BeginStep(bool exchange = true);
   // loss.backward(), with the gradient hooks submitting to the engine as gradients appear.
   frugal::Status Backward(const torch::Tensor& loss);
   // Completes the step as the mode says (see above) and advances step().
@@ -117,6 +119,8 @@ class EngineOptimizer {
   std::vector<std::array<std::unique_ptr<frugal::Work>, 2>> bucket_works_;
   std::unique_ptr<Gate> gate_;
   frugal::Status gate_error_;
+  bool exchange_ = true;              // this step's gradients are communicated
+  std::vector<double> pending_lrs_;   // kPriority: learning rates of the pending updates' step
   bool previous_in_flight_ = false;  // od_sgd: the previous step's reductions await applying
   uint64_t step_ = 0;
   double wait_seconds_ = 0;

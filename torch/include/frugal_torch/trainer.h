@@ -20,6 +20,7 @@
 
 #include "frugal/reducer.h"
 #include "frugal/status.h"
+#include "frugal/strategy.h"
 #include "frugal/transport.h"
 #include "frugal_torch/data.h"
 #include "frugal_torch/engine_options.h"
@@ -29,6 +30,12 @@ namespace frugal_torch {
 
 // Names accepted by MakeModel: mlp, cnn, resnet20, vgg.
 std::vector<std::string> ModelNames();
+
+// A rank made slow on purpose: its forward + backward take `factor` times as long.
+struct Straggler {
+  int rank = 0;
+  double factor = 1;
+};
 
 struct TrainOptions {
   std::string model = "cnn";
@@ -57,6 +64,9 @@ struct TrainOptions {
   // frugal's engine thread (overlap with backward, fusion, priority, one-step delay), which owns
   // the transport during training; unset, the blocking DistributedOptimizer reduces them.
   std::optional<OverlapOptions> overlap;
+  // Slow ranks (--straggler): each sleeps (factor - 1) x its last forward + backward time
+  // between forward and backward, so that its gradients appear that much later.
+  std::vector<Straggler> stragglers;
 };
 
 // kInvalidArgument naming the first bad option (unknown model, lr <= 0, ...).
@@ -84,7 +94,15 @@ struct EpochRecord {
   double epoch_seconds = 0;       // training part of the epoch, without evaluation
   double wall_seconds = 0;        // since training started, evaluation included
   double samples_per_second = 0;  // all ranks, training part of the epoch
-  uint64_t bytes_sent = 0;        // per worker (mean over ranks), cumulative
+  uint64_t bytes_sent = 0;        // per worker (mean over ranks), cumulative, training only
+  // Strategies whose replicas differ (Local SGD): test_loss and test_accuracy are those of the
+  // averaged model; these are the min and max test accuracy of the ranks' own models, the
+  // consensus distance mean_i ||x_i - x_avg|| of the parameters, and the bytes per worker of
+  // averaging the models for evaluation (not in bytes_sent). Zero for identical replicas.
+  double rank_accuracy_min = 0;
+  double rank_accuracy_max = 0;
+  double consensus_distance = 0;
+  uint64_t eval_bytes_sent = 0;
 };
 
 struct TrainSummary {
@@ -95,6 +113,8 @@ struct TrainSummary {
   int64_t steps = 0;
   int64_t global_batch = 0;
   std::string reducer;
+  std::string strategy = "bsp";     // Strategy::name()
+  bool identical_replicas = true;   // the strategy keeps replicas identical
   double train_loss = 0;  // of the last epoch
   double test_loss = 0;
   double test_accuracy = 0;
@@ -127,6 +147,13 @@ struct TrainCallbacks {
   std::function<void(const std::vector<float>&)> on_final_parameters;
 };
 
+// Trains with `strategy` (frugal/strategy.h), whose exchanges and the gradient averaging go
+// through `reducer`. Both must have been made for `t`.
+frugal::StatusOr<TrainSummary> Train(frugal::Transport& t, frugal::GradientReducer& reducer,
+                                     frugal::Strategy& strategy, const FashionMnist& data,
+                                     const TrainOptions& options,
+                                     const TrainCallbacks& callbacks = {});
+// BSP: the gradients of every step averaged through `reducer`.
 frugal::StatusOr<TrainSummary> Train(frugal::Transport& t, frugal::GradientReducer& reducer,
                                      const FashionMnist& data, const TrainOptions& options,
                                      const TrainCallbacks& callbacks = {});

@@ -7,34 +7,20 @@
 // result depends only on the input, so ranks that build the same model agree on it.
 //
 // VerifySamePlan hashes the plan with FNV-1a over every bucket's id and count and every entry's
-// name, offset and count (PlanFingerprint), gathers the 8-byte fingerprints of all ranks with
-// Allgatherv and compares them with rank 0's. Every rank sees the same gathered bytes, so every
-// rank reaches the same verdict and returns the same error naming the ranks that differ.
+// name, offset and count (PlanFingerprint) and compares the fingerprints of all ranks with rank
+// 0's (RanksDifferingFromRankZero): every rank reaches the same verdict and returns the same
+// error naming the ranks that differ.
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "frugal/collectives.h"
+#include "frugal/fingerprint.h"
+#include "frugal/hash.h"
 #include "frugal/reducer.h"
 
 namespace frugal {
-namespace {
-
-constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
-constexpr uint64_t kFnvPrime = 1099511628211ULL;
-
-void HashBytes(uint64_t& h, const void* data, size_t size) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= kFnvPrime;
-  }
-}
-
-void HashU64(uint64_t& h, uint64_t v) { HashBytes(h, &v, sizeof(v)); }
-
-}  // namespace
 
 std::vector<BucketInfo> PlanBuckets(std::span<const TensorSpec> tensors, size_t cap_bytes) {
   FRUGAL_CHECK_GT(cap_bytes, size_t{0}, "bucket cap");
@@ -59,45 +45,24 @@ std::vector<BucketInfo> PlanBuckets(std::span<const TensorSpec> tensors, size_t 
 }
 
 uint64_t PlanFingerprint(std::span<const BucketInfo> plan) {
-  uint64_t h = kFnvOffset;
-  HashU64(h, plan.size());
+  Fnv1a h;
+  h.AddU64(plan.size());
   for (const BucketInfo& bucket : plan) {
-    HashU64(h, static_cast<uint64_t>(bucket.id));
-    HashU64(h, bucket.count);
-    HashU64(h, bucket.entries.size());
+    h.AddU64(static_cast<uint64_t>(bucket.id)).AddU64(bucket.count).AddU64(bucket.entries.size());
     for (const BucketEntry& entry : bucket.entries) {
-      HashU64(h, entry.name.size());
-      HashBytes(h, entry.name.data(), entry.name.size());
-      HashU64(h, entry.offset);
-      HashU64(h, entry.count);
+      h.AddU64(entry.name.size()).Add(entry.name).AddU64(entry.offset).AddU64(entry.count);
     }
   }
-  return h;
+  return h.value();
 }
 
 Status VerifySamePlan(Transport& t, std::span<const BucketInfo> plan, Duration timeout) {
-  const uint64_t mine = PlanFingerprint(plan);
-  std::byte in[sizeof(mine)];
-  std::memcpy(in, &mine, sizeof(mine));
-  std::vector<std::byte> out;
-  std::vector<size_t> sizes;
   CollectiveOptions options;
   options.timeout = timeout;
-  FRUGAL_RETURN_IF_ERROR(
-      Allgatherv(t, in, out, sizes, options).Annotate("gradient bucket plan check"));
-  if (sizes.size() != static_cast<size_t>(t.size()) ||
-      out.size() != sizeof(mine) * static_cast<size_t>(t.size())) {
-    return MalformedError("gradient bucket plan check: unexpected gathered size " +
-                          std::to_string(out.size()));
-  }
-  std::vector<uint64_t> all(static_cast<size_t>(t.size()));
-  std::memcpy(all.data(), out.data(), out.size());
+  auto gathered = RanksDifferingFromRankZero(t, PlanFingerprint(plan), options);
+  if (!gathered.ok()) return gathered.status().Annotate("gradient bucket plan check");
   std::string differing;
-  for (int r = 1; r < t.size(); ++r) {
-    if (all[static_cast<size_t>(r)] != all[0]) {
-      differing += (differing.empty() ? "" : ", ") + std::to_string(r);
-    }
-  }
+  for (int r : *gathered) differing += (differing.empty() ? "" : ", ") + std::to_string(r);
   if (!differing.empty()) {
     return InvalidArgumentError("the gradient tensors (names, shapes or order) of rank(s) " +
                                 differing +

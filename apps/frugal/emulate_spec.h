@@ -1,0 +1,46 @@
+// `--emulate hosts=H,nic=RATE[,ranks-per-host=R]`: what the flag says, how the ranks spread over
+// the emulated hosts and how a NIC rate becomes token-bucket parameters. Pure functions; the
+// network itself is emulated_network.h, running a job on it emulate_job.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "frugal/status.h"
+
+namespace frugal::apps {
+
+inline constexpr int kMaxEmulatedHosts = 64;
+inline constexpr std::uint64_t kMinNicBitsPerSecond = 1'000'000;        // 1 mbit
+inline constexpr std::uint64_t kMaxNicBitsPerSecond = 100'000'000'000;  // 100 gbit
+
+struct EmulateSpec {
+  int hosts = 0;
+  std::uint64_t nic_bits_per_second = 0;
+  int ranks_per_host = 0;  // 0: the number of ranks divided by hosts
+};
+
+// Parses "hosts=4,nic=100mbit,ranks-per-host=2". Rates take tc's units: bit, kbit, mbit, gbit
+// (decimal, per second), optionally with a fraction ("2.5gbit"). Unknown keys, repeated keys,
+// missing hosts or nic and out-of-range values are kInvalidArgument.
+StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text);
+
+// Parses one rate ("100mbit") into bits per second.
+StatusOr<std::uint64_t> ParseRate(std::string_view text);
+
+// "100mbit", "1gbit", "2.5gbit", "750kbit".
+std::string FormatRate(std::uint64_t bits_per_second);
+
+// The number of ranks per emulated host for a job of `np` ranks, or kInvalidArgument when `np`
+// does not fill the hosts evenly (or disagrees with an explicit ranks-per-host).
+StatusOr<int> RanksPerHost(const EmulateSpec& spec, int np);
+
+// The tbf parameters used for a rate: bucket size in bytes and queue limit in bytes.
+struct TbfParameters {
+  std::uint64_t burst_bytes;
+  std::uint64_t limit_bytes;
+};
+TbfParameters TbfFor(std::uint64_t bits_per_second);
+
+}  // namespace frugal::apps

@@ -1,0 +1,357 @@
+// `frugal train`'s flags (see train_flags.h).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "frugal/engine.h"
+#include "frugal/strategy.h"
+#include "frugal_torch/data.h"
+#include "frugal_torch/schedule.h"
+#include "frugal_torch/trainer.h"
+#include "toml_file.h"
+#include "train_flags.h"
+
+namespace frugal::apps {
+namespace {
+
+Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& options) {
+  frugal_torch::OverlapOptions overlap;
+  FRUGAL_ASSIGN_OR_RETURN(overlap.mode, ParseOverlapMode(flags.overlap));
+  FRUGAL_ASSIGN_OR_RETURN(overlap.fusion, ParseFusionPolicy(flags.fusion));
+  if (overlap.fusion == FusionPolicy::kOff) {
+    return InvalidArgumentError("--fusion must be mgwfbp or cycle (no fusion: --overlap wfbp)");
+  }
+  overlap.od_sgd = flags.od_sgd;
+  overlap.skip_comm = flags.skip_comm;
+  auto positive = [](double v, double max) { return v > 0 && v <= max; };
+  if (!(flags.cycle_time_ms >= 0 && flags.cycle_time_ms <= 1000)) {
+    return InvalidArgumentError("--cycle-time-ms must be in [0, 1000]");
+  }
+  if (!positive(flags.fusion_threshold_mb, 1e6)) {
+    return InvalidArgumentError("--fusion-threshold-mb must be in (0, 1e6]");
+  }
+  if (!(flags.partition_mb >= 0 && flags.partition_mb <= 1e6)) {
+    return InvalidArgumentError("--partition-mb must be in [0, 1e6]");
+  }
+  if (!(flags.stall_warning_s >= 0) || !(flags.stall_shutdown_s >= 0)) {
+    return InvalidArgumentError("--stall-warning-s and --stall-shutdown-s must be >= 0");
+  }
+  if (flags.stall_warning_s > 0 && flags.stall_warning_s * 1000 >= flags.timeout_ms) {
+    return InvalidArgumentError(fmt::format(
+        "--stall-warning-s {} must be shorter than --timeout-ms {} (the wait ends the job at the "
+        "timeout, so a later warning would never be printed)",
+        flags.stall_warning_s, flags.timeout_ms));
+  }
+  overlap.engine.cycle_time = Duration(std::llround(flags.cycle_time_ms));
+  overlap.engine.fusion_threshold_bytes =
+      static_cast<size_t>(std::llround(flags.fusion_threshold_mb * (1 << 20)));
+  overlap.engine.partition_bytes =
+      static_cast<size_t>(std::llround(flags.partition_mb * (1 << 20)));
+  overlap.engine.stall_warning = Duration(std::llround(flags.stall_warning_s * 1000));
+  overlap.engine.stall_shutdown = Duration(std::llround(flags.stall_shutdown_s * 1000));
+  if (flags.engine_nice < -20 || flags.engine_nice > 19) {
+    return InvalidArgumentError("--engine-nice must be in [-20, 19]");
+  }
+  overlap.engine.thread_nice = flags.engine_nice;
+  overlap.timeline = !flags.timeline.empty();
+  if (overlap.timeline) {
+    Status path = CheckJsonPath(flags.timeline);
+    if (!path.ok()) return InvalidArgumentError("--timeline: " + path.message());
+  }
+  options.overlap = overlap;
+  return Status::Ok();
+}
+
+// DGC (Lin et al. 2018) moves the optimizer's momentum into the compressor (momentum correction:
+// the optimizer then applies plain SGD, or the momentum would be applied twice and training
+// diverges) and counts its sparsity warm-up in epochs. So a dgc spec without momentum= takes
+// --momentum, one without epoch_steps= takes this run's steps per epoch (0: not known yet), and
+// unless the spec turns the correction off (momentum=0) the optimizer runs without momentum.
+// --straggler RANK:FACTOR items.
+StatusOr<std::vector<frugal_torch::Straggler>> ParseStragglers(const std::vector<std::string>& items) {
+  std::vector<frugal_torch::Straggler> out;
+  for (const std::string& item : items) {
+    const size_t colon = item.find(':');
+    frugal_torch::Straggler s;
+    char* end = nullptr;
+    bool ok = colon != std::string::npos && colon > 0;
+    if (ok) {
+      const std::string rank = item.substr(0, colon);
+      const std::string factor = item.substr(colon + 1);
+      const long r = std::strtol(rank.c_str(), &end, 10);
+      ok = *end == '\0' && r >= 0 && r < (1 << 20);
+      s.rank = static_cast<int>(r);
+      if (ok) {
+        s.factor = std::strtod(factor.c_str(), &end);
+        ok = !factor.empty() && *end == '\0' && std::isfinite(s.factor) && s.factor >= 1 &&
+             s.factor <= 1000;
+      }
+    }
+    if (!ok) {
+      return InvalidArgumentError(fmt::format(
+          "--straggler '{}': expected RANK:FACTOR with RANK >= 0 and FACTOR in [1, 1000]", item));
+    }
+    for (const frugal_torch::Straggler& seen : out) {
+      if (seen.rank == s.rank) {
+        return InvalidArgumentError(fmt::format("--straggler: rank {} given twice", s.rank));
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
+  cmd.add_option("--config", flags.config,
+                 "Read options from a TOML file: one `flag-name = value` per line, an optional "
+                 "[train] section; flags on the command line win")
+      ->check(CLI::Validator(CLI::ExistingFile).description(""))
+      ->type_name("FILE");
+  cmd.add_option("--model", flags.model, "mlp, cnn, resnet20 or vgg")->capture_default_str();
+  cmd.add_option("--epochs", flags.epochs, "Passes over the training set")->capture_default_str();
+  cmd.add_option("--batch-size", flags.batch_size, "Batch size per rank (global: x ranks)")
+      ->capture_default_str();
+  cmd.add_option("--lr", flags.lr, "Learning rate")->capture_default_str();
+  cmd.add_option("--momentum", flags.momentum, "SGD momentum")->capture_default_str();
+  cmd.add_option("--weight-decay", flags.weight_decay, "L2 weight decay")->capture_default_str();
+  cmd.add_flag("--nesterov", flags.nesterov, "Nesterov momentum");
+  cmd.add_option("--lr-schedule", flags.lr_schedule, "constant, step or cosine")
+      ->capture_default_str();
+  cmd.add_option("--warmup-epochs", flags.warmup_epochs,
+                 "Linear learning-rate warm-up over this many epochs")
+      ->capture_default_str();
+  cmd.add_option("--lr-milestones", flags.lr_milestones,
+                 "step schedule: epochs at which the rate is multiplied by --lr-gamma")
+      ->delimiter(',')
+      ->type_name("E1,E2,...");
+  cmd.add_option("--lr-gamma", flags.lr_gamma, "step schedule: decay factor")
+      ->capture_default_str();
+  cmd.add_option("--partition", flags.partition, "iid or dirichlet:ALPHA (non-IID shards)")
+      ->capture_default_str();
+  cmd.add_option("--seed", flags.seed, "Seed of the model, the shuffling and the partition")
+      ->capture_default_str();
+  cmd.add_option("--arch", flags.arch,
+                 "Architecture: allreduce[:ALGO] with ALGO one of ring, rd, rabenseifner, tree, "
+                 "dbtree, hier, torus, mpi (MPI_Allreduce)")
+      ->capture_default_str();
+  cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
+      ->type_name("ALGO");
+  cmd.add_option("--sync", flags.sync,
+                 "Synchronization: bsp (average gradients every step), "
+                 "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1] "
+                 "(Local SGD: average the models every H local steps; post-local SGD from epoch "
+                 "E; hierarchical: within each host every h steps)")
+      ->capture_default_str();
+  cmd.add_option("--straggler", flags.stragglers,
+                 "RANK:FACTOR: that rank's forward and backward take FACTOR times as long "
+                 "(repeatable)")
+      ->type_name("RANK:FACTOR");
+  cmd.add_option("--threads", flags.threads, "Torch threads per rank")->capture_default_str();
+  cmd.add_option("--max-steps", flags.max_steps,
+                 "Stop each rank after this many steps in total, then evaluate (0: no limit)")
+      ->capture_default_str();
+  cmd.add_option("--stop-at-accuracy", flags.stop_at_accuracy,
+                 "Stop after the first epoch whose test accuracy reaches this (0: never)")
+      ->capture_default_str();
+  cmd.add_option("--bucket-cap-mb", flags.bucket_cap_mb, "Gradient fusion bucket cap in MB")
+      ->capture_default_str();
+  cmd.add_option("--timeout-ms", flags.timeout_ms,
+                 "Timeout of every wait for other ranks (a stuck rank ends the job)")
+      ->capture_default_str();
+  cmd.add_option("--data-dir", flags.data_dir, "Fashion-MNIST IDX files")->capture_default_str();
+  cmd.add_option("--json", flags.json, "Write one JSON object per epoch and a summary to FILE")
+      ->type_name("FILE");
+  // Communication engine.
+  cmd.add_option("--overlap", flags.overlap,
+                 "Overlap of gradient communication with computation: none (after backward), "
+                 "wfbp (each gradient as backward produces it), fusion (wfbp + tensor fusion), "
+                 "priority (wfbp + priority scheduling with partitions, layer-wise updates)")
+      ->capture_default_str();
+  cmd.add_option("--fusion", flags.fusion,
+                 "--overlap fusion: mgwfbp (merges planned from the alpha/beta model) or cycle "
+                 "(Horovod: what is ready within a cycle)")
+      ->capture_default_str();
+  cmd.add_flag("--od-sgd", flags.od_sgd,
+               "One-step delay: apply the previous step's averaged gradient while this step's "
+               "is communicated");
+  cmd.add_flag("--skip-comm", flags.skip_comm,
+               "Compute only: do not exchange gradients (lower bound of the step time)");
+  cmd.add_option("--cycle-time-ms", flags.cycle_time_ms, "Engine negotiation cycle")
+      ->capture_default_str();
+  cmd.add_option("--fusion-threshold-mb", flags.fusion_threshold_mb, "Largest fused bucket")
+      ->capture_default_str();
+  cmd.add_option("--partition-mb", flags.partition_mb,
+                 "--overlap priority: partition size (0: no partitioning)")
+      ->capture_default_str();
+  cmd.add_option("--stall-warning-s", flags.stall_warning_s,
+                 "Warn, naming the ranks, when some ranks submitted a gradient and others not for this "
+                 "long (0: off); must be shorter than --timeout-ms, which ends the job")
+      ->capture_default_str();
+  cmd.add_option("--stall-shutdown-s", flags.stall_shutdown_s,
+                 "End the job when such a stall lasts this long (0: never)")
+      ->capture_default_str();
+  cmd.add_option("--engine-nice", flags.engine_nice,
+                 "Nice value of the engine thread (-20..19; below 0 needs root): a more urgent "
+                 "engine thread answers peers sooner where ranks share cores")
+      ->capture_default_str();
+  cmd.add_option("--timeline", flags.timeline,
+                 "Write a Chrome trace (chrome://tracing, Perfetto) of every rank to FILE")
+      ->type_name("FILE");
+  cmd.add_option("--compress", flags.compress,
+                 "Compress gradients with SPEC, e.g. fp16, qsgd:levels=15,bucket=512, onebit "
+                 "(see `frugal bench compress --help`)")
+      ->type_name("SPEC");
+  cmd.add_flag("--ef", flags.ef, "--compress: with error feedback (residual memory)");
+  cmd.add_flag("--worker-momentum", flags.worker_momentum,
+               "--compress: apply --momentum (and --nesterov) on each worker before compression; "
+               "the optimizer then steps without momentum (as DGC's momentum correction, "
+               "dist-EF-SGDM)");
+  cmd.add_option("--compress-min-bytes", flags.compress_min_bytes,
+                 "--compress: tensors smaller than this stay dense")
+      ->capture_default_str();
+  cmd.add_option("--aggregate", flags.aggregate,
+                 "--compress: auto, allreduce, allgather, twophase, vote or custom")
+      ->capture_default_str();
+  cmd.add_option("--progress", flags.progress,
+                 "bar (redrawn line), lines (one line per 10%), none, or auto (bar on a terminal)")
+      ->capture_default_str();
+}
+
+// Applies the `key = value` items of a TOML file to the options of `cmd` that the command line
+// did not set, as if they had been given as --key value. toml_file.h reads the file; keys may use
+// '-' or '_'. Throws CLI::ConfigError (a bad command line: exit 2) for an unreadable file, TOML
+// that does not parse, an unknown key or a bad value, naming the file and the line.
+void ApplyConfigFile(CLI::App& cmd, const std::string& path) {
+  auto items = ReadFlagFile(path, "train");
+  if (!items.ok()) throw CLI::ConfigError(fmt::format("--config {}", items.status().message()));
+  for (const FlagSetting& item : *items) {
+    std::string name = item.key;
+    std::replace(name.begin(), name.end(), '_', '-');
+    CLI::Option* option = cmd.get_option_no_throw("--" + name);
+    if (option == nullptr || name == "config") {
+      throw CLI::ConfigError(
+          fmt::format("--config {}:{}: unknown key '{}'", path, item.line, item.key));
+    }
+    if (option->count() > 0) continue;  // the command line wins
+    try {
+      option->add_result(item.words);
+      option->run_callback();
+    } catch (const CLI::Error& e) {
+      throw CLI::ConfigError(fmt::format("--config {}:{}: bad value for '{}': {}", path, item.line,
+                                         item.key, e.what()));
+    }
+  }
+}
+
+Status CheckJsonPath(const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent)) {
+    return InvalidArgumentError(
+        fmt::format("--json {}: directory '{}' does not exist", path, parent.string()));
+  }
+  if (std::filesystem::is_directory(path)) {
+    return InvalidArgumentError(fmt::format("--json {}: is a directory", path));
+  }
+  return Status::Ok();
+}
+
+// The communication engine's flags.
+StatusOr<StrategyOptions> ToStrategyOptions(const TrainFlags& flags) {
+  StrategyOptions options;
+  options.arch = flags.arch;
+  if (!flags.allreduce.empty()) {
+    const std::string alias = "allreduce:" + flags.allreduce;
+    if (flags.arch != "allreduce:ring" && flags.arch != alias) {
+      return InvalidArgumentError(fmt::format(
+          "--allreduce {} contradicts --arch {} (--allreduce ALGO is --arch allreduce:ALGO)",
+          flags.allreduce, flags.arch));
+    }
+    options.arch = alias;
+  }
+  options.sync = flags.sync;
+  options.compress = flags.compress;
+  options.error_feedback = flags.ef;
+  options.worker_momentum = flags.worker_momentum;
+  options.compress_min_bytes = flags.compress_min_bytes;
+  options.aggregate = flags.aggregate;
+  options.momentum = flags.momentum;
+  options.nesterov = flags.nesterov;
+  options.od_sgd = flags.od_sgd;
+  options.skip_comm = flags.skip_comm;
+  options.seed = flags.seed;
+  if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
+  options.timeout = Duration(flags.timeout_ms);
+  return options;
+}
+
+StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
+                                                    const StrategyPlan& plan) {
+  frugal_torch::TrainOptions options;
+  options.model = flags.model;
+  options.epochs = flags.epochs;
+  options.batch_size = flags.batch_size;
+  options.lr = flags.lr;
+  // DGC and worker momentum take the optimizer's momentum over (PlanStrategy).
+  options.momentum = plan.optimizer_momentum;
+  options.nesterov = plan.optimizer_nesterov;
+  options.weight_decay = flags.weight_decay;
+  FRUGAL_ASSIGN_OR_RETURN(options.stragglers, ParseStragglers(flags.stragglers));
+  FRUGAL_ASSIGN_OR_RETURN(options.schedule, frugal_torch::ParseLrScheduleKind(flags.lr_schedule));
+  options.warmup_epochs = flags.warmup_epochs;
+  options.lr_milestones = flags.lr_milestones;
+  options.lr_gamma = flags.lr_gamma;
+  FRUGAL_ASSIGN_OR_RETURN(options.partition, frugal_torch::ParsePartition(flags.partition));
+  options.seed = flags.seed;
+  options.threads = flags.threads;
+  options.max_steps = flags.max_steps;
+  options.stop_at_accuracy = flags.stop_at_accuracy;
+  if (!(flags.bucket_cap_mb > 0) || flags.bucket_cap_mb > 1e6) {
+    return InvalidArgumentError("--bucket-cap-mb must be in (0, 1e6]");
+  }
+  options.bucket_cap_bytes = static_cast<size_t>(std::llround(flags.bucket_cap_mb * (1 << 20)));
+  if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
+  options.timeout = Duration(flags.timeout_ms);
+  FRUGAL_RETURN_IF_ERROR(frugal_torch::ValidateTrainOptions(options));
+  if (flags.progress != "auto" && flags.progress != "bar" && flags.progress != "lines" &&
+      flags.progress != "none") {
+    return InvalidArgumentError(
+        fmt::format("unknown --progress '{}' (known: auto, bar, lines, none)", flags.progress));
+  }
+  FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
+  FRUGAL_RETURN_IF_ERROR(ToOverlapOptions(flags, options));
+  return options;
+}
+
+// The dataset must be installed: checked before anything is launched.
+Status ValidateTrainFlags(const TrainFlags& flags) {
+  FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(flags));
+  FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
+  return ToTrainOptions(flags, plan).status();
+}
+
+Status CheckDataset(const std::string& dir) {
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    const std::string path = dir + "/" + name;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return NotFoundError(
+          fmt::format("Fashion-MNIST file {} not found (install the Debian "
+                      "package {})",
+                      path, frugal_torch::kFashionMnistPackage));
+    }
+  }
+  return Status::Ok();
+}
+
+// The gradient reducer the flags ask for.
+}  // namespace frugal::apps

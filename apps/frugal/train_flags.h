@@ -1,0 +1,91 @@
+// `frugal train`'s flags and how they become options: TrainFlags holds every flag as given,
+// AddTrainFlags declares them, ApplyConfigFile reads --config, and ToStrategyOptions /
+// ToTrainOptions turn them into the strategy factory's options (frugal/strategy.h, which owns
+// every rule about which options combine) and the training loop's (frugal_torch/trainer.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frugal/status.h"
+#include "frugal/strategy.h"
+#include "frugal_torch/data.h"
+#include "frugal_torch/trainer.h"
+
+namespace frugal::apps {
+
+struct TrainFlags {
+  std::string model = "cnn";
+  int64_t epochs = 1;
+  int64_t batch_size = 64;
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0;
+  bool nesterov = false;
+  std::string lr_schedule = "constant";
+  double warmup_epochs = 0;
+  std::vector<double> lr_milestones;
+  double lr_gamma = 0.1;
+  std::string partition = "iid";
+  uint64_t seed = 1;
+  std::string arch = "allreduce:ring";
+  std::string allreduce;  // alias of --arch allreduce:ALGO
+  std::string sync = "bsp";
+  std::vector<std::string> stragglers;  // RANK:FACTOR
+  int threads = 1;
+  int64_t max_steps = 0;
+  double stop_at_accuracy = 0;
+  double bucket_cap_mb = 25;
+  int timeout_ms = 20000;
+  std::string data_dir = frugal_torch::kFashionMnistDir;
+  std::string json;
+  std::string progress = "auto";
+  std::string config;
+  // Communication engine (frugal/engine.h, frugal_torch/engine_optimizer.h).
+  std::string overlap = "priority";
+  std::string fusion = "mgwfbp";
+  bool od_sgd = false;
+  bool skip_comm = false;
+  double cycle_time_ms = 1;
+  double fusion_threshold_mb = 64;
+  double partition_mb = 4;
+  double stall_warning_s = 10;
+  double stall_shutdown_s = 0;
+  int engine_nice = 0;
+  std::string timeline;
+  // Gradient compression (frugal/compressed_reducer.h).
+  std::string compress;
+  bool ef = false;
+  bool worker_momentum = false;
+  size_t compress_min_bytes = 65536;
+  std::string aggregate = "auto";
+};
+
+void AddTrainFlags(CLI::App& cmd, TrainFlags& flags);
+
+// Applies the `key = value` items of a TOML file to the options of `cmd` that the command line
+// did not set. Throws CLI::ConfigError (a bad command line: exit 2) for an unreadable file, an
+// unknown key or a bad value.
+void ApplyConfigFile(CLI::App& cmd, const std::string& path);
+
+// kInvalidArgument when --json (or --timeline) cannot be written where it points.
+Status CheckJsonPath(const std::string& path);
+
+// The strategy factory's options from the flags (--arch and its alias --allreduce, --sync,
+// compression, optimizer, overlap); kInvalidArgument for a bad flag.
+StatusOr<StrategyOptions> ToStrategyOptions(const TrainFlags& flags);
+
+// The training loop's options, with the optimizer as the strategy's plan says (DGC and worker
+// momentum take its momentum over); kInvalidArgument naming the first bad flag.
+StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
+                                                    const StrategyPlan& plan);
+
+// Both of the above with every check: what `frugal train` validates before it launches anything.
+Status ValidateTrainFlags(const TrainFlags& flags);
+
+// The dataset must be installed: kNotFound naming the package otherwise.
+Status CheckDataset(const std::string& dir);
+
+}  // namespace frugal::apps

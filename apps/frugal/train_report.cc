@@ -1,0 +1,176 @@
+// `frugal train`'s output (see train_report.h).
+#include "train_report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "frugal/compressed_reducer.h"
+#include "launcher.h"
+
+namespace frugal::apps {
+
+std::string FormatDuration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  if (s >= 3600) return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
+  return fmt::format("{:02d}:{:02d}", s / 60, s % 60);
+}
+
+std::string FormatBytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+Progress::Mode ProgressMode(const std::string& flag) {
+  if (flag == "bar") return Progress::Mode::kBar;
+  if (flag == "lines") return Progress::Mode::kLines;
+  if (flag == "none") return Progress::Mode::kNone;
+  bool tty = isatty(STDERR_FILENO) != 0;
+  if (!tty && RunningUnderMpi()) {
+    const char* launcher_tty = std::getenv(kStderrIsTtyEnv);
+    tty = launcher_tty != nullptr && std::string(launcher_tty) == "1";
+  }
+  return tty ? Progress::Mode::kBar : Progress::Mode::kLines;
+}
+
+nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
+  return {{"event", "epoch"},
+          {"epoch", r.epoch},
+          {"steps", r.steps},
+          {"train_loss", r.train_loss},
+          {"test_loss", r.test_loss},
+          {"test_accuracy", r.test_accuracy},
+          {"lr", r.lr},
+          {"epoch_seconds", r.epoch_seconds},
+          {"wall_seconds", r.wall_seconds},
+          {"samples_per_second", r.samples_per_second},
+          {"bytes_sent", r.bytes_sent},
+          {"rank_accuracy_min", r.rank_accuracy_min},
+          {"rank_accuracy_max", r.rank_accuracy_max},
+          {"consensus_distance", r.consensus_distance},
+          {"eval_bytes_sent", r.eval_bytes_sent}};
+}
+
+nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags& flags) {
+  return {{"event", "summary"},
+          {"model", s.model},
+          {"params", s.params},
+          {"workers", s.workers},
+          {"epochs", s.epochs},
+          {"steps", s.steps},
+          {"batch_size", flags.batch_size},
+          {"global_batch", s.global_batch},
+          {"lr", flags.lr},
+          {"momentum", flags.momentum},
+          {"weight_decay", flags.weight_decay},
+          {"partition", flags.partition},
+          {"seed", flags.seed},
+          {"threads", flags.threads},
+          {"allreduce", !flags.allreduce.empty() ? flags.allreduce
+                                                 : flags.arch.substr(flags.arch.find(':') + 1)},
+          {"strategy", s.strategy},
+          {"identical_replicas", s.identical_replicas},
+          {"params_hash", fmt::format("{:08x}", s.parameter_hash)},
+          {"reducer", s.reducer},
+          {"train_loss", s.train_loss},
+          {"test_loss", s.test_loss},
+          {"test_accuracy", s.test_accuracy},
+          {"bytes_sent_per_worker", s.bytes_sent_per_worker},
+          {"bytes_counted_by", s.bytes_counted_by},
+          {"wall_seconds", s.wall_seconds},
+          {"compute_seconds", s.compute_seconds},
+          {"comm_seconds", s.comm_seconds},
+          {"eval_seconds", s.eval_seconds},
+          {"samples_per_second", s.samples_per_second},
+          {"params_consistent", s.params_consistent},
+          {"overlap", s.overlap},
+          {"od_sgd", flags.od_sgd},
+          {"skip_comm", flags.skip_comm},
+          {"stop_at_accuracy", flags.stop_at_accuracy},
+          {"step_seconds_median", s.step_seconds_median},
+          {"comm_hidden_fraction", s.comm_hidden_fraction},
+          {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};
+}
+
+// Summary fields of gradient compression: the compressor, rank 0's compression ratio (bytes a
+// dense ring all-reduce of the same gradients sends / bytes actually sent; null without
+// compression or on one rank) and the bytes sent in each epoch.
+void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& s,
+                           const TrainFlags& flags, const GradientReducer& reducer) {
+  const auto* compressed = dynamic_cast<const CompressedReducer*>(&reducer);
+  j["compressor"] = compressed != nullptr ? nlohmann::json(compressed->compressor().spec())
+                                          : nlohmann::json(nullptr);
+  const double ratio = compressed != nullptr ? compressed->compression_ratio() : 0;
+  j["compression_ratio"] = ratio > 0 ? nlohmann::json(ratio) : nlohmann::json(nullptr);
+  j["aggregate"] =
+      compressed != nullptr ? nlohmann::json(flags.aggregate) : nlohmann::json(nullptr);
+  j["compress_min_bytes"] = flags.compress_min_bytes;
+  j["worker_momentum"] = compressed != nullptr && flags.worker_momentum;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const frugal_torch::EpochRecord& r : s.history) epochs.push_back(r.bytes_sent);
+  j["epoch_bytes_sent"] = epochs;
+}
+
+std::string EpochTableHeader(bool spread) {
+  std::string header = fmt::format("{:>5}  {:>10}  {:>9}  {:>8}  {:>10}  {:>8}  {:>14}", "epoch",
+                                   "train_loss", "test_loss", "test_acc", "samples/s", "time",
+                                   "sent/worker");
+  if (spread) header += fmt::format("  {:>15}  {:>9}", "rank_acc", "consensus");
+  return header + "\n";
+}
+
+std::string EpochTableRow(const frugal_torch::EpochRecord& r, bool spread) {
+  std::string row = fmt::format("{:>5}  {:>10.4f}  {:>9.4f}  {:>8.4f}  {:>10.0f}  {:>8}  {:>14}",
+                                r.epoch, r.train_loss, r.test_loss, r.test_accuracy,
+                                r.samples_per_second, fmt::format("{:.1f}s", r.epoch_seconds),
+                                FormatBytes(static_cast<double>(r.bytes_sent)));
+  if (spread) {
+    row += fmt::format("  {:>15}  {:>9.4f}",
+                       fmt::format("{:.4f}-{:.4f}", r.rank_accuracy_min, r.rank_accuracy_max),
+                       r.consensus_distance);
+  }
+  return row + "\n";
+}
+
+std::string SummaryTable(const frugal_torch::TrainSummary& s) {
+  std::string out = "\nsummary\n";
+  auto row = [&out](std::string_view key, const std::string& value) {
+    out += fmt::format("  {:<22} {}\n", key, value);
+  };
+  row("model", fmt::format("{} ({} parameters)", s.model, s.params));
+  row("workers", fmt::format("{} (global batch {})", s.workers, s.global_batch));
+  row("strategy", fmt::format("{}{}", s.strategy,
+                              s.identical_replicas ? "" : " (replicas differ between averages; "
+                                                          "the averaged model is evaluated)"));
+  row("reduction", s.reducer);
+  row("epochs / steps", fmt::format("{} / {}", s.epochs, s.steps));
+  row("test accuracy", fmt::format("{:.4f}", s.test_accuracy));
+  row("test loss", fmt::format("{:.4f}", s.test_loss));
+  row("train loss", fmt::format("{:.4f}", s.train_loss));
+  row("samples/s", fmt::format("{:.0f} (all workers)", s.samples_per_second));
+  row("wall time", fmt::format("{:.1f} s", s.wall_seconds));
+  row("compute / comm / eval", fmt::format("{:.1f} s / {:.1f} s / {:.1f} s (mean per worker)",
+                                           s.compute_seconds, s.comm_seconds, s.eval_seconds));
+  row("bytes sent per worker",
+      fmt::format("{} ({} bytes, counted by {})",
+                  FormatBytes(static_cast<double>(s.bytes_sent_per_worker)),
+                  s.bytes_sent_per_worker, s.bytes_counted_by));
+  row("overlap", fmt::format("{} (median step {:.1f} ms, {:.0f}% of communication hidden, "
+                             "negotiation {})",
+                             s.overlap, 1e3 * s.step_seconds_median, 100 * s.comm_hidden_fraction,
+                             FormatBytes(static_cast<double>(s.negotiation_bytes_per_worker))));
+  row("params consistent", s.params_consistent ? "yes (all ranks hash equal)"
+                           : s.identical_replicas ? "NO"
+                                                  : "no (the strategy lets replicas differ)");
+  row("params hash", fmt::format("{:08x} (rank 0)", s.parameter_hash));
+  return out;
+}
+
+}  // namespace frugal::apps

@@ -1,0 +1,227 @@
+// Training strategies: how data-parallel replicas are kept in agreement.
+//
+// A strategy is the synchronization scheme (BSP, Local SGD, ...) on an architecture (all-reduce
+// with one of frugal's algorithms or MPI's), with the gradient reducer (dense or compressed) and
+// the overlap engine beneath it. The training loop (frugal_torch) runs the same step for every
+// strategy and asks it, at fixed points of each step, what to do:
+//
+//   before forward     AveragesGradients(p): are this step's gradients averaged across the
+//                      workers (through the engine's hooks, queue, buckets, compressor) before the
+//                      optimizer applies them, or does every worker apply its own gradient?
+//   after the optimizer step
+//                      ExchangesAfterStep(p): does the strategy exchange parameters now? If so the
+//                      loop first applies every pending (deferred) update, then calls
+//                      AfterOptimizerStep(p, model, runner), which averages parameters or
+//                      parameter deltas in place;
+//   end of an epoch    the loop evaluates; traits().identical_replicas tells whether the ranks'
+//                      models are equal (one evaluation, split across ranks) or not (the averaged
+//                      model is evaluated and the spread across ranks is reported).
+//
+// The model is seen as named float buffers (ModelBuffers): no torch types here. Who runs the
+// optimizer is the strategy's decision (traits().worker_runs_optimizer); every strategy built so
+// far lets the workers run it.
+//
+// Every state a strategy accumulates (the last averaged model, residuals of delta compression)
+// is reachable through VisitState for checkpointing.
+//
+// Thread safety: a Strategy is used by the training thread; its exchanges run on the thread that
+// owns the transport, through the TransportRunner the loop passes in. Every wait inside is bounded
+// by the strategy's timeout. All workers call the same methods for the same steps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frugal/compressed_reducer.h"
+#include "frugal/reducer.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+
+namespace frugal {
+
+// Where in the run a step is. All counters are 0-based; `step` counts over the whole run.
+struct StepPoint {
+  uint64_t step = 0;
+  int64_t epoch = 0;
+  int64_t step_in_epoch = 0;
+  int64_t steps_per_epoch = 0;
+};
+
+struct StrategyTraits {
+  // After every step every worker holds bit-identical parameters.
+  bool identical_replicas = true;
+  // The workers run the optimizer (false: servers apply the updates).
+  bool worker_runs_optimizer = true;
+};
+
+// A float buffer of the model, by name. `data` stays valid for the whole run.
+struct NamedBuffer {
+  std::string name;
+  std::span<float> data;
+};
+
+struct ModelBuffers {
+  std::vector<NamedBuffer> parameters;  // trainable parameters, in registration order
+  std::vector<NamedBuffer> buffers;     // float state that is not trained (batch-norm statistics)
+  std::vector<NamedBuffer> momenta;     // the optimizer's momentum buffers (may be empty)
+};
+
+// Runs `fn` with the transport on the thread that owns it and returns its Status: directly on
+// the calling thread before the engine starts, on the engine thread while it runs.
+class TransportRunner {
+ public:
+  virtual ~TransportRunner() = default;
+  virtual Status Run(std::string_view what, const std::function<Status(Transport&)>& fn) = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+
+  // "bsp", "local:period=8", ... as given to the factory, normalised.
+  virtual std::string name() const = 0;
+  virtual StrategyTraits traits() const = 0;
+
+  // Once, after the replicas were made identical and before the first step.
+  virtual Status Begin(ModelBuffers& model) {
+    (void)model;
+    return Status::Ok();
+  }
+
+  // True when the gradients of step `p` are averaged across workers before the optimizer step.
+  virtual bool AveragesGradients(const StepPoint& p) const = 0;
+  // True when AfterOptimizerStep(p, ...) exchanges anything.
+  virtual bool ExchangesAfterStep(const StepPoint& p) const = 0;
+  // After the optimizer step of `p`, with every update of `p` applied: exchanges parameters (or
+  // their deltas) if the strategy does so at `p`. Collective over the workers.
+  virtual Status AfterOptimizerStep(const StepPoint& p, ModelBuffers& model,
+                                    TransportRunner& runner) = 0;
+
+  // Payload bytes the strategy's own exchanges sent from this rank (counted by the transport, or
+  // by the reducer's model where MPI's collectives send them).
+  virtual uint64_t bytes_sent() const = 0;
+
+  // Every piece of state the strategy keeps across steps, by name (for checkpointing).
+  virtual void VisitState(const std::function<void(std::string_view name, std::span<float>)>& visit) {
+    (void)visit;
+  }
+};
+
+// ---- Specifications and the factory --------------------------------------------------------
+
+enum class ArchKind { kAllreduce };
+struct ArchSpec {
+  ArchKind kind = ArchKind::kAllreduce;
+  std::string algorithm = "ring";  // DenseReducerAlgorithms(): frugal's or "mpi"
+};
+
+enum class SyncKind { kBsp, kLocal, kFedAvg };
+struct SyncSpec {
+  SyncKind kind = SyncKind::kBsp;
+  // kLocal: average the parameters every `period` local steps; BSP gradient averaging before
+  // `start_epoch` (post-local SGD; 0: local from the first step); with intra_period > 0, average
+  // within each host every intra_period steps as well (hierarchical Local SGD).
+  int64_t period = 1;
+  int64_t start_epoch = 0;
+  int64_t intra_period = 0;
+  bool average_buffers = true;   // batch-norm statistics averaged with the parameters
+  bool average_momenta = false;  // the optimizer's momentum buffers averaged too
+  // kFedAvg
+  int64_t clients = 0;
+  double fraction = 1.0;
+  int64_t local_epochs = 1;
+};
+
+// "allreduce" or "allreduce:ALGO". kInvalidArgument naming what is accepted.
+StatusOr<ArchSpec> ParseArchSpec(std::string_view spec);
+// "bsp" | "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]" |
+// "fedavg:clients=K,fraction=C,local-epochs=E". kInvalidArgument naming what is accepted.
+StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec);
+std::string ArchSpecName(const ArchSpec& spec);
+std::string SyncSpecName(const SyncSpec& spec);
+
+// Everything that chooses a strategy, as the command line, a sweep or a binding gives it.
+struct StrategyOptions {
+  std::string arch = "allreduce:ring";
+  std::string sync = "bsp";
+  // Compression of what the strategy exchanges (gradients under BSP, model deltas under Local
+  // SGD); empty: dense.
+  std::string compress;
+  bool error_feedback = false;
+  bool worker_momentum = false;
+  size_t compress_min_bytes = 65536;
+  std::string aggregate = "auto";
+  // The optimizer as asked for; DGC and worker momentum take its momentum over.
+  double momentum = 0;
+  bool nesterov = false;
+  // The engine's one-step delay and compute-only modes.
+  bool od_sgd = false;
+  bool skip_comm = false;
+  // Ranks per emulated host (0: by host name), for hierarchical Local SGD.
+  int ranks_per_host = 0;
+  uint64_t seed = 0;
+  Duration timeout = kDefaultTimeout;
+};
+
+// What the factory decided: the parsed parts and what the optimizer must be.
+struct StrategyPlan {
+  ArchSpec arch;
+  SyncSpec sync;
+  std::optional<CompressedReducerOptions> compressed;  // unset: the dense reducer
+  bool dgc = false;                                    // the compressor is DGC (momentum moved)
+  double optimizer_momentum = 0;
+  bool optimizer_nesterov = false;
+  bool od_sgd = false;
+  bool skip_comm = false;
+  int ranks_per_host = 0;
+  Duration timeout = kDefaultTimeout;
+};
+
+// Checks every rule about which options combine and returns the plan; kInvalidArgument (or
+// kNotFound for an unknown compressor) with one line naming what is accepted otherwise.
+StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options);
+
+// The reducer the plan's exchanges go through, over `workers`. `steps_per_epoch` completes DGC's
+// warm-up; `registry` makes the compressors (the default registry, or one that times them).
+StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPlan& plan,
+                                                               Transport& workers,
+                                                               int64_t steps_per_epoch,
+                                                               const CompressorRegistry& registry);
+
+// The strategy of the plan. `reducer` (from MakeStrategyReducer) carries its exchanges; it and
+// `workers` must outlive the strategy. kInvalidArgument if the plan cannot run (FedAvg runs in
+// its own loop and is not a per-step strategy).
+StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyPlan& plan, Transport& workers,
+                                                 GradientReducer& reducer);
+
+// ---- Roles ----------------------------------------------------------------------------------
+
+enum class Role { kWorker, kServer };
+
+// Which rank plays which role. Workers train; servers (for architectures that have them) do not.
+struct RoleAssignment {
+  std::vector<Role> roles;  // by world rank
+  Role mine = Role::kWorker;
+  int workers = 0;
+  bool all_workers() const { return workers == static_cast<int>(roles.size()); }
+};
+
+// The roles `arch` gives the ranks of a world of `world_size`.
+RoleAssignment AssignRoles(const ArchSpec& arch, int world_size, int rank);
+
+// The transport of this rank's role group: `world` itself when every rank is a worker, otherwise
+// a Split of it by role (collective over `world`; the result must not outlive it).
+struct RoleGroup {
+  Transport* transport = nullptr;          // the group to use
+  std::unique_ptr<Transport> owned;        // set when split
+};
+StatusOr<RoleGroup> JoinRoleGroup(Transport& world, const RoleAssignment& roles, Duration timeout);
+
+}  // namespace frugal

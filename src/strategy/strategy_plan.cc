@@ -1,0 +1,170 @@
+// The strategy factory's rules: which options combine, and what each combination means for the
+// reducer and the optimizer. Every caller (the command line, sweeps, bindings) goes through
+// PlanStrategy, so a combination is accepted or refused in one place.
+//
+// Rules:
+//  - --ef, --worker-momentum, --aggregate and --compress-min-bytes need --compress;
+//  - --compress runs over frugal's transport: not with allreduce:mpi;
+//  - DGC (Lin et al. 2018) moves the optimizer's momentum into the compressor (momentum
+//    correction; otherwise the momentum would be applied twice and training diverges) and counts
+//    its warm-up in epochs: a dgc spec without momentum= takes --momentum, one without
+//    epoch_steps= takes the run's steps per epoch, and unless it says momentum=0 the optimizer
+//    runs without momentum (and --nesterov is refused);
+//  - worker momentum (momentum on each worker before compression) needs --momentum > 0, does not
+//    combine with DGC, and the optimizer then runs without momentum;
+//  - --od-sgd and --skip-comm exclude each other, and belong to BSP;
+//  - Local SGD exchanges model deltas, not gradients: no DGC and no worker momentum (both are
+//    defined on gradients); a compressor on model deltas always keeps an error-feedback residual
+//    (what a round's compression dropped is sent in a later round, as in Lin et al.'s and
+//    Stich's local-SGD-with-compression analyses);
+//  - FedAvg runs its own round loop: no --od-sgd, --skip-comm, DGC or worker momentum.
+#include <fmt/format.h>
+
+#include "frugal/compressor.h"
+#include "frugal/strategy.h"
+
+namespace frugal {
+namespace {
+
+// DGC's adaptation of the spec to the optimizer and the run.
+struct DgcAdaptation {
+  std::string spec;
+  bool is_dgc = false;
+  bool takes_momentum = false;  // the optimizer must run without momentum
+};
+
+DgcAdaptation AdaptDgcSpec(const std::string& spec, double momentum, int64_t steps_per_epoch) {
+  StatusOr<CompressorParams> params = CompressorParams::Parse(spec);
+  // Another compressor, or a spec the registry will refuse with its own message.
+  if (!params.ok() || params->name() != "dgc") return {spec, false, false};
+  std::string adapted = spec;
+  auto add = [&](const std::string& item) {
+    adapted += (adapted.find(':') == std::string::npos ? ":" : ",") + item;
+  };
+  if (!params->Has("momentum")) add(fmt::format("momentum={}", momentum));
+  if (!params->Has("epoch_steps") && steps_per_epoch > 0) {
+    add(fmt::format("epoch_steps={}", steps_per_epoch));
+  }
+  // A malformed momentum value counts as non-zero; the registry refuses it.
+  StatusOr<double> correction = params->Double("momentum", momentum, 0.0, 1.0);
+  return {adapted, true, !correction.ok() || *correction != 0};
+}
+
+Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
+  if (options.compress.empty()) {
+    if (options.error_feedback || options.worker_momentum || options.aggregate != "auto" ||
+        options.compress_min_bytes != 65536) {
+      return InvalidArgumentError(
+          "--ef, --worker-momentum, --aggregate and --compress-min-bytes need --compress");
+    }
+    return Status::Ok();
+  }
+  if (plan.arch.algorithm == "mpi") {
+    return InvalidArgumentError(
+        "--compress runs over frugal's transport: --arch allreduce:mpi does not apply (use "
+        "ring, rd, rabenseifner, tree, dbtree, hier or torus)");
+  }
+  const DgcAdaptation dgc = AdaptDgcSpec(options.compress, options.momentum, 0);
+  plan.dgc = dgc.is_dgc;
+  const bool gradients_only = plan.sync.kind != SyncKind::kBsp;
+  if (gradients_only && dgc.is_dgc) {
+    return InvalidArgumentError(fmt::format(
+        "--compress dgc works on gradients; --sync {} exchanges models (use e.g. topk or qsgd)",
+        SyncSpecName(plan.sync)));
+  }
+  if (gradients_only && options.worker_momentum) {
+    return InvalidArgumentError(fmt::format(
+        "--worker-momentum works on gradients; --sync {} exchanges models",
+        SyncSpecName(plan.sync)));
+  }
+  CompressedReducerOptions compressed;
+  compressed.spec = dgc.spec;
+  compressed.error_feedback = options.error_feedback || plan.sync.kind == SyncKind::kLocal;
+  if (options.worker_momentum) {
+    if (dgc.takes_momentum) {
+      return InvalidArgumentError(
+          "--worker-momentum does not combine with dgc, whose momentum correction already runs "
+          "on the worker");
+    }
+    if (!(options.momentum > 0)) {
+      return InvalidArgumentError("--worker-momentum needs a --momentum above 0");
+    }
+    compressed.worker_momentum = options.momentum;
+    compressed.worker_nesterov = options.nesterov;
+    plan.optimizer_momentum = 0;
+    plan.optimizer_nesterov = false;
+  }
+  if (dgc.takes_momentum) {
+    if (options.nesterov) {
+      return InvalidArgumentError(
+          "--nesterov does not combine with dgc's momentum correction (dgc:momentum=0 turns it "
+          "off)");
+    }
+    plan.optimizer_momentum = 0;
+  }
+  compressed.min_bytes = options.compress_min_bytes;
+  FRUGAL_ASSIGN_OR_RETURN(compressed.path, ParseAggregationPath(options.aggregate));
+  FRUGAL_ASSIGN_OR_RETURN(compressed.algorithm, ParseAllreduceAlgorithm(plan.arch.algorithm));
+  compressed.seed = options.seed;
+  compressed.timeout = options.timeout;
+  // The compressor must exist and suit the aggregation path: checked now, before anything runs.
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor,
+                          DefaultCompressorRegistry().Create(compressed.spec));
+  if (compressed.error_feedback && compressor->inner() == nullptr) {
+    compressor = WithErrorFeedback(std::move(compressor));
+  }
+  FRUGAL_RETURN_IF_ERROR(CheckAggregationPath(*compressor, compressed.path));
+  plan.compressed = std::move(compressed);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
+  StrategyPlan plan;
+  FRUGAL_ASSIGN_OR_RETURN(plan.arch, ParseArchSpec(options.arch));
+  FRUGAL_ASSIGN_OR_RETURN(plan.sync, ParseSyncSpec(options.sync));
+  plan.optimizer_momentum = options.momentum;
+  plan.optimizer_nesterov = options.nesterov;
+  plan.od_sgd = options.od_sgd;
+  plan.skip_comm = options.skip_comm;
+  plan.ranks_per_host = options.ranks_per_host;
+  plan.timeout = options.timeout;
+  if (options.od_sgd && options.skip_comm) {
+    return InvalidArgumentError("--od-sgd and --skip-comm exclude each other");
+  }
+  if (plan.sync.kind != SyncKind::kBsp && (options.od_sgd || options.skip_comm)) {
+    return InvalidArgumentError(fmt::format("--{} applies to --sync bsp only, not {}",
+                                            options.od_sgd ? "od-sgd" : "skip-comm",
+                                            SyncSpecName(plan.sync)));
+  }
+  if (options.ranks_per_host < 0) {
+    return InvalidArgumentError("ranks per host must be >= 0");
+  }
+  FRUGAL_RETURN_IF_ERROR(CheckCompression(options, plan));
+  return plan;
+}
+
+StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPlan& plan,
+                                                               Transport& workers,
+                                                               int64_t steps_per_epoch,
+                                                               const CompressorRegistry& registry) {
+  if (plan.compressed) {
+    CompressedReducerOptions compressed = *plan.compressed;
+    if (plan.dgc) {
+      // The momentum= item is already in the spec; only the warm-up's epoch length is added.
+      compressed.spec = AdaptDgcSpec(compressed.spec, 0, steps_per_epoch).spec;
+    }
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<CompressedReducer> reducer,
+                            MakeCompressedReducer(workers, registry, compressed));
+    return std::unique_ptr<GradientReducer>(std::move(reducer));
+  }
+  DenseReducerOptions dense;
+  dense.algorithm = plan.arch.algorithm;
+  dense.timeout = plan.timeout;
+  // Bucket plans are verified across ranks once, so the per-call length check is not needed.
+  dense.allreduce.check_lengths = false;
+  return MakeDenseReducer(workers, dense);
+}
+
+}  // namespace frugal

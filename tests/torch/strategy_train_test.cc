@@ -1,0 +1,170 @@
+// Training strategies through frugal_torch, ranks as threads: Local SGD against BSP, post-local
+// SGD's BSP phase, what drifting replicas report, and stragglers.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "frugal/inproc_transport.h"
+#include "frugal/strategy.h"
+#include "frugal_torch/trainer.h"
+#include "torch/torch_test_util.h"
+
+namespace frugal_torch {
+namespace {
+
+using frugal::Status;
+using frugal::Transport;
+using testing_torch::Data;
+using testing_torch::ExpectAllOk;
+
+struct RunResult {
+  std::vector<std::vector<float>> parameters;  // per rank
+  std::vector<TrainSummary> summaries;
+  std::vector<double> epoch_seconds;  // per rank, of its own training steps
+};
+
+RunResult TrainWith(int n, const std::string& sync, const TrainOptions& options) {
+  RunResult run;
+  run.parameters.resize(n);
+  run.summaries.resize(n);
+  run.epoch_seconds.resize(n);
+  frugal::StrategyOptions strategy_options;
+  strategy_options.sync = sync;
+  strategy_options.momentum = options.momentum;
+  strategy_options.timeout = options.timeout;
+  const frugal::StrategyPlan plan = frugal::PlanStrategy(strategy_options).value();
+  ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
+    FRUGAL_ASSIGN_OR_RETURN(
+        auto reducer, frugal::MakeStrategyReducer(plan, t, 0, frugal::DefaultCompressorRegistry()));
+    FRUGAL_ASSIGN_OR_RETURN(auto strategy, frugal::MakeStrategy(plan, t, *reducer));
+    TrainCallbacks callbacks;
+    const int rank = t.rank();
+    callbacks.on_final_parameters = [&, rank](const std::vector<float>& p) {
+      run.parameters[rank] = p;
+    };
+    callbacks.on_step = [&, rank](const StepProgress& p) { run.epoch_seconds[rank] = p.epoch_seconds; };
+    FRUGAL_ASSIGN_OR_RETURN(run.summaries[rank],
+                            Train(t, *reducer, *strategy, Data(), options, callbacks));
+    return Status::Ok();
+  }));
+  return run;
+}
+
+TrainOptions Small(bool engine) {
+  TrainOptions options;
+  options.model = "mlp";
+  options.batch_size = 16;
+  options.max_steps = 6;
+  options.seed = 5;
+  options.lr = 0.05;
+  options.momentum = 0;
+  options.timeout = std::chrono::seconds(60);
+  options.test_samples = 200;
+  if (engine) options.overlap = OverlapOptions{};  // priority, as `frugal train`
+  return options;
+}
+
+double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
+  return worst;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && !a.empty() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Plain SGD: averaging x - lr g_i over the ranks is x - lr avg(g_i), so Local SGD with period 1
+// is BSP up to float rounding; a different algorithm (momentum applied per rank) would not be.
+TEST(StrategyTraining, LocalSgdWithPeriodOneIsBspForPlainSgd) {
+  torch::set_num_threads(1);
+  for (bool engine : {false, true}) {
+    for (int n : {2, 3}) {
+      const TrainOptions options = Small(engine);
+      const RunResult bsp = TrainWith(n, "bsp", options);
+      const RunResult local = TrainWith(n, "local:period=1", options);
+      for (int r = 0; r < n; ++r) {
+        EXPECT_LT(MaxAbsDifference(local.parameters[r], bsp.parameters[0]), 1e-5)
+            << "n=" << n << " engine=" << engine << " rank " << r;
+      }
+      // A longer period is another algorithm: the models must differ measurably.
+      const RunResult period3 = TrainWith(n, "local:period=3", options);
+      EXPECT_GT(MaxAbsDifference(period3.parameters[0], bsp.parameters[0]), 1e-4);
+      EXPECT_FALSE(local.summaries[0].identical_replicas);
+      EXPECT_TRUE(bsp.summaries[0].identical_replicas);
+    }
+  }
+}
+
+// Before its start epoch post-local SGD is BSP: the same gradients, the same engine path, the
+// same bits.
+TEST(StrategyTraining, PostLocalSgdBeforeItsStartEpochIsBspBitForBit) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small(/*engine=*/true);
+  options.momentum = 0.9;
+  const RunResult bsp = TrainWith(2, "bsp", options);
+  const RunResult post = TrainWith(2, "local:period=2,start-epoch=1", options);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(SameBits(post.parameters[r], bsp.parameters[0])) << "rank " << r;
+  }
+}
+
+// Replicas that differ: the averaged model is evaluated, the spread and the consensus distance
+// are reported, and the training bytes are exactly the averages' all-reduces.
+TEST(StrategyTraining, DriftingReplicasReportSpreadAndExactBytes) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small(/*engine=*/true);
+  options.max_steps = 6;  // period 4: one average after step 3, then two local steps
+  const RunResult local = TrainWith(2, "local:period=4", options);
+  const TrainSummary& s = local.summaries[0];
+  ASSERT_EQ(s.history.size(), 1u);
+  const EpochRecord& e = s.history[0];
+  EXPECT_FALSE(s.identical_replicas);
+  EXPECT_GT(e.consensus_distance, 0);
+  EXPECT_LE(e.rank_accuracy_min, e.rank_accuracy_max);
+  EXPECT_GT(e.rank_accuracy_min, 0);
+  EXPECT_GT(e.eval_bytes_sent, 0u);
+  // Two ranks, ring: one average sends the whole model once (2 (n-1)/n = 1) in float32.
+  EXPECT_EQ(s.bytes_sent_per_worker, 4u * static_cast<uint64_t>(s.params));
+  EXPECT_FALSE(SameBits(local.parameters[0], local.parameters[1]));
+  // Ending on an average: the replicas agree and the distance is zero.
+  options.max_steps = 4;
+  const RunResult aligned = TrainWith(2, "local:period=4", options);
+  EXPECT_TRUE(SameBits(aligned.parameters[0], aligned.parameters[1]));
+  EXPECT_EQ(aligned.summaries[0].history[0].consensus_distance, 0);
+  EXPECT_EQ(aligned.summaries[0].history[0].rank_accuracy_min,
+            aligned.summaries[0].history[0].rank_accuracy_max);
+}
+
+// A straggler slows its own rank; under Local SGD without an average in the run, only its own.
+TEST(StrategyTraining, AStragglerSlowsOnlyItsRankUnderLocalSgd) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small(/*engine=*/true);
+  options.batch_size = 128;
+  options.max_steps = 20;
+  options.stragglers = {{1, 4.0}};
+  const RunResult run = TrainWith(2, "local:period=1000", options);
+  EXPECT_GT(run.epoch_seconds[1], 2.0 * run.epoch_seconds[0])
+      << "rank 0 " << run.epoch_seconds[0] << " s, rank 1 " << run.epoch_seconds[1] << " s";
+  TrainOptions bad = options;
+  bad.stragglers = {{2, 3.0}};
+  std::vector<Status> statuses = frugal::RunRanks(2, [&](Transport& t) -> Status {
+    auto reducer = testing_torch::Ring(t);
+    return Train(t, *reducer, Data(), bad).status();
+  });
+  for (const Status& status : statuses) {
+    EXPECT_NE(status.message().find("there are only 2 ranks"), std::string::npos)
+        << status.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace frugal_torch

@@ -1,0 +1,142 @@
+// The step driver (see step_driver.h).
+#include "frugal_torch/step_driver.h"
+
+#include <c10/util/string_utils.h>
+
+#include <chrono>
+#include <thread>
+
+namespace frugal_torch {
+
+using frugal::Clock;
+using frugal::Status;
+using frugal::StatusOr;
+
+namespace {
+
+std::span<float> FloatView(const torch::Tensor& t) {
+  FRUGAL_CHECK(t.scalar_type() == torch::kFloat && t.is_contiguous(), "tensor is not a "
+               "contiguous float32 tensor");
+  return {t.data_ptr<float>(), static_cast<size_t>(t.numel())};
+}
+
+}  // namespace
+
+frugal::ModelBuffers ModelBuffersOf(torch::nn::Module& module,
+                                    torch::optim::Optimizer& optimizer) {
+  frugal::ModelBuffers model;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    if (!item.value().requires_grad()) continue;
+    model.parameters.push_back({item.key(), FloatView(item.value())});
+    auto state = optimizer.state().find(c10::guts::to_string(item.value().unsafeGetTensorImpl()));
+    if (state == optimizer.state().end()) continue;
+    auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(state->second.get());
+    if (sgd != nullptr && sgd->momentum_buffer().defined()) {
+      model.momenta.push_back({item.key() + "/momentum", FloatView(sgd->momentum_buffer())});
+    }
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) {
+    if (item.value().scalar_type() != torch::kFloat) continue;  // e.g. num_batches_tracked
+    model.buffers.push_back({item.key(), FloatView(item.value())});
+  }
+  return model;
+}
+
+StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
+    frugal::Transport& t, frugal::GradientReducer& reducer, frugal::Strategy& strategy,
+    torch::nn::Module& module, torch::optim::Optimizer& optimizer, StepDriverOptions options) {
+  std::unique_ptr<StepDriver> self(new StepDriver(t, strategy, module, optimizer, options));
+  DistributedOptimizerOptions dist_options;
+  dist_options.bucket_cap_bytes = options.bucket_cap_bytes;
+  dist_options.timeout = options.timeout;
+  FRUGAL_ASSIGN_OR_RETURN(self->dist_,
+                          DistributedOptimizer::Create(t, reducer, module, optimizer, dist_options));
+  {
+    frugal::ModelBuffers model = ModelBuffersOf(module, optimizer);
+    FRUGAL_RETURN_IF_ERROR(strategy.Begin(model));
+  }
+  if (options.overlap) {
+    FRUGAL_ASSIGN_OR_RETURN(self->session_,
+                            EngineSession::Start(t, reducer, module, optimizer, *options.overlap,
+                                                 options.timeout));
+  }
+  return self;
+}
+
+StepDriver::~StepDriver() = default;
+
+StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
+                                         const std::function<torch::Tensor()>& forward) {
+  const bool exchange = strategy_.AveragesGradients(p);
+  const double blocked_before = blocked_seconds();
+  const auto begin = Clock::now();
+  torch::Tensor loss;
+  auto straggle = [&] {
+    if (options_.straggler_factor > 1 && last_compute_seconds_ > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(
+          (options_.straggler_factor - 1) * last_compute_seconds_));
+    }
+  };
+  double slept = 0;
+  if (session_) {
+    EngineOptimizer& eo = session_->optimizer();
+    eo.BeginStep(exchange);
+    loss = forward();
+    const auto sleep_begin = Clock::now();
+    straggle();
+    slept = std::chrono::duration<double>(Clock::now() - sleep_begin).count();
+    FRUGAL_RETURN_IF_ERROR(eo.Backward(loss));
+    last_compute_seconds_ = std::chrono::duration<double>(Clock::now() - begin).count() - slept -
+                            (blocked_seconds() - blocked_before);
+    FRUGAL_RETURN_IF_ERROR(eo.Step());
+  } else {
+    dist_->ZeroGrad();
+    loss = forward();
+    const auto sleep_begin = Clock::now();
+    straggle();
+    slept = std::chrono::duration<double>(Clock::now() - sleep_begin).count();
+    loss.backward();
+    last_compute_seconds_ = std::chrono::duration<double>(Clock::now() - begin).count() - slept;
+    if (exchange) {
+      FRUGAL_RETURN_IF_ERROR(dist_->Step());
+    } else {
+      optimizer_.step();
+    }
+  }
+  if (strategy_.ExchangesAfterStep(p)) {
+    FRUGAL_RETURN_IF_ERROR(Synchronize());
+    frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+    FRUGAL_RETURN_IF_ERROR(strategy_.AfterOptimizerStep(p, model, *this));
+  }
+  return loss;
+}
+
+Status StepDriver::Synchronize() {
+  return session_ ? session_->optimizer().Synchronize() : Status::Ok();
+}
+
+Status StepDriver::Run(std::string_view what,
+                       const std::function<Status(frugal::Transport&)>& fn) {
+  return session_ ? session_->Collective(std::string(what), fn) : fn(t_);
+}
+
+double StepDriver::blocked_seconds() const {
+  return session_ ? session_->optimizer().wait_seconds() : dist_->comm_seconds();
+}
+
+double StepDriver::comm_seconds() const {
+  return session_ ? session_->comm_seconds() : dist_->comm_seconds();
+}
+
+double StepDriver::hidden_fraction() const { return session_ ? session_->hidden_fraction() : 0; }
+
+uint64_t StepDriver::negotiation_bytes() const {
+  return session_ ? session_->negotiation_bytes() : 0;
+}
+
+StatusOr<std::string> StepDriver::Finish() {
+  if (!session_) return std::string();
+  return session_->Finish();
+}
+
+}  // namespace frugal_torch
