@@ -2,7 +2,9 @@
 // are split into up to four messages (a length byte before each); every message must decode or be
 // rejected with kMalformed, a decoded message must survive encode/decode unchanged, and the
 // evaluation of the decoded messages as one cycle over a small cache must return OK, kMalformed
-// or kInternal (caches that diverged) - never crash or read out of bounds.
+// or kInternal (caches that diverged) - never crash or read out of bounds. The whole input is also
+// read as a failed engine's abort notice, which must decode or be rejected with kMalformed, and
+// survive encode/decode unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -22,6 +24,16 @@ void Check(bool ok) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto abort_notice = frugal::engine_internal::DecodeAbortMessage(
+      std::span(reinterpret_cast<const std::byte*>(data), size));
+  if (abort_notice.ok()) {
+    auto round = frugal::engine_internal::DecodeAbortMessage(
+        frugal::engine_internal::EncodeAbortMessage(*abort_notice));
+    Check(round.ok() && round->code == abort_notice->code && round->reason == abort_notice->reason);
+  } else {
+    Check(abort_notice.status().code() == StatusCode::kMalformed);
+  }
+
   std::vector<CycleMessage> messages;
   size_t at = 0;
   while (at < size && messages.size() < 4) {
@@ -37,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto round = frugal::engine_internal::DecodeCycleMessage(again);
     Check(round.ok() && round->cycle == decoded->cycle && round->bits == decoded->bits &&
           round->descriptors.size() == decoded->descriptors.size() &&
-          round->plan == decoded->plan && round->reason == decoded->reason);
+          round->plan == decoded->plan && round->waiting == decoded->waiting &&
+          round->cache_size == decoded->cache_size);
     messages.push_back(std::move(*decoded));
   }
   if (!messages.empty()) {

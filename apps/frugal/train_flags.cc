@@ -39,7 +39,8 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
   if (!(flags.partition_mb >= 0 && flags.partition_mb <= 1e6)) {
     return InvalidArgumentError("--partition-mb must be in [0, 1e6]");
   }
-  if (!(flags.stall_warning_s >= 0) || !(flags.stall_shutdown_s >= 0)) {
+  const bool stall_warning_given = !(flags.stall_warning_s < 0);
+  if ((stall_warning_given && !(flags.stall_warning_s >= 0)) || !(flags.stall_shutdown_s >= 0)) {
     return InvalidArgumentError("--stall-warning-s and --stall-shutdown-s must be >= 0");
   }
   if (flags.stall_warning_s > 0 && flags.stall_warning_s * 1000 >= flags.timeout_ms) {
@@ -48,12 +49,19 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
         "timeout, so a later warning would never be printed)",
         flags.stall_warning_s, flags.timeout_ms));
   }
+  if (flags.stall_shutdown_s > 0 && flags.stall_shutdown_s * 1000 >= flags.timeout_ms) {
+    return InvalidArgumentError(fmt::format(
+        "--stall-shutdown-s {} must be shorter than --timeout-ms {} (the wait ends the job first)",
+        flags.stall_shutdown_s, flags.timeout_ms));
+  }
   overlap.engine.cycle_time = Duration(std::llround(flags.cycle_time_ms));
   overlap.engine.fusion_threshold_bytes =
       static_cast<size_t>(std::llround(flags.fusion_threshold_mb * (1 << 20)));
   overlap.engine.partition_bytes =
       static_cast<size_t>(std::llround(flags.partition_mb * (1 << 20)));
-  overlap.engine.stall_warning = Duration(std::llround(flags.stall_warning_s * 1000));
+  if (stall_warning_given) {
+    overlap.engine.stall_warning = Duration(std::llround(flags.stall_warning_s * 1000));
+  }  // otherwise the engine's default: half the timeout
   overlap.engine.stall_shutdown = Duration(std::llround(flags.stall_shutdown_s * 1000));
   if (flags.engine_nice < -20 || flags.engine_nice > 19) {
     return InvalidArgumentError("--engine-nice must be in [-20, 19]");
@@ -196,9 +204,9 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "--overlap priority: partition size (0: no partitioning)")
       ->capture_default_str();
   cmd.add_option("--stall-warning-s", flags.stall_warning_s,
-                 "Warn, naming the ranks, when some ranks submitted a gradient and others not for this "
-                 "long (0: off); must be shorter than --timeout-ms, which ends the job")
-      ->capture_default_str();
+                 "Warn, naming the ranks, when some ranks submitted a gradient and others not for "
+                 "this long (0: off; default: half of --timeout-ms); must be shorter than "
+                 "--timeout-ms, whose wait ends the job first");
   cmd.add_option("--stall-shutdown-s", flags.stall_shutdown_s,
                  "End the job when such a stall lasts this long (0: never)")
       ->capture_default_str();

@@ -51,7 +51,7 @@ struct TrainFlags {
   double cycle_time_ms = 1;
   double fusion_threshold_mb = 64;
   double partition_mb = 4;
-  double stall_warning_s = 10;
+  double stall_warning_s = -1;  // < 0: half of --timeout-ms
   double stall_shutdown_s = 0;
   int engine_nice = 0;
   std::string timeline;

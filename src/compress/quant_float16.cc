@@ -159,7 +159,7 @@ class Float16Compressor final : public QuantizerBase {
     // A payload that came from a receive buffer may not be 2-byte aligned: copy when it is not.
     std::vector<uint16_t> aligned;
     const uint16_t* h = reinterpret_cast<const uint16_t*>(body.data());
-    if (reinterpret_cast<uintptr_t>(body.data()) % alignof(uint16_t) != 0) {
+    if (!body.empty() && reinterpret_cast<uintptr_t>(body.data()) % alignof(uint16_t) != 0) {
       aligned.resize(tensor.numel);
       std::memcpy(aligned.data(), body.data(), body.size());
       h = aligned.data();

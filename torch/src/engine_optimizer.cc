@@ -471,7 +471,8 @@ Status EngineSession::Collective(std::string name, std::function<Status(frugal::
   if (!status.ok() && !work->IsCompleted()) {
     // `fn` may refer to the caller's frames, which end when this returns: the engine must never
     // run it later. Shutdown returns once the engine thread has stopped; a queued call then
-    // fails without running.
+    // fails without running. Callers on several threads may time out together.
+    std::lock_guard<std::mutex> lock(shutdown_mutex_);
     (void)engine_->Shutdown();
   }
   return status;

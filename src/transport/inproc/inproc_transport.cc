@@ -20,9 +20,11 @@
 // else appends the receive to `posted`. So receives match in the order they were posted and each
 // takes the oldest matching message. Waits block on a condition variable with a deadline, also
 // woken when a delayed message becomes visible; a receive that times out is withdrawn from
-// `posted` and a rendezvous send that times out is withdrawn from `unexpected`, so no later
-// message writes into a buffer its owner has given up and no receive reads one. A message larger
-// than the receive buffer is consumed and completes the receive with kMalformed.
+// `posted`, and a rendezvous send that times out (or is destroyed unfinished) becomes an eager
+// message, its data copied into the mailbox, so no later message writes into a buffer its owner
+// has given up and no receive reads one, while the message itself is still delivered, as over
+// MPI. A message larger than the receive buffer is consumed and completes the receive with
+// kMalformed.
 //
 // Dead ranks: State keeps one flag per world rank (atomic, read under mailbox locks) and its
 // reason. MarkRankDead sets them and wakes every mailbox of the world, so that waits on the dead
@@ -239,7 +241,7 @@ class MailboxWork : public Work {
       }
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline) {
-        Withdraw(TimeoutError(TimeoutMessage(timeout)));
+        Release(TimeoutError(TimeoutMessage(timeout)));
         break;
       }
       box_->cv.wait_until(lock, std::min(deadline, box_->NextVisible(now)));
@@ -263,6 +265,9 @@ class MailboxWork : public Work {
   virtual bool Poll(std::unique_lock<std::mutex>& lock) = 0;
   // With the mailbox locked: takes the operation out of the mailbox and ends it with `status`.
   virtual void Withdraw(Status status) = 0;
+  // With the mailbox locked: ends the operation with `status` because its owner gave up on it
+  // (a timeout, or the Work destroyed), leaving no reference to the owner's buffer.
+  virtual void Release(Status status) = 0;
   virtual Phase phase() const = 0;
   virtual const Status& status() const = 0;
   virtual std::string TimeoutMessage(Duration timeout) const = 0;
@@ -271,7 +276,7 @@ class MailboxWork : public Work {
   void GiveUp(Status status) {
     std::unique_lock lock(box_->mu);
     if (phase() == Phase::kPosted) {
-      Withdraw(std::move(status));
+      Release(std::move(status));
     } else {
       box_->cv.wait(lock, [&] { return phase() == Phase::kDone; });
     }
@@ -320,6 +325,8 @@ class RecvWork : public MailboxWork {
     op_->phase = Phase::kDone;
     op_->status = std::move(status);
   }
+  // A receive given up is withdrawn, as MPI cancels a receive no message has matched.
+  void Release(Status status) override { Withdraw(std::move(status)); }
   Phase phase() const override { return op_->phase; }
   const Status& status() const override { return op_->status; }
   std::string TimeoutMessage(Duration timeout) const override {
@@ -351,6 +358,13 @@ class SendWork : public MailboxWork {
   }
   void Withdraw(Status status) override {
     box_->Withdraw(*op_);
+    op_->phase = Phase::kDone;
+    op_->status = std::move(status);
+  }
+  // A send given up goes on as an eager message (a copy of the data), as MPI delivers a send
+  // whose owner gave up.
+  void Release(Status status) override {
+    box_->Detach(*op_);
     op_->phase = Phase::kDone;
     op_->status = std::move(status);
   }

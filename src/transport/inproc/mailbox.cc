@@ -72,6 +72,17 @@ bool Mailbox::Withdraw(const SendOp& op) {
   return false;
 }
 
+bool Mailbox::Detach(const SendOp& op) {
+  for (Message& m : unexpected) {
+    if (m.rendezvous.get() == &op) {
+      m.payload.assign(op.data.begin(), op.data.end());
+      m.rendezvous.reset();
+      return true;
+    }
+  }
+  return false;
+}
+
 void Mailbox::Progress(std::unique_lock<std::mutex>& lock) {
   bool matched = true;
   while (matched) {

@@ -82,6 +82,9 @@ struct Mailbox {
   Message Take(size_t index);
   // Removes the waiting message of rendezvous send `op`; false if a receive took it already.
   bool Withdraw(const SendOp& op);
+  // Turns the waiting message of rendezvous send `op` into an eager one that owns a copy of the
+  // data; false if a receive took it already.
+  bool Detach(const SendOp& op);
 
   // Matches posted receives, in post order, with the messages they may take now, copying each
   // message with `lock` (on `mu`) released. Returns once no posted receive can take one.

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -138,7 +139,9 @@ class EngineSession {
   ~EngineSession();
 
   EngineOptimizer& optimizer() { return *optimizer_; }
-  // Runs `fn` with the transport on the engine thread and waits for it.
+  // Runs `fn` with the transport on the engine thread and waits for it. If it does not complete
+  // within the timeout the engine is shut down before this returns, so `fn` (which may refer to
+  // the caller's frames) never runs afterwards; later calls fail.
   frugal::Status Collective(std::string name, std::function<frugal::Status(frugal::Transport&)> fn);
   // Seconds the engine spent reducing, and the share of it hidden behind computation.
   double comm_seconds() const;
@@ -152,6 +155,7 @@ class EngineSession {
  private:
   EngineSession() = default;
   frugal::Duration timeout_{};
+  std::mutex shutdown_mutex_;
   std::unique_ptr<frugal::Timeline> timeline_;
   std::unique_ptr<frugal::Engine> engine_;
   std::unique_ptr<EngineOptimizer> optimizer_;
