@@ -10,7 +10,7 @@ packages=(
   # engine and libraries
   openmpi-bin libopenmpi-dev libgloo-dev libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libtomlplusplus-dev
-  # tests, benchmarks, fuzzing, formatting
+  # tests, benchmarks, fuzzing, formatting (the sanitizer runtimes come with g++)
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
   # tensors and data
   libtorch-dev dataset-fashion-mnist
