@@ -44,6 +44,17 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                           frugal_torch::LoadFashionMnist(flags.data_dir));
   const RoleAssignment roles = AssignRoles(plan.arch, context.world.size(), context.world.rank());
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
+  if (roles.mine == Role::kServer) {
+    // A parameter server: the optimizer and its schedule run here, by server step.
+    ServerOptimizer optimizer;
+    optimizer.lr = frugal_torch::LearningRateOf(
+        options, frugal_torch::ShardSampler::StepsPerEpoch(data.train.count, roles.workers,
+                                                           options.batch_size));
+    optimizer.momentum = options.momentum;
+    optimizer.weight_decay = options.weight_decay;
+    optimizer.nesterov = options.nesterov;
+    return RunServerRole(context.world, plan, optimizer, context.logger);
+  }
   Transport& workers = *group.transport;
   FRUGAL_ASSIGN_OR_RETURN(
       std::unique_ptr<GradientReducer> reducer,
@@ -54,7 +65,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                               ? DefaultCompressorRegistry()
                               : WithPhaseTiming(DefaultCompressorRegistry(), phases)));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
-                          MakeStrategy(plan, workers, *reducer));
+                          MakeStrategy(plan, workers, *reducer, &context.world));
   const bool root = context.is_root();
   JsonLines json;
   if (root) FRUGAL_RETURN_IF_ERROR(json.Open(flags.json));
@@ -126,6 +137,11 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       FRUGAL_RETURN_IF_ERROR(ValidateTrainFlags(*flags));
       FRUGAL_RETURN_IF_ERROR(CheckDataset(flags->data_dir));
       return ValidateFedAvgFlags(*flags);
+    };
+    action.check_world = [flags](const Transport& world) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy_options, ToStrategyOptions(*flags));
+      FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy_options));
+      return CheckWorldSize(plan, world.size());
     };
     action.run = [flags](RankContext& context) { return RunTrain(context, *flags); };
     dispatcher.Select(std::move(action));

@@ -1,4 +1,6 @@
 // `frugal train`'s flags (see train_flags.h).
+#include "train_flags.h"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -15,7 +17,6 @@
 #include "frugal_torch/schedule.h"
 #include "frugal_torch/trainer.h"
 #include "toml_file.h"
-#include "train_flags.h"
 
 namespace frugal::apps {
 namespace {
@@ -82,7 +83,8 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
 // --momentum, one without epoch_steps= takes this run's steps per epoch (0: not known yet), and
 // unless the spec turns the correction off (momentum=0) the optimizer runs without momentum.
 // --straggler RANK:FACTOR items.
-StatusOr<std::vector<frugal_torch::Straggler>> ParseStragglers(const std::vector<std::string>& items) {
+StatusOr<std::vector<frugal_torch::Straggler>> ParseStragglers(
+    const std::vector<std::string>& items) {
   std::vector<frugal_torch::Straggler> out;
   for (const std::string& item : items) {
     const size_t colon = item.find(':');
@@ -124,8 +126,8 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->check(CLI::Validator(CLI::ExistingFile).description(""))
       ->type_name("FILE");
   cmd.add_option("--model", flags.model, "mlp, cnn, resnet20 or vgg")->capture_default_str();
-  cmd.add_option("--epochs", flags.epochs,
-                 "Passes over the training set (--sync fedavg: rounds)")->capture_default_str();
+  cmd.add_option("--epochs", flags.epochs, "Passes over the training set (--sync fedavg: rounds)")
+      ->capture_default_str();
   cmd.add_option("--batch-size", flags.batch_size, "Batch size per rank (global: x ranks)")
       ->capture_default_str();
   cmd.add_option("--lr", flags.lr, "Learning rate")->capture_default_str();
@@ -149,7 +151,10 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--arch", flags.arch,
                  "Architecture: allreduce[:ALGO] with ALGO one of ring, rd, rabenseifner, tree, "
-                 "dbtree, hier, torus, mpi (MPI_Allreduce)")
+                 "dbtree, hier, torus, mpi (MPI_Allreduce); or ps:servers=S[,shard-mb=M] (a "
+                 "parameter server: the last S ranks hold the model in keys of at most M MB, "
+                 "default 4, and run the optimizer; the others push gradients and pull "
+                 "parameters)")
       ->capture_default_str();
   cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
       ->type_name("ALGO");
