@@ -16,11 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "child_process.h"
 #include "commands.h"
 #include "frugal/simulate.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/models.h"
+#include "gnuplot.h"
 #include "simulate_profile.h"
 #include "train_flags.h"
 
@@ -183,11 +183,11 @@ Status Plot(const SimulateFlags& flags, const std::vector<Point>& points) {
     const std::string tag = fmt::format("{:g}gbit", gbit);
     std::string script = fmt::format(
         "set terminal pngcairo noenhanced size 900,560 font 'DejaVu Sans,11'\n"
-        "set output '{}'\nset grid\nset key top left\nset logscale x 2\nset logscale y 2\n"
+        "set output {}\nset grid\nset key top left\nset logscale x 2\nset logscale y 2\n"
         "set xlabel 'workers'\nset ylabel 'speed-up (n x scaling efficiency)'\n"
         "set title 'frugal simulate: {}, {:g} Gbit/s NICs, --overlap {}'\nplot ",
-        (fs::path(flags.out) / ("speedup_" + tag + ".png")).string(), flags.model, gbit,
-        flags.overlap);
+        GnuplotQuote((fs::path(flags.out) / ("speedup_" + tag + ".png")).string()), flags.model,
+        gbit, flags.overlap);
     for (size_t m = 0; m < flags.compress.size(); ++m) {
       const fs::path data = fs::path(flags.out) / fmt::format("speedup_{}_{}.dat", tag, m);
       std::ofstream out(data, std::ios::trunc);
@@ -196,20 +196,12 @@ Status Plot(const SimulateFlags& flags, const std::vector<Point>& points) {
           out << p.workers << " " << p.workers * p.result.scaling_efficiency << "\n";
         }
       }
-      script += fmt::format("{}'{}' using 1:2 with linespoints lw 2 title '{}'", m ? ", " : "",
-                            data.string(), flags.compress[m]);
+      script += fmt::format("{}{} using 1:2 with linespoints lw 2 title {}", m ? ", " : "",
+                            GnuplotQuote(data.string()), GnuplotQuote(flags.compress[m]));
     }
     script += fmt::format(", x title 'linear' dt 2 lc rgb 'gray'\n");
-    const fs::path gp = fs::path(flags.out) / ("speedup_" + tag + ".gp");
-    std::ofstream(gp, std::ios::trunc) << script;
-    RunCommandOptions options;
-    options.timeout = std::chrono::milliseconds(60000);
-    auto result = RunCommand({"gnuplot", gp.string()}, options);
-    if (!result.ok() || result->exit_code != 0) {
-      return FailedPreconditionError(
-          fmt::format("plots need gnuplot (Debian gnuplot-nox): {}",
-                      result.ok() ? result->output : result.status().message()));
-    }
+    FRUGAL_RETURN_IF_ERROR(
+        RunGnuplot(fs::path(flags.out) / ("speedup_" + tag + ".gp"), script).status());
   }
   return Status::Ok();
 }
