@@ -10,6 +10,8 @@ packages=(
   # engine and libraries
   openmpi-bin libopenmpi-dev libgloo-dev libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libtomlplusplus-dev
+  # eigenvalues of gossip mixing matrices (header-only)
+  libeigen3-dev
   # tests, benchmarks, fuzzing, formatting (the sanitizer runtimes come with g++)
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
   # tensors and data
