@@ -135,6 +135,8 @@ int Main(int argc, char** argv) {
   AddRunCommand(app, dispatcher);
 #ifdef FRUGAL_HAVE_TRAIN_COMMAND
   AddTrainCommand(app, dispatcher);
+  AddCostCommand(app, dispatcher);
+  AddSimulateCommand(app, dispatcher);
 #endif
 
   try {
