@@ -366,6 +366,10 @@ StatusOr<std::unique_ptr<MpiRuntime>> MpiRuntime::Init(int* argc, char*** argv) 
     return FailedPreconditionError(
         "MPI was already initialised in this process; frugal's MpiRuntime must be the only one");
   }
+  // Set only where the job has not: an explicit `mpirun --mca` wins (see mpi_transport.h).
+  const std::string eager = std::to_string(kTcpEagerBytes);
+  setenv("OMPI_MCA_btl_tcp_eager_limit", eager.c_str(), /*overwrite=*/0);
+  setenv("OMPI_MCA_btl_tcp_max_send_size", eager.c_str(), /*overwrite=*/0);
   int provided = MPI_THREAD_SINGLE;
   int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
   if (rc != MPI_SUCCESS) return FailedPreconditionError("MPI_Init_thread failed");
