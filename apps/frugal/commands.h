@@ -81,6 +81,7 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher);
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher);  // bench_compress.cc
+void AddBenchPolarCommand(CLI::App& bench, Dispatcher& dispatcher);     // bench_polar.cc
 
 // `frugal sweep FILE.toml` (sweep_cmd.cc): runs grids of configurations, renders tables/plots.
 void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher);
