@@ -61,7 +61,21 @@ double BinarySymmetricBound(double rate) {
   return 0.5 * (lo + hi);
 }
 
-double PlusMinusAlphaLimit(const std::vector<float>& magnitudes, double rate) {
+double PlusMinusAlphaLimit(const std::vector<float>& all, double rate) {
+  // Beyond 2^16 values, 2^16 evenly spaced order statistics stand for the distribution.
+  constexpr size_t kSample = size_t{1} << 16;
+  std::vector<float> magnitudes;
+  if (all.size() <= kSample) {
+    magnitudes = all;
+  } else {
+    std::vector<float> sorted(all.size());
+    for (size_t i = 0; i < all.size(); ++i) sorted[i] = std::fabs(all[i]);
+    std::sort(sorted.begin(), sorted.end());
+    magnitudes.resize(kSample);
+    for (size_t j = 0; j < kSample; ++j) {
+      magnitudes[j] = sorted[(2 * j + 1) * sorted.size() / (2 * kSample)];
+    }
+  }
   double mean = 0, energy = 0;
   for (float a : magnitudes) {
     mean += std::fabs(a);

@@ -64,6 +64,7 @@ StatusOr<std::vector<PolarBenchRow>> RunPolarBench(const PolarBenchOptions& opti
 // `rate` bits per element, for the empirical distribution of `magnitudes` (|x_i|): the sign of
 // x_i is flipped with probability q(|x|) = 1 / (1 + exp(c |x|)), c chosen so that the mean of
 // 1 - h(q) is `rate` (the optimal test channel), and the error is 1 - E[|x|(1 - 2q)]^2 / E[x^2].
+// Of more than 2^16 values, 2^16 evenly spaced order statistics are used.
 double PlusMinusAlphaLimit(const std::vector<float>& magnitudes, double rate);
 
 // h^-1(1 - rate): the least Hamming distortion of a binary symmetric source at `rate`.

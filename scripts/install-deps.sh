@@ -15,7 +15,7 @@ packages=(
   # tests, benchmarks, fuzzing, formatting (the sanitizer runtimes come with g++)
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
   # tensors and data
-  libtorch-dev dataset-fashion-mnist
+  libtorch-dev dataset-fashion-mnist fortunes fortunes-min
   # network emulation and plots
   iproute2 util-linux gnuplot-nox
   # an optimised BLAS for LibTorch (without it Debian's libtorch runs on the reference BLAS)

@@ -89,4 +89,10 @@ void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher);
 // `frugal train ...` (train_cmd.cc, built when frugal_torch is).
 void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher);
 
+// `frugal cost ...` (cost_cmd.cc, built when frugal_torch is): the architecture cost model.
+void AddCostCommand(CLI::App& app, Dispatcher& dispatcher);
+
+// `frugal simulate ...` (simulate_cmd.cc, built when frugal_torch is): the step simulator.
+void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher);
+
 }  // namespace frugal::apps

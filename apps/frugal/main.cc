@@ -134,6 +134,8 @@ int Main(int argc, char** argv) {
   AddSweepCommand(app, dispatcher);
 #ifdef FRUGAL_HAVE_TRAIN_COMMAND
   AddTrainCommand(app, dispatcher);
+  AddCostCommand(app, dispatcher);
+  AddSimulateCommand(app, dispatcher);
 #endif
 
   try {
@@ -174,7 +176,8 @@ int Main(int argc, char** argv) {
     }
   }
   if (!global.launch.emulate.empty() && !RunningUnderMpi()) {
-    // --emulate (emulate_job.h): a bad spec, a bad combination or no root/namespaces is a usage error.
+    // --emulate (emulate_job.h): a bad spec, a bad combination or no root/namespaces is a usage
+    // error.
     auto spec = ValidateEmulateFlag(global.launch.emulate, global.launch.np,
                                     !global.launch.hostfile.empty());
     if (!spec.ok()) {

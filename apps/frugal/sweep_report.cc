@@ -10,6 +10,7 @@
 
 #include "gnuplot.h"
 #include "sweep_results.h"
+#include "sweep_study.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
@@ -250,6 +251,7 @@ RunMetrics ExtractMetrics(const nlohmann::json& record) {
 
 std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                                 const std::vector<nlohmann::json>& records) {
+  if (UsesStudyTable(spec)) return RenderStudyTable(spec, points, records);
   Layout layout = MakeLayout(spec, points, records);
   const double target = spec.report.target_accuracy * 100.0;
   std::string out = fmt::format("### {}: final test accuracy (%)\n\n", spec.name);

@@ -20,6 +20,7 @@
 #include "frugal/engine_phases.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/data.h"
+#include "frugal_torch/dataset.h"
 #include "frugal_torch/trainer.h"
 #include "launcher.h"
 #include "train_fedavg.h"
@@ -41,7 +42,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     if (!flags.timeline.empty()) options.overlap->engine.phases = &phases;
   }
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::FashionMnist data,
-                          frugal_torch::LoadFashionMnist(flags.data_dir));
+                          frugal_torch::LoadDataset(DatasetName(flags), DataDir(flags)));
   const RoleAssignment roles = AssignRoles(plan.arch, context.world.size(), context.world.rank());
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
   Transport& workers = *group.transport;
@@ -121,7 +122,8 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand(
       "train",
-      "Train a Fashion-MNIST classifier data-parallel (BSP gradient averaging, Local SGD, ...)");
+      "Train a Fashion-MNIST classifier or the fortunes character model data-parallel (BSP "
+      "gradient averaging, Local SGD, FedAvg, ...)");
   AddTrainFlags(*cmd, *flags);
   cmd->callback([flags, cmd, &dispatcher] {
     if (!flags->config.empty()) ApplyConfigFile(*cmd, flags->config);
@@ -139,7 +141,7 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       if (np != nullptr && np->count() > 0) {
         FRUGAL_RETURN_IF_ERROR(CheckTrainWorld(*flags, np->as<int>(), 0));
       }
-      FRUGAL_RETURN_IF_ERROR(CheckDataset(flags->data_dir));
+      FRUGAL_RETURN_IF_ERROR(CheckDataset(*flags));
       return ValidateFedAvgFlags(*flags);
     };
     // Rules that depend on the number of workers (a gossip graph over them): every rank reaches

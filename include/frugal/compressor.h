@@ -322,6 +322,12 @@ class Compressor {
 
   // kWireHeaderBytes * 8 + BodyBits(tensor), or nullopt for variable-size payloads.
   std::optional<uint64_t> WireBits(const TensorInfo& tensor) const;
+  // The largest body Encode can produce for `tensor`, in bits: BodyBits for fixed-size payloads;
+  // for variable-size ones the bound where the compressor knows one (top-k: every index in the
+  // fixed-width code), else nullopt. The cost model (step_cost.h) uses it as an upper bound.
+  virtual std::optional<uint64_t> MaxBodyBits(const TensorInfo& tensor) const {
+    return BodyBits(tensor);
+  }
 };
 
 // Error feedback (residual memory) around any compressor: Encode computes p = g + e, encodes p

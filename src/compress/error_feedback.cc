@@ -84,6 +84,9 @@ class ErrorFeedbackCompressor final : public Compressor {
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override {
     return inner_->BodyBits(tensor);
   }
+  std::optional<uint64_t> MaxBodyBits(const TensorInfo& tensor) const override {
+    return inner_->MaxBodyBits(tensor);
+  }
 
   Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
                 std::vector<std::byte>& out) const override {

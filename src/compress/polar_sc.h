@@ -84,8 +84,9 @@ struct ScBlock {
 bool LoadBlockLlrs(const ScBlock& block, size_t size, LlrMode mode, float* llr);
 
 // Encodes every block with `plan` and writes the codeword x of block b to
-// x_words[b * W, (b + 1) * W), W = max(1, plan.size() / 64). kX86V3 runs eight blocks at a time,
-// one per AVX2 lane; kBaseline one at a time; both give the same bits. LLRs whose magnitude would
+// x_words[b * W, (b + 1) * W), W = max(1, plan.size() / 64). kX86V3 runs groups of eight blocks
+// of up to 2^15 positions at a time, one per AVX2 lane, and the others one at a time with eight
+// positions per vector; kBaseline one at a time, one position at a time; all give the same bits. LLRs whose magnitude would
 // overflow a sum over the block (a block maximum of 2^106 or more) are scaled by 2^-24 first.
 // Returns false, with x_words unspecified, when an input value is not finite.
 bool ScEncode(Kernels k, const ScPlan& plan, LlrMode mode, std::span<const ScBlock> blocks,

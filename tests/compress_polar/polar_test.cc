@@ -266,7 +266,8 @@ TEST(Polar, InvariantToScalingTheInput) {
 TEST(Polar, PayloadIsBitIdenticalAcrossRunsThreadsAndKernelSets) {
   for (const char* spec :
        {"polar:ef=0", "polar:ef=0,mode=sign,rate=0.25,n=9", "polar:ef=0,construct=ga,rate=0.1,n=12",
-        "polar:ef=0,construct=bb,n=6", "polar:ef=0,list=4,n=8", "polar:ef=0,rounding=random,n=8"}) {
+        "polar:ef=0,construct=bb,n=6", "polar:ef=0,list=4,n=8", "polar:ef=0,rounding=random,n=8",
+        "polar:ef=0,n=16,rate=0.3"}) {
     const size_t numel = (size_t{1} << 14) * 9 + 1234;
     std::vector<float> p = Gaussian(numel, 9);
     for (size_t i = 0; i < numel; i += 101) p[i] = 0.0f;
