@@ -132,6 +132,7 @@ int Main(int argc, char** argv) {
   Dispatcher dispatcher;
   AddBenchCommand(app, dispatcher);
   AddSweepCommand(app, dispatcher);
+  AddRunCommand(app, dispatcher);
 #ifdef FRUGAL_HAVE_TRAIN_COMMAND
   AddTrainCommand(app, dispatcher);
   AddCostCommand(app, dispatcher);
@@ -215,6 +216,14 @@ int Main(int argc, char** argv) {
   if (!global.launch.hostfile.empty() && !RunningUnderMpi()) {
     PrintError("--hostfile needs --np");
     return kExitUsage;
+  }
+  if (action.run_rank) {
+    auto code = action.run_rank(global);
+    if (!code.ok()) {
+      PrintError(fmt::format("{}: {}", action.name, code.status().ToString()));
+      return ExitCodeFor(code.status());
+    }
+    return *code;
   }
   return RunOnRanks(action, global, argc, argv);
 }

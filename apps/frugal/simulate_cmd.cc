@@ -86,10 +86,12 @@ StatusOr<std::vector<SimLayer>> Layers(const SimulateFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.timeline, "--timeline"));
   FRUGAL_ASSIGN_OR_RETURN(auto profiled,
                           LayersFromTrace(text, flags.trace_rank, order, flags.timeline));
+  // profiled[0] is the optimizer's step, a layer without gradient.
   for (size_t i = 0; i < layers.size(); ++i) {
-    layers[i].forward_s = profiled[i].forward_s;
-    layers[i].backward_s = profiled[i].backward_s;
+    layers[i].forward_s = profiled[i + 1].forward_s;
+    layers[i].backward_s = profiled[i + 1].backward_s;
   }
+  layers.insert(layers.begin(), SimLayer{profiled[0].name, 0, {}, profiled[0].forward_s, 0});
   return layers;
 }
 

@@ -77,6 +77,7 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
     }
   }
   std::vector<Span> forwards, backwards;
+  std::vector<double> optimizer_steps;               // microseconds
   std::map<std::string, std::vector<double>> ready;  // tensor -> queue begins
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e.value("ph", "") != "X" || e.value("pid", -1) != rank) continue;
@@ -86,6 +87,7 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
     const Span span{ts, ts + e.value("dur", 0.0)};
     if (row == "compute" && name == "forward") forwards.push_back(span);
     if (row == "compute" && name == "backward") backwards.push_back(span);
+    if (row == "compute" && name == "step") optimizer_steps.push_back(span.end - span.begin);
     if (row.starts_with("tensor ") && name == "queue") ready[row.substr(7)].push_back(ts);
   }
   if (backwards.empty() || forwards.empty()) {
@@ -132,6 +134,10 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
     layer.forward_s = backward_total > 0 ? forward * layer.backward_s / backward_total
                                          : forward / static_cast<double>(layers.size());
   }
+  ProfiledLayer optimizer;
+  optimizer.name = kOptimizerLayer;
+  optimizer.forward_s = Median(optimizer_steps) * 1e-6;
+  layers.insert(layers.begin(), optimizer);
   return layers;
 }
 

@@ -11,7 +11,9 @@
 // since the previous one was ready (the first since the backward began); each tensor's backward
 // time is the median over the steps, and the step's median forward time is split over the
 // tensors in proportion to their backward times (the trace has no per-layer forward). `order`
-// gives the forward order (the model's parameters); every name of it must be in the trace.
+// gives the forward order (the model's parameters); every name of it must be in the trace. The
+// result starts with one more layer, kOptimizerLayer, without gradient: its forward time is the
+// median "step" span, the optimizer's step (the simulator runs it before each forward).
 //
 // Errors: kInvalidArgument naming the file and the line or what is missing.
 // Thread safety: pure functions.
@@ -24,6 +26,8 @@
 #include "frugal/status.h"
 
 namespace frugal::apps {
+
+inline constexpr char kOptimizerLayer[] = "(optimizer step)";
 
 struct ProfiledLayer {
   std::string name;

@@ -69,6 +69,13 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                 options.model.c_str(), workers.size(), workers.size() > 1 ? "s" : "",
                 static_cast<long long>(options.batch_size), strategy->name().c_str(),
                 reducer->name().c_str(), options.lr, options.momentum);
+    if (!plan.implied.empty()) {
+      std::string implied;
+      for (const std::string& flag : plan.implied) implied += " " + flag;
+      std::printf("frugal train: --compress %s runs with%s (give --aggregate to choose the path "
+                  "yourself)\n",
+                  flags.compress.c_str(), implied.c_str());
+    }
     std::fflush(stdout);
     callbacks.on_step = [&progress](const frugal_torch::StepProgress& p) { progress.Step(p); };
     bool header_printed = false;
@@ -94,7 +101,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   nlohmann::json summary_json = SummaryJson(summary, flags);
   summary_json["arch"] = ArchSpecName(plan.arch);
   summary_json["sync"] = SyncSpecName(plan.sync);
-  AddCompressionSummary(summary_json, summary, flags, *reducer);
+  AddCompressionSummary(summary_json, summary, flags, plan, *reducer);
   FRUGAL_RETURN_IF_ERROR(json.Write(summary_json));
   if (!flags.timeline.empty()) {
     std::ofstream trace(flags.timeline, std::ios::trunc);

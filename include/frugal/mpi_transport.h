@@ -46,7 +46,14 @@ class MpiRuntime {
   // Initialises MPI (argc/argv may be null). kFailedPrecondition if MPI cannot give the thread
   // level frugal needs, or if MPI was already initialised by someone else.
   static StatusOr<std::unique_ptr<MpiRuntime>> Init(int* argc, char*** argv);
-  ~MpiRuntime();  // MPI_Finalize
+  // As Init, but MPI initialised by someone else (another library, mpi4py) is accepted when it
+  // provides MPI_THREAD_SERIALIZED or more (kFailedPrecondition otherwise, or after
+  // MPI_Finalize); such a runtime leaves MPI initialised when it is destroyed.
+  static StatusOr<std::unique_ptr<MpiRuntime>> InitOrAdopt(int* argc, char*** argv);
+  ~MpiRuntime();  // MPI_Finalize, when this runtime initialised MPI
+
+  // True when this runtime initialised MPI (and finalises it).
+  bool owns_mpi() const { return owns_mpi_; }
 
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
@@ -77,6 +84,7 @@ class MpiRuntime {
   int world_rank_ = 0;
   int world_size_ = 1;
   int ranks_on_this_machine_ = 1;
+  bool owns_mpi_ = true;
   // Operations given up by their owners, kept until MPI completes them (shared with transports).
   std::shared_ptr<mpi_internal::AbandonedRequests> abandoned_;
 };

@@ -46,7 +46,7 @@ namespace frugal {
 
 struct SimLayer {
   std::string name;
-  size_t floats = 0;  // gradient elements
+  size_t floats = 0;  // gradient elements (0: compute only)
   std::vector<int64_t> shape;
   double forward_s = 0;
   double backward_s = 0;

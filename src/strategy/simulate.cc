@@ -137,6 +137,7 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
       const size_t per = std::max<size_t>(1, o.partition_bytes / sizeof(float));
       parts = std::max<size_t>(1, (layer.floats + per - 1) / per);
     }
+    if (layer.floats == 0) continue;  // no gradient (the optimizer's step of a profile)
     const size_t per = parts == 1 ? layer.floats : (layer.floats + parts - 1) / parts;
     for (size_t p = 0; p < parts; ++p) {
       const size_t count = std::min(per, layer.floats - p * per);

@@ -72,6 +72,12 @@ uint64_t WireBytes(const Compressor& c, const TensorInfo& tensor) {
   return kWireHeaderBytes + *bits / 8;
 }
 
+// The algorithm of the plan's dense all-reduces (MPI_Allreduce is counted as a ring).
+StatusOr<AllreduceAlgorithm> DenseAlgorithm(const StrategyPlan& plan) {
+  if (plan.arch.algorithm == "mpi") return AllreduceAlgorithm::kRing;
+  return ParseAllreduceAlgorithm(plan.arch.algorithm);
+}
+
 // One tensor (or partition) through the compressed path: bytes summed over ranks, and the time
 // terms of one rank.
 struct PathCost {
@@ -152,10 +158,7 @@ StatusOr<PathCost> Reduction(const StepCostInput& in, const std::vector<CostTens
                              std::string* pattern, bool* exact) {
   const int n = in.workers;
   PathCost total;
-  FRUGAL_ASSIGN_OR_RETURN(AllreduceAlgorithm dense_algorithm,
-                          in.plan.arch.algorithm == "mpi"
-                              ? StatusOr<AllreduceAlgorithm>(AllreduceAlgorithm::kRing)
-                              : ParseAllreduceAlgorithm(in.plan.arch.algorithm));
+  FRUGAL_ASSIGN_OR_RETURN(AllreduceAlgorithm dense_algorithm, DenseAlgorithm(in.plan));
   std::vector<TensorSpec> specs;
   if (!in.plan.compressed.has_value()) {
     uint64_t floats = 0;
@@ -281,10 +284,7 @@ StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegi
       break;
     }
     case SyncKind::kFedAvg: {
-      FRUGAL_ASSIGN_OR_RETURN(AllreduceAlgorithm algorithm,
-                              in.plan.arch.algorithm == "mpi"
-                                  ? StatusOr<AllreduceAlgorithm>(AllreduceAlgorithm::kRing)
-                                  : ParseAllreduceAlgorithm(in.plan.arch.algorithm));
+      FRUGAL_ASSIGN_OR_RETURN(AllreduceAlgorithm algorithm, DenseAlgorithm(in.plan));
       const uint64_t model_floats = parameter_floats + in.buffer_floats;
       const uint64_t bytes = 4 * (model_floats + 1);
       cost.bytes_sum = AllreduceBytesSum(algorithm, n, bytes);

@@ -26,7 +26,8 @@ TEST(LayerTable, ReadsLinesAndRefusesBadOnes) {
 }
 
 // Rank 0, two steps (the first is skipped): step 2's backward 1000-1010 us, gradient of b ready
-// at 1004 (4 us), of a at 1010 (6 us); forward 990-1000 (10 us), split 4:6.
+// at 1004 (4 us), of a at 1010 (6 us); forward 990-1000 (10 us), split 4:6; the optimizer's
+// step 3 us.
 TEST(LayerTrace, BackwardFromReadyTimesForwardSplitInProportion) {
   const char* trace = R"({"traceEvents":[
     {"name":"thread_name","ph":"M","pid":0,"tid":0,"args":{"name":"compute"}},
@@ -41,16 +42,20 @@ TEST(LayerTrace, BackwardFromReadyTimesForwardSplitInProportion) {
     {"name":"backward","ph":"X","pid":0,"tid":0,"ts":1000,"dur":10},
     {"name":"queue","ph":"X","pid":0,"tid":1,"ts":1004,"dur":1},
     {"name":"queue","ph":"X","pid":0,"tid":2,"ts":1010,"dur":1},
+    {"name":"step","ph":"X","pid":0,"tid":0,"ts":1012,"dur":3},
     {"name":"forward","ph":"X","pid":1,"tid":0,"ts":0,"dur":5000}
   ],"displayTimeUnit":"ms"})";
   auto layers = LayersFromTrace(trace, 0, {"a", "b"}, "t.json");
   ASSERT_TRUE(layers.ok()) << layers.status().ToString();
-  ASSERT_EQ(layers->size(), 2u);
-  EXPECT_EQ((*layers)[0].name, "a");
-  EXPECT_NEAR((*layers)[0].backward_s, 6e-6, 1e-12);
-  EXPECT_NEAR((*layers)[1].backward_s, 4e-6, 1e-12);
-  EXPECT_NEAR((*layers)[0].forward_s, 6e-6, 1e-12);
-  EXPECT_NEAR((*layers)[1].forward_s, 4e-6, 1e-12);
+  ASSERT_EQ(layers->size(), 3u);
+  // First the optimizer's step (the one "step" span: 3 us), without gradient.
+  EXPECT_EQ((*layers)[0].name, kOptimizerLayer);
+  EXPECT_NEAR((*layers)[0].forward_s, 3e-6, 1e-12);
+  EXPECT_EQ((*layers)[1].name, "a");
+  EXPECT_NEAR((*layers)[1].backward_s, 6e-6, 1e-12);
+  EXPECT_NEAR((*layers)[2].backward_s, 4e-6, 1e-12);
+  EXPECT_NEAR((*layers)[1].forward_s, 6e-6, 1e-12);
+  EXPECT_NEAR((*layers)[2].forward_s, 4e-6, 1e-12);
   auto missing = LayersFromTrace(trace, 0, {"a", "c"}, "t.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing.status().message(), HasSubstr("no gradient of 'c'"));
