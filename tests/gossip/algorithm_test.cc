@@ -18,11 +18,18 @@ namespace frugal::gossip_test {
 namespace {
 
 struct Case {
+  Case(std::string name_in, std::string arch_in, std::string sync_in = "bsp",
+       std::string compress_in = "", bool exact_in = true)
+      : name(std::move(name_in)),
+        arch(std::move(arch_in)),
+        sync(std::move(sync_in)),
+        compress(std::move(compress_in)),
+        exact(exact_in) {}
   std::string name;
   std::string arch;  // the items after gossip:
-  std::string sync = "bsp";
+  std::string sync;
   std::string compress;
-  bool exact = true;
+  bool exact;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -87,7 +94,9 @@ TEST_P(GossipReference, DistributedMatchesTheReference) {
     }
   }
   // From 4 ranks on no graph here is complete: the ranks' models differ.
-  if (n >= 4) EXPECT_NE(run.models[0], run.models[1]);
+  if (n >= 4) {
+    EXPECT_NE(run.models[0], run.models[1]);
+  }
 }
 
 const Case kCases[] = {
