@@ -1,14 +1,15 @@
 // The strategy factory and the assignment of roles to ranks.
 //
-// Roles: all-reduce makes every rank a worker, and the worker group is then the world transport
-// itself (no Split, so that peers that need the world in rank order, such as MPI_Allreduce, keep
-// it). The parameter server makes the last `servers` ranks servers; the world is then split by
-// role (color 0 for workers, 1 for servers, key = rank).
+// Roles: all-reduce and gossip make every rank a worker, and the worker group is then the world
+// transport itself (no Split, so that peers that need the world in rank order, such as
+// MPI_Allreduce, keep it). The parameter server makes the last `servers` ranks servers; the world
+// is then split by role (color 0 for workers, 1 for servers, key = rank).
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "frugal/strategy.h"
+#include "strategy/gossip_strategy.h"
 #include "strategy/local_sgd.h"
 #include "strategy/ps_strategy.h"
 
@@ -23,11 +24,15 @@ StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyPlan& plan, Trans
     }
     return strategy_internal::MakeParameterServerStrategy(plan, workers, *world);
   }
+  if (plan.arch.kind == ArchKind::kGossip) {
+    return strategy_internal::MakeGossipStrategy(plan, workers);
+  }
   switch (plan.sync.kind) {
     case SyncKind::kBsp:
       return strategy_internal::MakeBspStrategy();
     case SyncKind::kLocal:
       return strategy_internal::MakeLocalSgdStrategy(plan, reducer);
+    case SyncKind::kAsp:
     case SyncKind::kFedAvg:
       break;
   }

@@ -69,6 +69,11 @@ StepDriver::~StepDriver() = default;
 
 StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
                                          const std::function<torch::Tensor()>& forward) {
+  if (strategy_.ActsBeforeForward(p)) {
+    FRUGAL_RETURN_IF_ERROR(Synchronize());
+    frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+    FRUGAL_RETURN_IF_ERROR(strategy_.BeforeForward(p, model, *this));
+  }
   const bool exchange = strategy_.AveragesGradients(p);
   const double blocked_before = blocked_seconds();
   const auto begin = Clock::now();
@@ -117,7 +122,14 @@ Status StepDriver::Synchronize() {
   return session_ ? session_->optimizer().Synchronize() : Status::Ok();
 }
 
-Status StepDriver::Run(std::string_view what, const std::function<Status(frugal::Transport&)>& fn) {
+Status StepDriver::Settle() {
+  FRUGAL_RETURN_IF_ERROR(Synchronize());
+  frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+  return strategy_.Settle(model, *this);
+}
+
+Status StepDriver::Run(std::string_view what,
+                       const std::function<Status(frugal::Transport&)>& fn) {
   return session_ ? session_->Collective(std::string(what), fn) : fn(t_);
 }
 
