@@ -164,8 +164,8 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "dbtree, hier, torus, mpi (MPI_Allreduce); or "
                  "gossip[:topology=T][,mixing=M][,algorithm=A][,order=cta|atc][,gamma=G]"
                  "[,overlap=0|1] (decentralized: T ring, torus, exp, onepeer-exp, "
-                 "random-regular:degree=D, complete or file:PATH; M uniform or metropolis; A "
-                 "dpsgd, choco, dcd, ecd (with --compress) or sgp)")
+                 "random-regular:degree=D, complete, file:PATH or edges:U-V/U-V/...; M uniform "
+                 "or metropolis; A dpsgd, choco, dcd, ecd (with --compress) or sgp)")
       ->capture_default_str();
   cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
       ->type_name("ALGO");
