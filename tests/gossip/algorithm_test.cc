@@ -130,6 +130,40 @@ INSTANTIATE_TEST_SUITE_P(All, GossipReference,
                                   std::to_string(std::get<1>(info.param));
                          });
 
+// With the identity compressor the compressed algorithms are D-PSGD: CHOCO at gamma = 1 keeps
+// x̂_i = x_i + u_i, so x <- x + u + (sum_j W_ij x̂_j - x̂_i) = sum_j W_ij (x_j + u_j) (atc);
+// DCD's public model moves by the whole difference, x_i <- sum_j W_ij x_j + u_i (cta). The
+// distributed runs against the serial D-PSGD reference; only the running sums round
+// differently. At gamma = 0.5 CHOCO is not D-PSGD: the test can tell them apart.
+TEST(GossipIdentity, CompressedAlgorithmsWithoutCompressionAreDpsgd) {
+  struct Pair {
+    std::string compressed;
+    std::string dpsgd;
+  };
+  for (const Pair& p :
+       {Pair{"algorithm=choco,gamma=1", "order=atc"}, Pair{"algorithm=dcd", "order=cta"}}) {
+    for (const auto& [topology, n] : std::vector<std::pair<std::string, int>>{
+             {"ring", 1}, {"ring", 2}, {"ring", 5}, {"exp", 8}, {"torus", 4}}) {
+      // The ranks start from one model, as in training (DCD's s_i starts at x^0).
+      const ReferenceConfig compressed =
+          ConfigOf({"", "topology=" + topology + "," + p.compressed, "bsp", "none"});
+      const ReferenceConfig dpsgd = ConfigOf({"", "topology=" + topology + "," + p.dpsgd});
+      constexpr int kSteps = 10;
+      const Distributed run = RunDistributed(compressed, n, kSteps);
+      const std::vector<std::vector<float>> reference = RunReference(dpsgd, n, kSteps);
+      for (int r = 0; r < n; ++r) {
+        EXPECT_LT(MaxRelativeError(run.models[r], reference[r]), 1e-6)
+            << p.compressed << " " << topology << " n=" << n << " rank " << r;
+      }
+    }
+  }
+  const ReferenceConfig half =
+      ConfigOf({"", "topology=ring,algorithm=choco,gamma=0.5", "bsp", "none"});
+  const ReferenceConfig atc = ConfigOf({"", "topology=ring,order=atc"});
+  EXPECT_GT(MaxRelativeError(RunDistributed(half, 5, 10).models[0], RunReference(atc, 5, 10)[0]),
+            1e-3);
+}
+
 // ---- Gossip alone ------------------------------------------------------------------------------
 
 // ||X - mean|| over all ranks (Frobenius).

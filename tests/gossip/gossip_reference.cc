@@ -1,14 +1,16 @@
 // The single-process reference (see gossip_reference.h).
 //
-// Each algorithm is written on the matrix of all models, X (n rows), as its paper writes it:
-//   D-PSGD cta   X <- W X + U          (U: each row's local update, taken at X)
-//   D-PSGD atc   X <- W (X + U)
-//   local        X <- X + U every step, X <- W X after every H-th
-//   CHOCO        X' = X + U; Q_i = C(X'_i - Xhat_i); Xhat <- Xhat + Q; X <- X' + gamma (W Xhat -
-//   Xhat) DCD          X' = W X + U; X <- X + C(X' - X) ECD          X' = W Y + U; Z = (1 - t/2) X
-//   + (t/2) X'; Y <- (1 - 2/t) Y + (2/t) C(Z); X <- X' SGP          Z = X / w; X <- X + (local(Z) -
-//   Z); X <- P X, w <- P w (overlap: the shares of
-//                round r reach the others in round r + 1)
+// Each algorithm is written on the matrix of all models, X (n rows), as its paper writes it
+// (U: each row's local update, taken at X):
+//   D-PSGD cta  X <- W X + U
+//   D-PSGD atc  X <- W (X + U)
+//   local       X <- X + U every step, X <- W X after every H-th
+//   CHOCO       X' = X + U; Q_i = C(X'_i - Xhat_i); Xhat <- Xhat + Q;
+//               X <- X' + gamma (W Xhat - Xhat)
+//   DCD         X' = W X + U; X <- X + C(X' - X)
+//   ECD         X' = W Y + U; Z = (1 - t/2) X + (t/2) X'; Y <- (1 - 2/t) Y + (2/t) C(Z); X <- X'
+//   SGP         Z = X / w; X <- X + (local(Z) - Z); X <- P X, w <- P w
+//               (overlap: the shares of round r reach the others in round r + 1)
 // with one copy per rank of every public vector (Xhat, Y), not the running sums the distributed
 // algorithms keep. Sums over j are in double, in ascending j; shares and compressions are
 // computed as the sender computes them (the same compressor, seed, rank and round).
