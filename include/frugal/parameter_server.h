@@ -40,10 +40,38 @@
 
 namespace frugal {
 
-// When a server applies pushes and answers pulls (per key):
-//   kBsp  waits for the push of every worker for the current version, applies their average
-//         once and answers each worker's pull of that version exactly once.
-enum class PsConsistency { kBsp };
+// When a server applies pushes and answers pulls (per key; `version` counts the key's updates, a
+// worker's `clock` the pushes the server received from it):
+//   kBsp     waits for the push of every worker for the current version, applies their average
+//            once and answers each worker's pull of that version exactly once;
+//   kSsp     applies every push as it arrives (1/W of an update: W fresh pushes are one BSP step
+//            of plain SGD) and holds a pull until the slowest worker's clock is at least the
+//            puller's clock minus `staleness` (Ho et al. 2013); staleness 0 sees what BSP sees;
+//   kAsp     applies every push as it arrives and answers pulls at once (SSP without a bound);
+//   kBackup  applies the average of the first W - `backup` pushes of the current version and
+//            drops the later ones, and any push computed on an older version (Chen et al. 2016,
+//            TensorFlow's SyncReplicasOptimizer); counted per worker;
+//   kLag     waits, as kBsp, for every worker's push of the version, but a push may be a skip (the
+//            worker's gradient changed too little, LAG-WK of Chen et al. 2018): the server applies
+//            the average of every worker's last uploaded gradient.
+enum class PsConsistency { kBsp, kSsp, kAsp, kBackup, kLag };
+
+// LAG's worker-side rule for one key, at version v: the worker uploads its gradient g when
+//   ||g - g_last||^2 > (xi / window) * sum_{d=1..window} ||gbar_{v-d}||^2,
+// where g_last is its last upload and gbar_u the averaged gradient the server applied to make
+// version u (the paper's (1 / (alpha^2 W^2)) ||x_{u+1} - x_u||^2 for plain gradient descent); at
+// its first push, and after `max_skip` skips in a row, it uploads anyway.
+struct LagOptions {
+  int window = 10;
+  double xi = 1.0;
+  int max_skip = 10;
+};
+
+// What a server does with a stale update under kSsp and kAsp (staleness = the key's version when
+// the push is applied minus the version the gradient was computed on):
+//   kNone   applies it;  kDrop  drops it when staleness > drop_above (counted);
+//   kScale  applies it with the learning rate divided by max(1, staleness).
+enum class StalenessPolicy { kNone, kDrop, kScale };
 
 // Everything the ranks of a parameter-server job agree on.
 struct ParameterServerConfig {
@@ -51,6 +79,11 @@ struct ParameterServerConfig {
   std::vector<int> server_ranks;        // world ranks, in server order
   size_t part_bytes = size_t{4} << 20;  // largest key (BytePS's default partition)
   PsConsistency consistency = PsConsistency::kBsp;
+  int staleness = 0;  // kSsp: the bound S
+  int backup = 0;     // kBackup: B, 0 < B < W
+  LagOptions lag;     // kLag
+  StalenessPolicy staleness_policy = StalenessPolicy::kNone;
+  uint64_t drop_above = 0;  // kDrop: the largest staleness applied
   Duration timeout = kDefaultTimeout;
 
   int workers() const { return static_cast<int>(worker_ranks.size()); }
@@ -62,7 +95,9 @@ struct ParameterServerConfig {
 // The optimizer the servers run on every key: torch's SGD (dampening 0),
 //   d = g + weight_decay * x;  m = d at the first update, then momentum * m + d;
 //   d = nesterov ? d + momentum * m : m  (momentum > 0);  x -= lr(server_step) * d,
-// where g is the averaged gradient of the update and server_step the key's version before it.
+// where g is the averaged gradient of the update and server_step (pushes the key received before
+// the update's last one) / W, the key's version before the update under bsp. Under ssp and asp a
+// push is applied alone as 1/W of an update: g and weight_decay are divided by W.
 struct ServerOptimizer {
   std::function<double(int64_t server_step)> lr;
   double momentum = 0;
@@ -70,11 +105,37 @@ struct ServerOptimizer {
   bool nesterov = false;
 };
 
+// What the servers counted about one worker's pushes, over keys (and servers, once merged).
+struct WorkerPushStats {
+  uint64_t applied = 0;  // pushes whose gradient went into an update (lag: uploads)
+  uint64_t dropped = 0;  // backup: late or computed on an older version; drop:T: too stale
+  uint64_t skipped = 0;  // lag: pushes without a gradient
+  // staleness[s]: applied pushes of staleness s (version at apply - version computed on); the
+  // last entry counts kMaxStaleness and above. Empty until something was applied.
+  std::vector<uint64_t> staleness;
+  static constexpr uint64_t kMaxStaleness = 4096;
+
+  void Count(uint64_t s);
+  void Merge(const WorkerPushStats& other);
+  // The smallest s with at least q of the applied pushes at or below s (q in [0, 1]); 0 when none.
+  uint64_t Quantile(double q) const;
+  uint64_t Max() const;
+};
+
+// What every server counted, merged: per worker, and each server's bytes.
+struct ParameterServerStats {
+  std::vector<WorkerPushStats> workers;  // by worker
+  std::vector<uint64_t> bytes_in;        // by server: bytes received from workers
+  std::vector<uint64_t> bytes_out;       // by server: bytes sent to workers
+  WorkerPushStats Total() const;
+};
+
 // What a server did, for reports and tests.
 struct ServerReport {
   uint64_t bytes_in = 0;   // payload bytes received from workers
   uint64_t bytes_out = 0;  // payload bytes sent to workers (counted where sent)
   uint64_t updates = 0;    // optimizer updates applied, over all keys
+  std::vector<WorkerPushStats> workers;  // this server's counts, by worker
   // The server's keys: their names and final parameters.
   std::vector<std::string> key_names;
   std::vector<std::vector<float>> key_values;
@@ -123,6 +184,15 @@ class ParameterClient final : public TensorExchange {
   // The bytes of the pushes (headers included), counted where sent: the training traffic to the
   // servers. Thread safe.
   uint64_t push_bytes() const;
+  // The pushes per key every worker made together, as the servers last said (the smallest over
+  // the keys): when it reaches steps x W, the workers together took `steps` steps. Thread safe.
+  uint64_t progress() const;
+  // After everything submitted before it: tells every server that this worker rests (evaluates)
+  // until its next push, so that no pull waits for it meanwhile. Completes once sent.
+  std::unique_ptr<Work> Rest();
+  // After everything submitted before it: asks every server what it counted and merges the
+  // answers into `out`, which must stay valid until the Work completes.
+  std::unique_ptr<Work> FetchStats(ParameterServerStats* out);
 
   class Impl;
 

@@ -6,15 +6,19 @@
 //
 // Then the client's thread owns the transports. Its loop:
 //  - takes the commands the training thread queued, in order: a submission (a parameter's
-//    gradient of one step) queues a push of each of the parameter's keys; a call runs once every
-//    submission before it has completed, and later submissions wait until it has run;
+//    gradient of one step) queues a push of each of the parameter's keys; a call, a rest or a
+//    stats request runs once every submission before it has completed, and later commands wait
+//    until it has run (a stats request: until every server answered it);
 //  - sends the queued pushes, lowest priority value first (the parameter nearest the input), at
 //    most kPushCredits unfinished pushes per server, so that a parameter submitted later with a
 //    lower value overtakes pushes still queued (P3's priority order); each push carries the key's
 //    clock (the pushes of that key so far) and the version of the parameters its gradient was
-//    computed on, and asks for the parameters back;
+//    computed on, and asks for the parameters back; under lag the key's LagKeyRule may turn the
+//    push into a skip (a header without the gradient);
 //  - receives the servers' answers: the parameters of a key go into the submission's buffer at
-//    the key's offset, and the submission completes when every key of its parameter is in;
+//    the key's offset, and the submission completes when every key of its parameter is in; the
+//    answer's progress (the key's pushes from all workers) feeds progress(), its ||gbar||^2 the
+//    lag rule;
 //  - every kTick: heartbeats to servers it sent nothing to for a while, and the deadlines: a
 //    server heard from within the timeout, a pull answered within twice the timeout.
 // An abort from a server, a malformed message or a missed deadline fails the client: every
@@ -24,6 +28,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -36,8 +41,10 @@
 #include "engine/engine_work.h"
 #include "frugal/backoff.h"
 #include "frugal/parameter_server.h"
+#include "ps/lag_rule.h"
 #include "ps/messages.h"
 #include "ps/ps_common.h"
+#include "ps/server_stats.h"
 #include "ps/sharding.h"
 
 namespace frugal {
@@ -82,8 +89,10 @@ class ClientWork final : public Work {
   std::string what_;
 };
 
+enum class CommandKind { kSubmit, kCall, kRest, kStats };
+
 struct Command {
-  bool is_call = false;
+  CommandKind kind = CommandKind::kSubmit;
   // A submission.
   uint32_t tensor = 0;
   int priority = 0;
@@ -91,6 +100,8 @@ struct Command {
   // A call.
   std::string name;
   std::function<Status(Transport&)> fn;
+  // A stats request.
+  ParameterServerStats* stats = nullptr;
   std::shared_ptr<WorkState> state;
 };
 
@@ -124,6 +135,10 @@ class ParameterClient::Impl {
     const size_t keys = plan_.parts.size();
     version_.assign(keys, 0);
     clock_.assign(keys, 0);
+    key_progress_.assign(keys, 0);
+    if (config_.consistency == PsConsistency::kLag) {
+      lag_.assign(keys, ps_internal::LagKeyRule(config_.lag));
+    }
     pull_since_.assign(keys, std::nullopt);
     active_.resize(specs.size());
     server_heard_.assign(static_cast<size_t>(config_.servers()), Clock::now());
@@ -178,15 +193,28 @@ class ParameterClient::Impl {
   }
 
   std::unique_ptr<Work> Call(std::string name, std::function<Status(Transport&)> fn) {
-    auto state = std::make_shared<WorkState>();
     Command c;
-    c.is_call = true;
+    c.kind = CommandKind::kCall;
     c.name = name;
     c.fn = std::move(fn);
-    c.state = state;
-    Enqueue(std::move(c));
-    return std::make_unique<ClientWork>(state, nullptr, fmt::format("call '{}'", name));
+    return EnqueueControl(std::move(c), fmt::format("call '{}'", name));
   }
+
+  std::unique_ptr<Work> Rest() {
+    Command c;
+    c.kind = CommandKind::kRest;
+    return EnqueueControl(std::move(c), "the rest message");
+  }
+
+  std::unique_ptr<Work> FetchStats(ParameterServerStats* out) {
+    FRUGAL_CHECK(out != nullptr, "FetchStats needs somewhere to put the statistics");
+    Command c;
+    c.kind = CommandKind::kStats;
+    c.stats = out;
+    return EnqueueControl(std::move(c), "the statistics of the servers");
+  }
+
+  uint64_t progress() const { return progress_.load(); }
 
   Status Shutdown() {
     {
@@ -215,6 +243,13 @@ class ParameterClient::Impl {
     size_t count = 0;
     for (uint32_t key : plan_.by_tensor[tensor]) count += plan_.parts[key].count;
     return count;
+  }
+
+  std::unique_ptr<Work> EnqueueControl(Command c, std::string what) {
+    auto state = std::make_shared<WorkState>();
+    c.state = state;
+    Enqueue(std::move(c));
+    return std::make_unique<ClientWork>(state, nullptr, std::move(what));
   }
 
   void Enqueue(Command c) {
@@ -352,13 +387,13 @@ class ParameterClient::Impl {
           stop = true;
           break;
         }
-        if (commands_.empty()) return Status::Ok();
-        if (commands_.front().is_call && pending_ > 0) return Status::Ok();
+        if (commands_.empty() || stats_.state) return Status::Ok();
+        if (commands_.front().kind != CommandKind::kSubmit && pending_ > 0) return Status::Ok();
         c = std::move(commands_.front());
         commands_.pop_front();
       }
       busy = true;
-      if (c.is_call) {
+      if (c.kind == CommandKind::kCall) {
         Status s;
         try {
           s = c.fn(workers_);
@@ -366,6 +401,24 @@ class ParameterClient::Impl {
           s = InternalError(fmt::format("call '{}': {}", c.name, e.what()));
         }
         c.state->Complete(s);
+        continue;
+      }
+      if (c.kind == CommandKind::kRest || c.kind == CommandKind::kStats) {
+        const bool rest = c.kind == CommandKind::kRest;
+        for (int s = 0; s < config_.servers(); ++s) {
+          SendEmpty(s, rest ? MessageType::kRest : MessageType::kStatsRequest);
+        }
+        if (rest) {
+          c.state->Complete(Status::Ok());
+        } else {
+          stats_.state = c.state;
+          stats_.out = c.stats;
+          stats_.answered.assign(static_cast<size_t>(config_.servers()), 0);
+          stats_.merged = ParameterServerStats{};
+          stats_.merged.workers.resize(static_cast<size_t>(config_.workers()));
+          stats_.merged.bytes_in.assign(static_cast<size_t>(config_.servers()), 0);
+          stats_.merged.bytes_out.assign(static_cast<size_t>(config_.servers()), 0);
+        }
         continue;
       }
       Active& a = active_[c.tensor];
@@ -395,6 +448,10 @@ class ParameterClient::Impl {
       pending_ = 0;
     }
     for (Command& c : commands) c.state->Complete(status);
+    if (stats_.state) {
+      stats_.state->Complete(status);
+      stats_ = StatsRequest{};
+    }
     for (Active& a : active_) {
       if (a.state) a.state->Complete(status);
       a = Active{};
@@ -418,6 +475,7 @@ class ParameterClient::Impl {
         continue;
       }
       const Active& a = active_[part.tensor];
+      const std::span<const float> gradient = a.data.subspan(part.offset, part.count);
       MessageHeader h;
       h.type = MessageType::kPush;
       h.flags = ps_internal::kFlagPullAfter;
@@ -426,8 +484,13 @@ class ParameterClient::Impl {
       h.step = clock_[part.key]++;
       h.version = version_[part.key];
       std::vector<std::byte> bytes;
-      ps_internal::EncodeMessage(h, std::span<const float>(a.data.subspan(part.offset, part.count)),
-                                 bytes);
+      if (!lag_.empty() && !lag_[part.key].Decide(gradient)) {
+        h.flags |= ps_internal::kFlagSkip;
+        h.encoding = Encoding::kNone;
+        ps_internal::EncodeMessage(h, std::span<const std::byte>(), bytes);
+      } else {
+        ps_internal::EncodeMessage(h, gradient, bytes);
+      }
       Post(part.server, std::move(bytes), true);
       pull_since_[part.key] = Clock::now();
       busy_->Begin();
@@ -498,6 +561,9 @@ class ParameterClient::Impl {
       case MessageType::kParams:
         return OnParams(s, m).Annotate(
             fmt::format("parameter server: answer of server rank {}", rank));
+      case MessageType::kStats:
+        return OnStats(s, m).Annotate(
+            fmt::format("parameter server: statistics of server rank {}", rank));
       default:
         return MalformedError(fmt::format("parameter server: unexpected {} from server rank {}",
                                           MessageTypeName(m.header.type), rank));
@@ -518,10 +584,32 @@ class ParameterClient::Impl {
     FRUGAL_RETURN_IF_ERROR(
         ps_internal::CopyFloats(m, part.count, a.data.subspan(part.offset, part.count)));
     version_[key] = m.header.version;
-    progress_ = std::max(progress_, m.header.progress);
+    key_progress_[key] = m.header.progress;
+    progress_ = *std::min_element(key_progress_.begin(), key_progress_.end());
+    if (!lag_.empty()) lag_[key].Heard(std::bit_cast<double>(m.header.aux));
     pull_since_[key].reset();
     busy_->End();
     if (--a.parts_left == 0) Complete(part.tensor);
+    return Status::Ok();
+  }
+
+  Status OnStats(int s, const Message& m) {
+    const size_t i = static_cast<size_t>(s);
+    if (!stats_.state || stats_.answered[i] != 0) {
+      return MalformedError("statistics that were not asked for");
+    }
+    FRUGAL_ASSIGN_OR_RETURN(ps_internal::ServerStats stats,
+                            ps_internal::DecodeServerStats(m.payload, config_.workers()));
+    stats_.answered[i] = 1;
+    stats_.merged.bytes_in[i] = stats.bytes_in;
+    stats_.merged.bytes_out[i] = stats.bytes_out;
+    for (size_t w = 0; w < stats.workers.size(); ++w) stats_.merged.workers[w].Merge(stats.workers[w]);
+    if (std::all_of(stats_.answered.begin(), stats_.answered.end(), [](char a) { return a != 0; })) {
+      *stats_.out = std::move(stats_.merged);
+      std::shared_ptr<WorkState> state = std::move(stats_.state);
+      stats_ = StatsRequest{};
+      state->Complete(Status::Ok());
+    }
     return Status::Ok();
   }
 
@@ -609,6 +697,12 @@ class ParameterClient::Impl {
     std::span<float> data;
     int parts_left = 0;
   };
+  struct StatsRequest {
+    std::shared_ptr<WorkState> state;
+    ParameterServerStats* out = nullptr;
+    std::vector<char> answered;
+    ParameterServerStats merged;
+  };
   struct PushSend {
     int server = 0;
     std::vector<std::byte> bytes;
@@ -634,7 +728,9 @@ class ParameterClient::Impl {
   std::vector<int> in_flight_;
   std::vector<Clock::time_point> server_heard_;
   std::vector<Clock::time_point> server_sent_;
-  uint64_t progress_ = 0;
+  std::vector<uint64_t> key_progress_;
+  std::vector<ps_internal::LagKeyRule> lag_;
+  StatsRequest stats_;
   std::vector<std::byte> buffer_;
   Message message_;
   // Shared with the training thread.
@@ -646,6 +742,7 @@ class ParameterClient::Impl {
   std::atomic<uint64_t> push_bytes_{0};     // the pushes, headers included
   std::atomic<uint64_t> control_bytes_{0};  // everything else sent to the servers
   std::atomic<uint64_t> completed_{0};
+  std::atomic<uint64_t> progress_{0};
   std::shared_ptr<WaitBook> waits_ = std::make_shared<WaitBook>();
   std::shared_ptr<WaitBook> busy_ = std::make_shared<WaitBook>();
   std::thread thread_;
@@ -676,5 +773,10 @@ std::unique_ptr<Work> ParameterClient::Call(std::string name,
 Status ParameterClient::Shutdown() { return impl_->Shutdown(); }
 EngineStats ParameterClient::stats() const { return impl_->stats(); }
 uint64_t ParameterClient::push_bytes() const { return impl_->push_bytes(); }
+uint64_t ParameterClient::progress() const { return impl_->progress(); }
+std::unique_ptr<Work> ParameterClient::Rest() { return impl_->Rest(); }
+std::unique_ptr<Work> ParameterClient::FetchStats(ParameterServerStats* out) {
+  return impl_->FetchStats(out);
+}
 
 }  // namespace frugal

@@ -44,7 +44,7 @@ void PutHeader(const MessageHeader& h, size_t payload_bytes, std::byte* out) {
   Put<uint64_t>(out + 16, h.step);
   Put<uint64_t>(out + 24, h.version);
   Put<uint64_t>(out + 32, h.progress);
-  Put<uint64_t>(out + 40, h.target);
+  Put<uint64_t>(out + 40, h.aux);
   Put<uint32_t>(out + 48, Crc32(std::span<const std::byte>(out, 48)));
 }
 
@@ -67,6 +67,7 @@ bool EncodingAllowed(MessageType type, Encoding e, uint8_t flags) {
     case MessageType::kHeartbeat:
     case MessageType::kDone:
     case MessageType::kStatsRequest:
+    case MessageType::kRest:
       return e == Encoding::kNone;
   }
   return false;
@@ -109,6 +110,8 @@ const char* MessageTypeName(MessageType type) {
       return "stats";
     case MessageType::kAbort:
       return "abort";
+    case MessageType::kRest:
+      return "rest";
   }
   return "?";
 }
@@ -164,7 +167,7 @@ StatusOr<Message> DecodeMessage(std::span<const std::byte> bytes) {
   m.header.step = Get<uint64_t>(bytes.data() + 16);
   m.header.version = Get<uint64_t>(bytes.data() + 24);
   m.header.progress = Get<uint64_t>(bytes.data() + 32);
-  m.header.target = Get<uint64_t>(bytes.data() + 40);
+  m.header.aux = Get<uint64_t>(bytes.data() + 40);
   if (payload_bytes != bytes.size() - kHeaderBytes) {
     return MalformedError(fmt::format("parameter-server {}: header says {} payload bytes, {} came",
                                       name, payload_bytes, bytes.size() - kHeaderBytes));

@@ -6,7 +6,7 @@
 //   6  encoding (Encoding)     7  zero
 //   8  key u32                 12 payload bytes u32
 //   16 step u64                24 version u64
-//   32 progress u64            40 target u64
+//   32 progress u64            40 aux u64
 //   48 CRC-32 of bytes 0..47
 // What the fields mean for each type is in server.cc and client.cc; the payload is
 //   kNone        nothing
@@ -43,8 +43,9 @@ enum class MessageType : uint8_t {
   kStatsRequest = 9,
   kStats = 10,  // server -> worker (kBytes)
   kAbort = 11,  // either way: the job fails; the payload is the reason (kBytes)
+  kRest = 12,   // worker -> server: resting (evaluating) until its next push
 };
-inline constexpr uint8_t kMaxMessageType = 11;
+inline constexpr uint8_t kMaxMessageType = 12;
 
 enum class Encoding : uint8_t { kNone = 0, kFloats = 1, kCompressed = 2, kBytes = 3 };
 
@@ -64,7 +65,9 @@ struct MessageHeader {
   uint64_t step = 0;
   uint64_t version = 0;
   uint64_t progress = 0;
-  uint64_t target = 0;
+  // kParams: the bits of a double, the squared norm of the averaged gradient of the update that
+  // made this version (LAG's threshold); 0 otherwise.
+  uint64_t aux = 0;
 };
 
 struct Message {

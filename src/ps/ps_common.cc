@@ -8,7 +8,30 @@
 namespace frugal {
 
 std::string ParameterServerConfig::Describe() const {
-  std::string consistency = "bsp";
+  std::string consistency;
+  switch (this->consistency) {
+    case PsConsistency::kBsp:
+      consistency = "bsp";
+      break;
+    case PsConsistency::kSsp:
+      consistency = fmt::format("ssp with staleness {}", staleness);
+      break;
+    case PsConsistency::kAsp:
+      consistency = "asp";
+      break;
+    case PsConsistency::kBackup:
+      consistency = fmt::format("backup with {} backup workers", backup);
+      break;
+    case PsConsistency::kLag:
+      consistency = fmt::format("lag with window {}, xi {}, max-skip {}", lag.window, lag.xi,
+                                lag.max_skip);
+      break;
+  }
+  if (staleness_policy == StalenessPolicy::kDrop) {
+    consistency += fmt::format(", stale updates above {} dropped", drop_above);
+  } else if (staleness_policy == StalenessPolicy::kScale) {
+    consistency += ", stale updates scaled";
+  }
   return fmt::format("{} workers, {} servers, parts of at most {} bytes, {}", workers(), servers(),
                      part_bytes, consistency);
 }

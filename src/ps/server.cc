@@ -6,12 +6,10 @@
 // (completed sends are reaped as the loop goes), and every kTick checks its deadlines and sends
 // heartbeats. It backs off (frugal::BackOff) while nothing arrives.
 //
-// State per key (ServerKey): the parameters x, the optimizer state, the version, each worker's
-// clock, the sum of the pushes of the current version and the pulls held. Pushes are added into
-// the sum in worker order (a push that arrives before its predecessors waits, decoded, until they
-// are in), so a run is repeatable bit for bit whatever the arrival order. When quorum() pushes
-// are in, the update x -= lr(version) * d(sum / divisor()) is applied (ApplySgd), the version
-// advances, and every held pull whose need is met is answered with the key's values.
+// State per key: a KeyState (key_state.h), which follows the consistency rules; the server
+// keeps which workers rest (evaluate at the end of an epoch: from their rest message to their
+// next push; done workers rest for good), which the rules use so that nothing waits for them, and
+// what it counted per worker (stats_), which it answers a stats request with.
 //
 // Start: the first hello fixes the tensors, so the shard plan (PlanShards over the hello's
 // tensors, the configuration's servers and part size); every other hello must name the same
@@ -19,50 +17,30 @@
 // keys after its hello; the workers are welcomed once every hello and every initial value are in.
 //
 // Deadlines (config.timeout = T): every hello within 3 T of the start; a held pull answered within
-// T (else the job fails naming the key, the version and the workers whose push is missing); every
-// welcomed worker heard from (any message: pushes, heartbeats) within T. A failure is sent to
-// every worker as an abort with the reason, then returned.
+// T (else the job fails naming the key, the version and the workers it waits for: whose push of
+// the version is missing, or under ssp whose clock is behind); every welcomed worker heard from
+// (any message: pushes, heartbeats) within T. A failure is sent to every worker as an abort with
+// the reason, then returned.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <optional>
 
 #include "frugal/backoff.h"
 #include "frugal/parameter_server.h"
 #include "ps/consistency.h"
+#include "ps/key_state.h"
 #include "ps/messages.h"
 #include "ps/ps_common.h"
 #include "ps/server_optimizer.h"
+#include "ps/server_stats.h"
 #include "ps/sharding.h"
 
 namespace frugal {
 namespace ps_internal {
 namespace {
-
-struct HeldPull {
-  int worker = 0;
-  PullNeed need;
-  Clock::time_point since;
-};
-
-struct ServerKey {
-  const KeyPart* part = nullptr;
-  bool initialized = false;
-  std::vector<float> x;
-  KeyOptimizerState optimizer;
-  uint64_t version = 0;
-  uint64_t progress = 0;        // pushes received from all workers
-  std::vector<uint64_t> clock;  // pushes received from each worker
-  // The pushes of the current version: `sum` holds those of workers below `next`, in order;
-  // `early` those that came before their predecessors.
-  std::vector<float> sum;
-  std::vector<std::vector<float>> early;
-  std::vector<char> have;
-  int have_count = 0;
-  int next = 0;
-  std::vector<HeldPull> held;
-};
 
 class Server {
  public:
@@ -72,12 +50,14 @@ class Server {
         config_(config),
         optimizer_(optimizer),
         logger_(logger),
-        rules_(config.consistency, config.workers()),
+        rules_(config),
         peers_(world, config) {
     const int w = config.workers();
     hello_.assign(w, 0);
     welcomed_.assign(w, 0);
     done_.assign(w, 0);
+    resting_.assign(w, 0);
+    stats_.resize(static_cast<size_t>(w));
     last_heard_.assign(w, Clock::now());
     last_sent_.assign(w, Clock::now());
     for (int s = 0; s < config.servers(); ++s) {
@@ -169,7 +149,13 @@ class Server {
         return Status::Ok();
       case MessageType::kDone:
         done_[w] = 1;
+        SetResting(w, true);
         return Status::Ok();
+      case MessageType::kRest:
+        SetResting(w, true);
+        return Status::Ok();
+      case MessageType::kStatsRequest:
+        return OnStatsRequest(w);
       case MessageType::kAbort:
         return CancelledError(
             fmt::format("worker rank {} failed: {}", peers_.WorkerRank(w), AsText(m.payload)));
@@ -194,11 +180,7 @@ class Server {
       tensors_from_ = w;
       plan_ = PlanShards(tensors_, config_.servers(), config_.part_bytes);
       for (uint32_t key : plan_.by_server[static_cast<size_t>(index_)]) {
-        ServerKey& k = keys_[key];
-        k.part = &plan_.parts[key];
-        k.clock.assign(static_cast<size_t>(config_.workers()), 0);
-        k.have.assign(static_cast<size_t>(config_.workers()), 0);
-        k.early.resize(static_cast<size_t>(config_.workers()));
+        keys_.try_emplace(key, plan_.parts[key], config_, rules_, optimizer_);
         ++inits_left_;
       }
     } else if (!SameTensors(hello.tensors, tensors_)) {
@@ -213,12 +195,13 @@ class Server {
 
   Status OnInit(int w, const Message& m) {
     if (w != 0) return MalformedError("only worker 0 sends initial values");
-    FRUGAL_ASSIGN_OR_RETURN(ServerKey * k, Mine(m.header.key));
-    if (k->initialized)
-      return MalformedError(fmt::format("key {} initialised twice", k->part->name));
-    k->x.resize(k->part->count);
-    FRUGAL_RETURN_IF_ERROR(CopyFloats(m, k->part->count, k->x));
-    k->initialized = true;
+    FRUGAL_ASSIGN_OR_RETURN(KeyState * k, Mine(m.header.key));
+    if (k->initialized()) {
+      return MalformedError(fmt::format("key {} initialised twice", k->part().name));
+    }
+    std::vector<float> values(k->part().count);
+    FRUGAL_RETURN_IF_ERROR(CopyFloats(m, values.size(), values));
+    k->Initialize(std::move(values));
     --inits_left_;
     Welcome();
     return Status::Ok();
@@ -238,7 +221,7 @@ class Server {
     }
   }
 
-  StatusOr<ServerKey*> Mine(uint32_t key) {
+  StatusOr<KeyState*> Mine(uint32_t key) {
     auto it = keys_.find(key);
     if (it == keys_.end()) {
       return MalformedError(fmt::format("key {} is not held by this server", key));
@@ -248,92 +231,63 @@ class Server {
 
   Status OnPush(int w, const Message& m) {
     if (welcomed_[w] == 0) return MalformedError("a push before the welcome");
-    FRUGAL_ASSIGN_OR_RETURN(ServerKey * k, Mine(m.header.key));
-    if (m.header.step != k->clock[w]) {
-      return MalformedError(fmt::format("push of key '{}' for step {}, expected step {}",
-                                        k->part->name, m.header.step, k->clock[w]));
+    FRUGAL_ASSIGN_OR_RETURN(KeyState * k, Mine(m.header.key));
+    PushIn push;
+    push.worker = w;
+    push.step = m.header.step;
+    push.version = m.header.version;
+    push.skip = (m.header.flags & kFlagSkip) != 0;
+    push.pull_after = (m.header.flags & kFlagPullAfter) != 0;
+    if (!push.skip) {
+      push.gradient.resize(k->part().count);
+      FRUGAL_RETURN_IF_ERROR(CopyFloats(m, push.gradient.size(), push.gradient));
     }
-    std::vector<float> gradient(k->part->count);
-    FRUGAL_RETURN_IF_ERROR(CopyFloats(m, k->part->count, gradient));
-    ++k->clock[w];
-    ++k->progress;
-    std::string error;
-    rules_.OnPush(k->version, m.header.version, error);
-    if (!error.empty()) {
-      return MalformedError(fmt::format("push of key '{}': {}", k->part->name, error));
-    }
-    if (k->have[w] != 0) {
-      return MalformedError(
-          fmt::format("a second push of key '{}' for version {}", k->part->name, k->version));
-    }
-    if ((m.header.flags & kFlagPullAfter) != 0) {
-      k->held.push_back({w, rules_.NeedOf(m.header.version), Clock::now()});
-    }
-    Accumulate(*k, w, std::move(gradient));
-    if (k->have_count == rules_.quorum()) Update(*k);
+    if (resting_[w] != 0 && done_[w] == 0) SetResting(w, false);
+    FRUGAL_RETURN_IF_ERROR(k->Push(std::move(push), resting_, stats_));
     AnswerPulls(*k);
     return Status::Ok();
   }
 
   Status OnPull(int w, const Message& m) {
     if (welcomed_[w] == 0) return MalformedError("a pull before the welcome");
-    FRUGAL_ASSIGN_OR_RETURN(ServerKey * k, Mine(m.header.key));
-    k->held.push_back({w, PullNeed{m.header.version}, Clock::now()});
+    FRUGAL_ASSIGN_OR_RETURN(KeyState * k, Mine(m.header.key));
+    k->Hold(w, PullNeed{m.header.version, 0});
     AnswerPulls(*k);
     return Status::Ok();
   }
 
-  void Accumulate(ServerKey& k, int w, std::vector<float> gradient) {
-    k.have[w] = 1;
-    ++k.have_count;
-    k.early[w] = std::move(gradient);
-    while (k.next < config_.workers() && k.have[k.next] != 0) AddNext(k);
-  }
-
-  void AddNext(ServerKey& k) {
-    std::vector<float>& g = k.early[k.next];
-    if (k.sum.empty()) {
-      k.sum = std::move(g);
-    } else {
-      for (size_t i = 0; i < g.size(); ++i) k.sum[i] += g[i];
+  // A worker starts or stops resting: every key re-checks what waited for it.
+  void SetResting(int w, bool resting) {
+    resting_[w] = resting ? 1 : 0;
+    for (auto& [key, k] : keys_) {
+      k.Recheck(resting_);
+      AnswerPulls(k);
     }
-    std::vector<float>().swap(g);
-    ++k.next;
   }
 
-  void Update(ServerKey& k) {
-    while (k.next < config_.workers()) {
-      if (k.have[k.next] != 0) {
-        AddNext(k);
-      } else {
-        ++k.next;
-      }
-    }
-    const float divisor = static_cast<float>(rules_.divisor());
-    for (float& v : k.sum) v /= divisor;
-    const double lr = optimizer_.lr ? optimizer_.lr(static_cast<int64_t>(k.version)) : 0.0;
-    ApplySgd(optimizer_, lr, k.x, k.sum, k.optimizer);
-    ++k.version;
-    ++updates_;
-    k.sum.clear();
-    std::fill(k.have.begin(), k.have.end(), 0);
-    k.have_count = 0;
-    k.next = 0;
+  Status OnStatsRequest(int w) {
+    ServerStats stats;
+    stats.bytes_in = bytes_in_;
+    stats.bytes_out = bytes_out_;
+    stats.workers = stats_;
+    MessageHeader h;
+    h.type = MessageType::kStats;
+    h.encoding = Encoding::kBytes;
+    Post(w, h, EncodeServerStats(stats));
+    return Status::Ok();
   }
 
-  void AnswerPulls(ServerKey& k) {
-    auto ready = [&](const HeldPull& pull) { return rules_.Ready(pull.need, k.version); };
-    for (const HeldPull& pull : k.held) {
-      if (!ready(pull)) continue;
+  void AnswerPulls(KeyState& k) {
+    for (int w : k.TakeReady(resting_)) {
       MessageHeader h;
       h.type = MessageType::kParams;
       h.encoding = Encoding::kFloats;
-      h.key = k.part->key;
-      h.version = k.version;
-      h.progress = k.progress;
-      Post(pull.worker, h, std::as_bytes(std::span<const float>(k.x)));
+      h.key = k.part().key;
+      h.version = k.version();
+      h.progress = k.progress();
+      h.aux = std::bit_cast<uint64_t>(k.last_norm());
+      Post(w, h, std::as_bytes(k.values()));
     }
-    std::erase_if(k.held, ready);
   }
 
   void Post(int w, const MessageHeader& h, std::span<const std::byte> payload) {
@@ -363,17 +317,19 @@ class Server {
           peers_.WorkerRank(w), Seconds(now - last_heard_[w])));
     }
     for (auto& [key, k] : keys_) {
-      for (const HeldPull& pull : k.held) {
+      for (const HeldPull& pull : k.held()) {
         if (now - pull.since <= t) continue;
-        std::vector<int> missing;
-        for (int w = 0; w < config_.workers(); ++w) {
-          if (k.have[w] == 0) missing.push_back(peers_.WorkerRank(w));
-        }
+        std::vector<int> blocking;
+        for (int w : k.Blocking(pull, resting_)) blocking.push_back(peers_.WorkerRank(w));
+        const std::string what =
+            rules_.kind() == PsConsistency::kSsp
+                ? fmt::format("for every clock to reach {}: behind: worker {}",
+                              pull.need.min_clock, RanksText(blocking))
+                : fmt::format("for version {}: no push of version {} from worker {}",
+                              pull.need.min_version, k.version(), RanksText(blocking));
         return TimeoutError(fmt::format(
-            "parameter server: the pull of key '{}' by worker rank {} waited {:.1f} s for version "
-            "{}: no push of version {} from worker {}",
-            k.part->name, peers_.WorkerRank(pull.worker), Seconds(now - pull.since),
-            pull.need.min_version, k.version, RanksText(missing)));
+            "parameter server: the pull of key '{}' by worker rank {} waited {:.1f} s {}",
+            k.part().name, peers_.WorkerRank(pull.worker), Seconds(now - pull.since), what));
       }
     }
     return Status::Ok();
@@ -406,12 +362,14 @@ class Server {
   void Report(ServerReport& report) const {
     report.bytes_in = bytes_in_;
     report.bytes_out = bytes_out_;
-    report.updates = updates_;
+    report.updates = 0;
+    report.workers = stats_;
     report.key_names.clear();
     report.key_values.clear();
     for (const auto& [key, k] : keys_) {
-      report.key_names.push_back(k.part->name);
-      report.key_values.push_back(k.x);
+      report.updates += k.updates();
+      report.key_names.push_back(k.part().name);
+      report.key_values.emplace_back(k.values().begin(), k.values().end());
     }
   }
 
@@ -433,17 +391,18 @@ class Server {
   std::vector<TensorSpec> tensors_;
   int tensors_from_ = 0;
   ShardPlan plan_;
-  std::map<uint32_t, ServerKey> keys_;
+  std::map<uint32_t, KeyState> keys_;
   int inits_left_ = 0;
   std::vector<char> hello_;
   std::vector<char> welcomed_;
   std::vector<char> done_;
+  std::vector<char> resting_;
+  std::vector<WorkerPushStats> stats_;
   std::vector<Clock::time_point> last_heard_;
   std::vector<Clock::time_point> last_sent_;
   std::vector<std::byte> buffer_;
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
-  uint64_t updates_ = 0;
 };
 
 }  // namespace

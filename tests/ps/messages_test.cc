@@ -18,7 +18,7 @@ std::vector<std::byte> Push(std::span<const float> values) {
   h.step = 11;
   h.version = 12;
   h.progress = 13;
-  h.target = 14;
+  h.aux = 14;
   std::vector<std::byte> bytes;
   EncodeMessage(h, values, bytes);
   return bytes;
@@ -36,7 +36,7 @@ TEST(PsMessages, RoundTrip) {
   EXPECT_EQ(m->header.step, 11u);
   EXPECT_EQ(m->header.version, 12u);
   EXPECT_EQ(m->header.progress, 13u);
-  EXPECT_EQ(m->header.target, 14u);
+  EXPECT_EQ(m->header.aux, 14u);
   std::vector<float> out(3);
   ASSERT_TRUE(CopyFloats(*m, 3, out).ok());
   EXPECT_EQ(out, values);
