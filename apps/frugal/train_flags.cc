@@ -175,13 +175,21 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--sync", flags.sync,
                  "Synchronization: bsp (average gradients every step; with gossip: mix with the "
                  "neighbours every step), asp (with gossip: AD-PSGD, asynchronous pairwise "
-                 "averages), "
+                 "averages; with ps: pushes applied as they arrive), ssp:staleness=S (ps: no "
+                 "worker more than S steps ahead of the slowest), backup:workers=B (ps: each "
+                 "update averages the first W-B gradients, the late ones are dropped), "
+                 "lag[:window=D][,xi=X][,max-skip=C] (ps: a worker uploads only a gradient that "
+                 "changed enough), "
                  "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1] "
                  "(Local SGD: average the models every H local steps; post-local SGD from epoch "
                  "E; hierarchical: within each host every h steps), "
                  "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M] "
                  "(FedAvg: K clients simulated on the ranks, C of them per round; --epochs gives "
                  "the rounds)")
+      ->capture_default_str();
+  cmd.add_option("--staleness-policy", flags.staleness_policy,
+                 "ps with ssp or asp: none, drop:T (drop updates of staleness above T) or scale "
+                 "(learning rate / staleness)")
       ->capture_default_str();
   cmd.add_option("--straggler", flags.stragglers,
                  "RANK:FACTOR: that rank's forward and backward take FACTOR times as long "
@@ -324,6 +332,7 @@ StatusOr<StrategyOptions> ToStrategyOptions(const TrainFlags& flags) {
   options.nesterov = flags.nesterov;
   options.od_sgd = flags.od_sgd;
   options.skip_comm = flags.skip_comm;
+  options.staleness_policy = flags.staleness_policy;
   options.seed = flags.seed;
   if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
   options.timeout = Duration(flags.timeout_ms);

@@ -33,6 +33,7 @@ struct TrainFlags {
   std::string arch = "allreduce:ring";
   std::string allreduce;  // alias of --arch allreduce:ALGO
   std::string sync = "bsp";
+  std::string staleness_policy = "none";
   std::vector<std::string> stragglers;  // RANK:FACTOR
   int threads = 1;
   int64_t max_steps = 0;

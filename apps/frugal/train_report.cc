@@ -54,7 +54,7 @@ Status JsonLines::Write(const nlohmann::json& record) {
 }
 
 nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
-  return {{"event", "epoch"},
+  nlohmann::json j = {{"event", "epoch"},
           {"epoch", r.epoch},
           {"steps", r.steps},
           {"train_loss", r.train_loss},
@@ -70,6 +70,8 @@ nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
           {"consensus_distance", r.consensus_distance},
           {"consensus_distance_max", r.consensus_distance_max},
           {"eval_bytes_sent", r.eval_bytes_sent}};
+  for (const auto& [name, value] : r.strategy_report) j[name] = value;
+  return j;
 }
 
 nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags& flags) {

@@ -124,8 +124,20 @@ class Strategy {
   virtual Status AfterOptimizerStep(const StepPoint& p, ModelBuffers& model,
                                     TransportRunner& runner) = 0;
 
+  // Strategies whose workers run at their own pace (a parameter server's ssp, asp and backup)
+  // share each epoch among the workers: the loop ends an epoch when EpochDone(end) says that the
+  // workers together took `end` steps each (end: the epoch's nominal end, steps per worker as
+  // StepPoint::step counts them from the start of the run), whatever this worker's own count; a
+  // worker faster than the others goes round its shard again. Thread safe.
+  virtual bool SharesEpochs() const { return false; }
+  virtual bool EpochDone(uint64_t end) const {
+    (void)end;
+    return false;
+  }
+
   // Completes every exchange still in flight, so that the model is this rank's whole model
-  // (before an evaluation, at the end of the run). Every worker calls it after the same step.
+  // (before an evaluation, at the end of the run). Every worker calls it after the same step
+  // (after the same epoch, when SharesEpochs()).
   virtual Status Settle(ModelBuffers& model, TransportRunner& runner) {
     (void)model, (void)runner;
     return Status::Ok();
@@ -172,7 +184,7 @@ struct ArchSpec {
   double shard_mb = 4;
 };
 
-enum class SyncKind { kBsp, kLocal, kFedAvg, kAsp };
+enum class SyncKind { kBsp, kLocal, kFedAvg, kAsp, kSsp, kBackup, kLag };
 struct SyncSpec {
   SyncKind kind = SyncKind::kBsp;
   // kLocal: average the parameters every `period` local steps; BSP gradient averaging before
@@ -192,13 +204,19 @@ struct SyncSpec {
   int64_t local_epochs = 1;
   int64_t local_steps = 0;
   int64_t min_samples = 0;
+  // Over a parameter server (frugal/parameter_server.h): kSsp's bound, kBackup's backup workers,
+  // kLag's rule.
+  int64_t staleness = 0;
+  int64_t backup_workers = 0;
+  LagOptions lag;
 };
 
 // "allreduce", "allreduce:ALGO", "gossip[:ITEMS]" (frugal/gossip.h) or
 // "ps:servers=S[,shard-mb=M]". kInvalidArgument naming what is accepted.
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec);
 // "bsp" | "asp" | "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]" |
-// "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]".
+// "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]" |
+// "ssp:staleness=S" | "backup:workers=B" | "lag[:window=D][,xi=X][,max-skip=C]".
 // kInvalidArgument naming what is accepted.
 StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec);
 std::string ArchSpecName(const ArchSpec& spec);
@@ -226,6 +244,9 @@ struct StrategyOptions {
   // The number of workers, when known (0: the rules that depend on it, such as a gossip graph's,
   // are checked by MakeStrategy).
   int workers = 0;
+  // What a parameter server does with stale updates under ssp and asp: "none", "drop:T" (drop
+  // those of staleness above T) or "scale" (learning rate / staleness).
+  std::string staleness_policy = "none";
   uint64_t seed = 0;
   Duration timeout = kDefaultTimeout;
 };
@@ -245,6 +266,8 @@ struct StrategyPlan {
   int ranks_per_host = 0;
   uint64_t seed = 0;  // of the strategy's own random choices (FedAvg's client sampling)
   Duration timeout = kDefaultTimeout;
+  StalenessPolicy staleness_policy = StalenessPolicy::kNone;
+  uint64_t drop_above = 0;
   // Options the plan added on its own, as flags ("--aggregate allgather", "--worker-momentum",
   // "--ef"): the defaults of 1-bit compressors (strategy_plan.cc). Empty when none were.
   std::vector<std::string> implied;

@@ -6,8 +6,16 @@
 // what comes back are the parameters the servers computed, which the loop writes into the model
 // (before each layer's next forward under priority overlap). The workers' optimizer does not run
 // (traits().worker_runs_optimizer is false); the servers run SGD with the loop's momentum,
-// Nesterov, weight decay and learning-rate schedule, by server step (the key's version).
-// With bsp every worker pulls every version, so the replicas stay identical.
+// Nesterov, weight decay and learning-rate schedule, by server step.
+//
+// With bsp and lag every worker pulls every version, so the replicas stay identical. With ssp,
+// asp and backup each worker goes at its own pace and pulls what is there: the replicas differ,
+// and the epochs are shared (SharesEpochs): an epoch ends when the servers have received the
+// epoch's steps x W pushes of every key (ParameterClient::progress), whichever workers made them.
+// At the end of an epoch (Settle) such a worker tells the servers that it rests, so that no pull
+// waits for it while it evaluates; then every worker fetches the servers' counts, which Report
+// gives the summary: pushes applied, dropped and skipped, the staleness distribution over all
+// workers and per worker, and each server's bytes in and out.
 //
 // Roles: the last `servers` ranks of the world serve (RunServerRole), the others train.
 #include "strategy/ps_strategy.h"
@@ -16,6 +24,21 @@
 
 namespace frugal::strategy_internal {
 namespace {
+
+PsConsistency ConsistencyOf(SyncKind kind) {
+  switch (kind) {
+    case SyncKind::kSsp:
+      return PsConsistency::kSsp;
+    case SyncKind::kAsp:
+      return PsConsistency::kAsp;
+    case SyncKind::kBackup:
+      return PsConsistency::kBackup;
+    case SyncKind::kLag:
+      return PsConsistency::kLag;
+    default:
+      return PsConsistency::kBsp;
+  }
+}
 
 class ParameterServerStrategy final : public Strategy {
  public:
@@ -29,6 +52,7 @@ class ParameterServerStrategy final : public Strategy {
   StrategyTraits traits() const override {
     StrategyTraits traits;
     traits.worker_runs_optimizer = false;
+    traits.identical_replicas = !SharesEpochs();
     return traits;
   }
 
@@ -45,7 +69,56 @@ class ParameterServerStrategy final : public Strategy {
   Status AfterOptimizerStep(const StepPoint&, ModelBuffers&, TransportRunner&) override {
     return Status::Ok();
   }
+
+  bool SharesEpochs() const override {
+    return config_.consistency == PsConsistency::kSsp ||
+           config_.consistency == PsConsistency::kAsp ||
+           config_.consistency == PsConsistency::kBackup;
+  }
+  bool EpochDone(uint64_t end) const override {
+    return client_ != nullptr &&
+           client_->progress() >= end * static_cast<uint64_t>(config_.workers());
+  }
+
+  Status Settle(ModelBuffers&, TransportRunner&) override {
+    if (!client_) return Status::Ok();
+    const Duration timeout = 2 * config_.timeout;
+    if (SharesEpochs()) FRUGAL_RETURN_IF_ERROR(client_->Rest()->Wait(timeout));
+    return client_->FetchStats(&stats_)->Wait(timeout);
+  }
+
   uint64_t bytes_sent() const override { return client_ ? client_->push_bytes() : 0; }
+
+  void Report(
+      const std::function<void(std::string_view name, double value)>& report) const override {
+    if (stats_.workers.empty()) return;
+    const WorkerPushStats total = stats_.Total();
+    report("ps_pushes_applied", static_cast<double>(total.applied));
+    report("ps_pushes_dropped", static_cast<double>(total.dropped));
+    if (config_.consistency == PsConsistency::kLag) {
+      report("ps_pushes_skipped", static_cast<double>(total.skipped));
+    }
+    report("staleness_min", static_cast<double>(total.Quantile(0)));
+    report("staleness_median", static_cast<double>(total.Quantile(0.5)));
+    report("staleness_p95", static_cast<double>(total.Quantile(0.95)));
+    report("staleness_max", static_cast<double>(total.Max()));
+    for (size_t w = 0; w < stats_.workers.size(); ++w) {
+      const WorkerPushStats& s = stats_.workers[w];
+      const std::string who = fmt::format("worker{}_", w);
+      report(who + "applied", static_cast<double>(s.applied));
+      report(who + "dropped", static_cast<double>(s.dropped));
+      if (config_.consistency == PsConsistency::kLag) {
+        report(who + "skipped", static_cast<double>(s.skipped));
+      }
+      report(who + "staleness_median", static_cast<double>(s.Quantile(0.5)));
+      report(who + "staleness_p95", static_cast<double>(s.Quantile(0.95)));
+      report(who + "staleness_max", static_cast<double>(s.Max()));
+    }
+    for (size_t s = 0; s < stats_.bytes_in.size(); ++s) {
+      report(fmt::format("server{}_bytes_in", s), static_cast<double>(stats_.bytes_in[s]));
+      report(fmt::format("server{}_bytes_out", s), static_cast<double>(stats_.bytes_out[s]));
+    }
+  }
 
   StatusOr<TensorExchange*> StartExchange(Timeline* timeline) override {
     if (client_) return FailedPreconditionError("the parameter-server client was started twice");
@@ -63,6 +136,7 @@ class ParameterServerStrategy final : public Strategy {
   ParameterServerConfig config_;
   std::vector<std::pair<std::string, std::span<const float>>> parameters_;
   std::unique_ptr<ParameterClient> client_;
+  ParameterServerStats stats_;
 };
 
 }  // namespace
@@ -77,7 +151,12 @@ ParameterServerConfig ParameterServerConfigOf(const StrategyPlan& plan, int worl
   }
   config.part_bytes = std::max<size_t>(
       sizeof(float), static_cast<size_t>(plan.arch.shard_mb * static_cast<double>(1 << 20)));
-  config.consistency = PsConsistency::kBsp;
+  config.consistency = ConsistencyOf(plan.sync.kind);
+  config.staleness = static_cast<int>(plan.sync.staleness);
+  config.backup = static_cast<int>(plan.sync.backup_workers);
+  config.lag = plan.sync.lag;
+  config.staleness_policy = plan.staleness_policy;
+  config.drop_above = plan.drop_above;
   config.timeout = plan.timeout;
   return config;
 }

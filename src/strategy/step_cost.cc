@@ -283,8 +283,12 @@ StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegi
       cost.pattern = fmt::format("every {} steps: {}", sync.period, pattern);
       break;
     }
-    case SyncKind::kAsp:  // asynchronous gossip: --arch gossip, refused above
-      return InvalidArgumentError("frugal cost: --sync asp is not modelled");
+    case SyncKind::kAsp:  // asynchronous gossip or a parameter server: refused above
+    case SyncKind::kSsp:
+    case SyncKind::kBackup:
+    case SyncKind::kLag:
+      return InvalidArgumentError(
+          fmt::format("frugal cost: --sync {} is not modelled", SyncSpecName(sync)));
     case SyncKind::kFedAvg: {
       FRUGAL_ASSIGN_OR_RETURN(AllreduceAlgorithm algorithm, DenseAlgorithm(in.plan));
       const uint64_t model_floats = parameter_floats + in.buffer_floats;

@@ -33,6 +33,11 @@ StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyPlan& plan, Trans
     case SyncKind::kLocal:
       return strategy_internal::MakeLocalSgdStrategy(plan, reducer);
     case SyncKind::kAsp:
+    case SyncKind::kSsp:
+    case SyncKind::kBackup:
+    case SyncKind::kLag:
+      return InvalidArgumentError(fmt::format("--sync {} runs over --arch gossip or ps:servers=S",
+                                              SyncSpecName(plan.sync)));
     case SyncKind::kFedAvg:
       break;
   }
@@ -62,6 +67,12 @@ Status CheckWorldSize(const StrategyPlan& plan, int world_size) {
     return InvalidArgumentError(fmt::format(
         "--arch {} needs more than {} ranks (the servers and at least one worker); the job has {}",
         ArchSpecName(plan.arch), plan.arch.servers, world_size));
+  }
+  const int workers = world_size - plan.arch.servers;
+  if (plan.sync.kind == SyncKind::kBackup && plan.sync.backup_workers >= workers) {
+    return InvalidArgumentError(
+        fmt::format("--sync {} needs fewer backup workers than the {} workers (B < W)",
+                    SyncSpecName(plan.sync), workers));
   }
   return Status::Ok();
 }

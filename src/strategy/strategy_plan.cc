@@ -32,8 +32,13 @@
 //    is dense.
 //  - the parameter server (--arch ps) runs the optimizer on its servers and has its own exchange:
 //    not with --od-sgd or --skip-comm (engine modes of all-reduce), not yet with --compress or
-//    Local SGD / FedAvg. Its reducer (the workers' evaluation exchanges) is the dense ring.
+//    Local SGD / FedAvg. Its consistency models are --sync bsp, ssp, asp, backup and lag; ssp,
+//    backup and lag exist only over it (asp also over gossip); backup needs B < W (with the
+//    number of workers); --staleness-policy applies to ssp and asp only. Its reducer (the
+//    workers' evaluation exchanges) is the dense ring.
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 #include "frugal/compressor.h"
 #include "frugal/strategy.h"
@@ -178,12 +183,51 @@ Status CheckParameterServer(const StrategyOptions& options, const StrategyPlan& 
     return InvalidArgumentError(fmt::format("--{} runs over all-reduce, not --arch {}",
                                             options.od_sgd ? "od-sgd" : "skip-comm", arch));
   }
-  if (plan.sync.kind != SyncKind::kBsp) {
-    return InvalidArgumentError(fmt::format("--sync {} does not run over --arch {} (accepted: bsp)",
-                                            SyncSpecName(plan.sync), arch));
+  if (plan.sync.kind == SyncKind::kLocal || plan.sync.kind == SyncKind::kFedAvg) {
+    return InvalidArgumentError(
+        fmt::format("--sync {} does not run over --arch {} (accepted: bsp, ssp:staleness=S, asp, "
+                    "backup:workers=B, lag[:...])",
+                    SyncSpecName(plan.sync), arch));
   }
   if (!options.compress.empty()) {
     return InvalidArgumentError(fmt::format("--compress does not run over --arch {}", arch));
+  }
+  if (plan.sync.kind == SyncKind::kBackup && options.workers > 0 &&
+      plan.sync.backup_workers >= options.workers) {
+    return InvalidArgumentError(
+        fmt::format("--sync {} needs fewer backup workers than the {} workers (B < W)",
+                    SyncSpecName(plan.sync), options.workers));
+  }
+  return Status::Ok();
+}
+
+// "none" | "drop:T" | "scale".
+Status ParseStalenessPolicy(const StrategyOptions& options, StrategyPlan& plan) {
+  const std::string& spec = options.staleness_policy;
+  if (spec == "none" || spec.empty()) {
+    plan.staleness_policy = StalenessPolicy::kNone;
+  } else if (spec == "scale") {
+    plan.staleness_policy = StalenessPolicy::kScale;
+  } else if (spec.rfind("drop:", 0) == 0) {
+    char* end = nullptr;
+    const std::string number = spec.substr(5);
+    const unsigned long long t = std::strtoull(number.c_str(), &end, 10);
+    if (number.empty() || *end != '\0' || number[0] == '-') {
+      return InvalidArgumentError(fmt::format(
+          "--staleness-policy '{}': drop:T needs a whole number T >= 0", spec));
+    }
+    plan.staleness_policy = StalenessPolicy::kDrop;
+    plan.drop_above = t;
+  } else {
+    return InvalidArgumentError(fmt::format(
+        "--staleness-policy '{}': unknown policy (accepted: none, drop:T, scale)", spec));
+  }
+  if (plan.staleness_policy != StalenessPolicy::kNone && plan.sync.kind != SyncKind::kSsp &&
+      plan.sync.kind != SyncKind::kAsp) {
+    return InvalidArgumentError(
+        fmt::format("--staleness-policy {} applies to stale updates, which only --sync ssp and "
+                    "asp over --arch ps apply (not --sync {})",
+                    spec, SyncSpecName(plan.sync)));
   }
   return Status::Ok();
 }
@@ -212,14 +256,24 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   if (options.ranks_per_host < 0) {
     return InvalidArgumentError("ranks per host must be >= 0");
   }
+  FRUGAL_RETURN_IF_ERROR(ParseStalenessPolicy(options, plan));
   FRUGAL_RETURN_IF_ERROR(CheckParameterServer(options, plan));
+  if (plan.arch.kind == ArchKind::kParameterServer) return plan;
+  if (plan.staleness_policy != StalenessPolicy::kNone) {
+    return InvalidArgumentError("--staleness-policy applies to --arch ps:servers=S");
+  }
   if (plan.arch.kind == ArchKind::kGossip) {
     FRUGAL_RETURN_IF_ERROR(strategy_internal::CheckGossipPlan(options, plan));
     return plan;
   }
   if (plan.sync.kind == SyncKind::kAsp) {
     return InvalidArgumentError(
-        "--sync asp runs asynchronous gossip (AD-PSGD): it needs --arch gossip[:topology=T]");
+        "--sync asp needs --arch gossip[:topology=T] (AD-PSGD) or --arch ps:servers=S");
+  }
+  if (plan.sync.kind == SyncKind::kSsp || plan.sync.kind == SyncKind::kBackup ||
+      plan.sync.kind == SyncKind::kLag) {
+    return InvalidArgumentError(fmt::format("--sync {} needs --arch ps:servers=S",
+                                            SyncSpecName(plan.sync)));
   }
   FRUGAL_RETURN_IF_ERROR(CheckCompression(options, plan));
   return plan;

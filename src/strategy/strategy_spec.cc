@@ -137,10 +137,34 @@ StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("local-epochs", 1, 1, 1000), sync.local_epochs));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("local-steps", 0, 1, kMaxInt), sync.local_steps));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("min-samples", 0, 1, kMaxInt), sync.min_samples));
+  } else if (params.name() == "ssp") {
+    sync.kind = SyncKind::kSsp;
+    if (!params.Has("staleness")) {
+      return InvalidArgumentError(
+          fmt::format("--sync '{}': ssp needs staleness=S (ssp:staleness=S)", spec));
+    }
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("staleness", 0, 0, 1 << 20), sync.staleness));
+  } else if (params.name() == "backup") {
+    sync.kind = SyncKind::kBackup;
+    if (!params.Has("workers")) {
+      return InvalidArgumentError(
+          fmt::format("--sync '{}': backup needs workers=B (backup:workers=B)", spec));
+    }
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("workers", 0, 1, 1 << 20), sync.backup_workers));
+  } else if (params.name() == "lag") {
+    sync.kind = SyncKind::kLag;
+    int64_t window = 0;
+    int64_t max_skip = 0;
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("window", 10, 1, 1 << 16), window));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Double("xi", 1.0, 0.0, 1e6), sync.lag.xi));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Int("max-skip", 10, 0, 1 << 20), max_skip));
+    sync.lag.window = static_cast<int>(window);
+    sync.lag.max_skip = static_cast<int>(max_skip);
   } else {
     return InvalidArgumentError(
         fmt::format("--sync '{}': unknown synchronization (accepted: bsp, asp, "
-                    "local:period=H[,...], fedavg:clients=K[,...])",
+                    "local:period=H[,...], fedavg:clients=K[,...], ssp:staleness=S, "
+                    "backup:workers=B, lag[:window=D][,xi=X][,max-skip=C])",
                     spec));
   }
   FRUGAL_RETURN_IF_ERROR(Annotated("--sync", params.Finish()));
@@ -153,6 +177,13 @@ std::string SyncSpecName(const SyncSpec& spec) {
       return "bsp";
     case SyncKind::kAsp:
       return "asp";
+    case SyncKind::kSsp:
+      return fmt::format("ssp:staleness={}", spec.staleness);
+    case SyncKind::kBackup:
+      return fmt::format("backup:workers={}", spec.backup_workers);
+    case SyncKind::kLag:
+      return fmt::format("lag:window={},xi={},max-skip={}", spec.lag.window, spec.lag.xi,
+                         spec.lag.max_skip);
     case SyncKind::kLocal: {
       std::string name = fmt::format("local:period={}", spec.period);
       if (spec.start_epoch > 0) name += fmt::format(",start-epoch={}", spec.start_epoch);

@@ -19,6 +19,11 @@
 // check run on the engine thread. Compute time is then the step's wall time minus the time the
 // training thread was blocked on communication.
 //
+// Strategies that share epochs (Strategy::SharesEpochs: a parameter server's asynchronous models)
+// end an epoch when the strategy says that the workers together took its steps; each worker takes
+// as many steps as its pace allows meanwhile, going round its shard again if it is faster than the
+// others, and the epoch's record counts the steps and samples of all.
+//
 // Each epoch ends with an evaluation: batch-norm buffers are broadcast from rank 0 (as DDP does
 // before forward) so that every rank evaluates the same model, rank r evaluates block r of the
 // BlockPartition of the 10k test images, and one SumAcrossRanks exchanges the loss and accuracy
@@ -148,17 +153,26 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   double eval_seconds = 0;
   int64_t global_step = 0;
   model->train();
+  const bool shared_epochs = strategy.SharesEpochs();
   for (int64_t epoch = 1; epoch <= epochs_to_run; ++epoch) {
     const std::vector<int64_t> order = sampler.EpochOrder(epoch - 1);
-    const int64_t steps_this_epoch = std::min(steps_per_epoch, total_steps - global_step);
+    // The nominal end of the epoch, in steps per worker since the start.
+    const int64_t epoch_end = std::min(epoch * steps_per_epoch, total_steps);
+    int64_t steps_this_epoch = epoch_end - (epoch - 1) * steps_per_epoch;
     const frugal::Stopwatch epoch_watch;
     double loss_sum = 0;
     double samples = 0;
     double lr = options.lr;
-    for (int64_t step = 0; step < steps_this_epoch; ++step) {
+    int64_t step = 0;
+    for (;; ++step) {
+      if (shared_epochs ? strategy.EpochDone(static_cast<uint64_t>(epoch_end))
+                        : step >= steps_this_epoch) {
+        break;
+      }
       const frugal::Stopwatch step_watch;
       const double comm_before = driver->blocked_seconds();
-      std::vector<int64_t> batch = ShardSampler::BatchOf(order, step, options.batch_size);
+      std::vector<int64_t> batch =
+          ShardSampler::BatchOf(order, step % steps_per_epoch, options.batch_size);
       const torch::Tensor index =
           torch::from_blob(batch.data(), {static_cast<int64_t>(batch.size())},
                            torch::TensorOptions().dtype(torch::kLong));
@@ -184,7 +198,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
         progress.epoch = epoch;
         progress.epochs = epochs_to_run;
         progress.step = step + 1;
-        progress.steps_in_epoch = steps_this_epoch;
+        progress.steps_in_epoch = std::max(steps_this_epoch, step + 1);
         progress.global_step = global_step;
         progress.loss = loss_sum / static_cast<double>(step + 1);
         progress.lr = lr;
@@ -193,6 +207,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
         callbacks.on_step(progress);
       }
     }
+    steps_this_epoch = step;
     const double epoch_seconds = epoch_watch.Seconds();
 
     const frugal::Stopwatch eval_watch;
@@ -221,9 +236,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
                       }));
       eval_bytes += spread.bytes_sent;
     }
-    const double mean_loss = steps_this_epoch > 0 ? loss_sum / steps_this_epoch : 0.0;
     eval_seconds += eval_watch.Seconds();
-    double local[] = {mean_loss,
+    double local[] = {loss_sum,
                       eval.loss_sum,
                       eval.correct,
                       eval.count,
@@ -236,7 +250,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
                       Median(step_seconds),
                       driver->hidden_fraction(),
                       0.0,  // negotiation bytes, read below
-                      static_cast<double>(spread.bytes_sent)};
+                      static_cast<double>(spread.bytes_sent),
+                      static_cast<double>(steps_this_epoch)};
     std::vector<double> sums;
     FRUGAL_RETURN_IF_ERROR(collective("metrics", [&](frugal::Transport& tt) -> Status {
       local[6] = static_cast<double>(bytes_so_far());
@@ -251,8 +266,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     eval_seconds = eval_watch_start_total + eval_watch.Seconds();
     EpochRecord record;
     record.epoch = epoch;
-    record.steps = steps_this_epoch;
-    record.train_loss = sums[0] / world;
+    // Steps per worker (their mean when the epoch is shared), and the mean loss of all steps.
+    record.steps = static_cast<int64_t>(std::llround(sums[14] / world));
+    record.train_loss = sums[0] / std::max(sums[14], 1.0);
     record.test_loss = sums[1] / std::max(sums[3], 1.0);
     record.test_accuracy = sums[2] / std::max(sums[3], 1.0);
     record.lr = lr;
@@ -267,6 +283,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
       record.consensus_distance_max = spread.consensus_distance_max;
       record.eval_bytes_sent = static_cast<uint64_t>(std::llround(sums[13] / world));
     }
+    strategy.Report([&](std::string_view name, double value) {
+      record.strategy_report.emplace_back(std::string(name), value);
+    });
     summary.history.push_back(record);
     summary.compute_seconds = sums[7] / world;
     summary.comm_seconds = sums[8] / world;
@@ -296,7 +315,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   }
   summary.wall_seconds = wall.Seconds();
   summary.epochs = static_cast<int64_t>(summary.history.size());
-  summary.steps = global_step;
+  summary.steps = 0;
+  for (const EpochRecord& r : summary.history) summary.steps += r.steps;
   if (!summary.history.empty()) {
     const EpochRecord& last = summary.history.back();
     summary.train_loss = last.train_loss;

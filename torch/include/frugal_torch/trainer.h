@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frugal/reducer.h"
@@ -109,6 +110,8 @@ struct EpochRecord {
   double consensus_distance = 0;
   double consensus_distance_max = 0;
   uint64_t eval_bytes_sent = 0;
+  // The strategy's numbers after the epoch (Strategy::Report; a parameter server's counts so far).
+  std::vector<std::pair<std::string, double>> strategy_report;
 };
 
 struct TrainSummary {
