@@ -1,5 +1,6 @@
 // The parameter server on the strategy seam: its --arch spec, the factory's rules for it, and the
 // roles it gives the ranks.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "frugal/inproc_transport.h"
@@ -31,6 +32,34 @@ TEST(ParameterServerSpec, ParsesAndNames) {
   }
 }
 
+TEST(ParameterServerSpec, ParsesItsSynchronizations) {
+  const SyncSpec ssp = ParseSyncSpec("ssp:staleness=3").value();
+  EXPECT_EQ(ssp.kind, SyncKind::kSsp);
+  EXPECT_EQ(ssp.staleness, 3);
+  EXPECT_EQ(SyncSpecName(ssp), "ssp:staleness=3");
+  EXPECT_EQ(SyncSpecName(ParseSyncSpec("backup:workers=1").value()), "backup:workers=1");
+  const SyncSpec lag = ParseSyncSpec("lag:window=5,xi=0.5").value();
+  EXPECT_EQ(lag.kind, SyncKind::kLag);
+  EXPECT_EQ(lag.lag.window, 5);
+  EXPECT_DOUBLE_EQ(lag.lag.xi, 0.5);
+  EXPECT_EQ(lag.lag.max_skip, 10);
+  EXPECT_EQ(SyncSpecName(lag), "lag:window=5,xi=0.5,max-skip=10");
+  EXPECT_EQ(SyncSpecName(ParseSyncSpec("lag").value()), "lag:window=10,xi=1,max-skip=10");
+  for (const auto& [spec, message] :
+       std::vector<std::pair<const char*, const char*>>{
+           {"ssp", "ssp needs staleness=S"},
+           {"ssp:staleness=-1", "out of range"},
+           {"backup", "backup needs workers=B"},
+           {"backup:workers=0", "out of range"},
+           {"lag:window=0", "out of range"},
+           {"lag:speed=2", "unknown parameter 'speed'"}}) {
+    const Status status = ParseSyncSpec(spec).status();
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << spec;
+    EXPECT_NE(status.message().find(message), std::string::npos) << spec << ": "
+                                                                  << status.message();
+  }
+}
+
 // PlanStrategy refuses `options` with a message containing `message`.
 void ExpectRefused(const StrategyOptions& options, const std::string& message) {
   const Status status = PlanStrategy(options).status();
@@ -57,6 +86,50 @@ TEST(ParameterServerSpec, RefusesWhatDoesNotRunOverIt) {
     o.sync = sync;
     ExpectRefused(o, "does not run over --arch ps");
   }
+  // The consistency models of a parameter server need one.
+  for (const char* sync : {"ssp:staleness=2", "backup:workers=1", "lag"}) {
+    StrategyOptions allreduce;
+    allreduce.sync = sync;
+    ExpectRefused(allreduce, "needs --arch ps:servers=S");
+    StrategyOptions gossip;
+    gossip.arch = "gossip:topology=ring";
+    gossip.sync = sync;
+    ExpectRefused(gossip, "runs over a parameter server");
+  }
+  StrategyOptions asp;
+  asp.sync = "asp";
+  ExpectRefused(asp, "--sync asp needs --arch gossip[:topology=T] (AD-PSGD) or --arch ps");
+  // Backup workers: B < W, known with the number of workers.
+  o = OverServers();
+  o.sync = "backup:workers=3";
+  EXPECT_TRUE(PlanStrategy(o).ok());
+  o.workers = 3;
+  ExpectRefused(o, "needs fewer backup workers than the 3 workers");
+  o.workers = 0;
+  const StrategyPlan backup = PlanStrategy(o).value();
+  EXPECT_TRUE(CheckWorldSize(backup, 5).ok());  // 4 workers
+  EXPECT_EQ(CheckWorldSize(backup, 4).code(), StatusCode::kInvalidArgument);
+  // The staleness policy applies to stale updates: ssp and asp over ps.
+  o = OverServers();
+  o.sync = "asp";
+  o.staleness_policy = "drop:4";
+  const StrategyPlan drop = PlanStrategy(o).value();
+  EXPECT_EQ(drop.staleness_policy, StalenessPolicy::kDrop);
+  EXPECT_EQ(drop.drop_above, 4u);
+  o.staleness_policy = "scale";
+  EXPECT_EQ(PlanStrategy(o).value().staleness_policy, StalenessPolicy::kScale);
+  o.staleness_policy = "drop:x";
+  ExpectRefused(o, "drop:T needs a whole number");
+  o.staleness_policy = "halve";
+  ExpectRefused(o, "unknown policy (accepted: none, drop:T, scale)");
+  o.sync = "bsp";
+  o.staleness_policy = "scale";
+  ExpectRefused(o, "only --sync ssp and asp over --arch ps apply");
+  StrategyOptions gossip_asp;
+  gossip_asp.arch = "gossip:topology=ring";
+  gossip_asp.sync = "asp";
+  gossip_asp.staleness_policy = "scale";
+  ExpectRefused(gossip_asp, "--staleness-policy applies to --arch ps");
   StrategyOptions ok;
   ok.arch = "ps:servers=2,shard-mb=1";
   const StrategyPlan plan = PlanStrategy(ok).value();
@@ -101,6 +174,21 @@ TEST(ParameterServerRoles, TheStrategyNeedsTheWorld) {
     FRUGAL_ASSIGN_OR_RETURN(auto strategy, MakeStrategy(plan, t, *reducer, &t));
     if (strategy->traits().worker_runs_optimizer) return InternalError("workers run the optimizer");
     if (!strategy->traits().identical_replicas) return InternalError("bsp replicas differ");
+    if (strategy->SharesEpochs()) return InternalError("bsp shares epochs");
+    for (const char* sync : {"asp", "ssp:staleness=1", "backup:workers=1"}) {
+      StrategyOptions async = options;
+      async.sync = sync;
+      FRUGAL_ASSIGN_OR_RETURN(auto s, MakeStrategy(PlanStrategy(async).value(), t, *reducer, &t));
+      if (s->traits().identical_replicas || !s->SharesEpochs()) {
+        return InternalError(fmt::format("{}: replicas identical or epochs not shared", sync));
+      }
+    }
+    StrategyOptions lag = options;
+    lag.sync = "lag";
+    FRUGAL_ASSIGN_OR_RETURN(auto s, MakeStrategy(PlanStrategy(lag).value(), t, *reducer, &t));
+    if (!s->traits().identical_replicas || s->SharesEpochs()) {
+      return InternalError("lag: replicas differ or epochs shared");
+    }
     return Status::Ok();
   });
   for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();

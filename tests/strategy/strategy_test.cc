@@ -73,7 +73,7 @@ TEST(StrategySpec, ParsesSynchronizations) {
     const char* message;
   };
   for (const Bad& bad :
-       {Bad{"ssp", "unknown synchronization"}, Bad{"local", "local needs period=H"},
+       {Bad{"sgd", "unknown synchronization"}, Bad{"local", "local needs period=H"},
         Bad{"local:period=0", "out of range"},
         Bad{"local:period=4,intra-period=3", "intra-period must divide period"},
         Bad{"local:period=4,intra-period=4", "intra-period must divide period"},
