@@ -53,24 +53,43 @@ Status JsonLines::Write(const nlohmann::json& record) {
   return out_ ? Status::Ok() : IoError(fmt::format("cannot write {}", path_));
 }
 
+namespace {
+
+// A strategy's number: a whole number as an integer (counts, bytes), anything else as a double.
+bool IsWhole(double value) {
+  return std::isfinite(value) && std::fabs(value) < 9e15 && value == std::floor(value);
+}
+
+nlohmann::json ReportValue(double value) {
+  if (IsWhole(value)) return static_cast<int64_t>(value);
+  return value;
+}
+
+std::string ReportText(double value) {
+  if (IsWhole(value)) return fmt::format("{}", static_cast<int64_t>(value));
+  return fmt::format("{:.6g}", value);
+}
+
+}  // namespace
+
 nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
   nlohmann::json j = {{"event", "epoch"},
-          {"epoch", r.epoch},
-          {"steps", r.steps},
-          {"train_loss", r.train_loss},
-          {"test_loss", r.test_loss},
-          {"test_accuracy", r.test_accuracy},
-          {"lr", r.lr},
-          {"epoch_seconds", r.epoch_seconds},
-          {"wall_seconds", r.wall_seconds},
-          {"samples_per_second", r.samples_per_second},
-          {"bytes_sent", r.bytes_sent},
-          {"rank_accuracy_min", r.rank_accuracy_min},
-          {"rank_accuracy_max", r.rank_accuracy_max},
-          {"consensus_distance", r.consensus_distance},
-          {"consensus_distance_max", r.consensus_distance_max},
-          {"eval_bytes_sent", r.eval_bytes_sent}};
-  for (const auto& [name, value] : r.strategy_report) j[name] = value;
+                      {"epoch", r.epoch},
+                      {"steps", r.steps},
+                      {"train_loss", r.train_loss},
+                      {"test_loss", r.test_loss},
+                      {"test_accuracy", r.test_accuracy},
+                      {"lr", r.lr},
+                      {"epoch_seconds", r.epoch_seconds},
+                      {"wall_seconds", r.wall_seconds},
+                      {"samples_per_second", r.samples_per_second},
+                      {"bytes_sent", r.bytes_sent},
+                      {"rank_accuracy_min", r.rank_accuracy_min},
+                      {"rank_accuracy_max", r.rank_accuracy_max},
+                      {"consensus_distance", r.consensus_distance},
+                      {"consensus_distance_max", r.consensus_distance_max},
+                      {"eval_bytes_sent", r.eval_bytes_sent}};
+  for (const auto& [name, value] : r.strategy_report) j[name] = ReportValue(value);
   return j;
 }
 
@@ -114,7 +133,7 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
       {"step_seconds_median", s.step_seconds_median},
       {"comm_hidden_fraction", s.comm_hidden_fraction},
       {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};
-  for (const auto& [name, value] : s.strategy_report) j[name] = value;
+  for (const auto& [name, value] : s.strategy_report) j[name] = ReportValue(value);
   return j;
 }
 
@@ -196,7 +215,7 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
                            : s.identical_replicas ? "NO"
                                                   : "no (the strategy lets replicas differ)");
   row("params hash", fmt::format("{:08x} (rank 0)", s.parameter_hash));
-  for (const auto& [name, value] : s.strategy_report) row(name, fmt::format("{:.6g}", value));
+  for (const auto& [name, value] : s.strategy_report) row(name, ReportText(value));
   return out;
 }
 

@@ -132,9 +132,9 @@ struct ParameterServerStats {
 
 // What a server did, for reports and tests.
 struct ServerReport {
-  uint64_t bytes_in = 0;   // payload bytes received from workers
-  uint64_t bytes_out = 0;  // payload bytes sent to workers (counted where sent)
-  uint64_t updates = 0;    // optimizer updates applied, over all keys
+  uint64_t bytes_in = 0;                 // payload bytes received from workers
+  uint64_t bytes_out = 0;                // payload bytes sent to workers (counted where sent)
+  uint64_t updates = 0;                  // optimizer updates applied, over all keys
   std::vector<WorkerPushStats> workers;  // this server's counts, by worker
   // The server's keys: their names and final parameters.
   std::vector<std::string> key_names;
@@ -191,7 +191,9 @@ class ParameterClient final : public TensorExchange {
   // until its next push, so that no pull waits for it meanwhile. Completes once sent.
   std::unique_ptr<Work> Rest();
   // After everything submitted before it: asks every server what it counted and merges the
-  // answers into `out`, which must stay valid until the Work completes.
+  // answers into `out`, which must stay valid until the Work completes. A server answers a worker
+  // that rests once every worker rests (so that every worker gets the same counts at the end of
+  // an epoch), one that does not at once.
   std::unique_ptr<Work> FetchStats(ParameterServerStats* out);
 
   class Impl;

@@ -603,8 +603,10 @@ class ParameterClient::Impl {
     stats_.answered[i] = 1;
     stats_.merged.bytes_in[i] = stats.bytes_in;
     stats_.merged.bytes_out[i] = stats.bytes_out;
-    for (size_t w = 0; w < stats.workers.size(); ++w) stats_.merged.workers[w].Merge(stats.workers[w]);
-    if (std::all_of(stats_.answered.begin(), stats_.answered.end(), [](char a) { return a != 0; })) {
+    for (size_t w = 0; w < stats.workers.size(); ++w)
+      stats_.merged.workers[w].Merge(stats.workers[w]);
+    if (std::all_of(stats_.answered.begin(), stats_.answered.end(),
+                    [](char a) { return a != 0; })) {
       *stats_.out = std::move(stats_.merged);
       std::shared_ptr<WorkState> state = std::move(stats_.state);
       stats_ = StatsRequest{};

@@ -107,8 +107,8 @@ std::vector<int> ConsistencyRules::Blocking(const PullNeed& need, std::span<cons
   std::vector<int> blocking;
   for (int w = 0; w < workers_; ++w) {
     const size_t i = static_cast<size_t>(w);
-    const bool waits = kind_ == PsConsistency::kSsp ? resting[i] == 0 && clocks[i] < need.min_clock
-                                                    : have[i] == 0;
+    const bool waits =
+        kind_ == PsConsistency::kSsp ? resting[i] == 0 && clocks[i] < need.min_clock : have[i] == 0;
     if (waits) blocking.push_back(w);
   }
   return blocking;

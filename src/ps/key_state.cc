@@ -109,7 +109,8 @@ bool KeyState::AllActiveIn(std::span<const char> resting) const {
 }
 
 void KeyState::Recheck(std::span<const char> resting) {
-  if (rules_.accumulates() && have_count_ > 0 && rules_.Complete(have_count_, AllActiveIn(resting))) {
+  if (rules_.accumulates() && have_count_ > 0 &&
+      rules_.Complete(have_count_, AllActiveIn(resting))) {
     UpdateFromSlots();
   }
 }

@@ -36,8 +36,8 @@ struct PushIn {
 class KeyState {
  public:
   // `part`, `config`, `rules` and `optimizer` must outlive the key.
-  KeyState(const KeyPart& part, const ParameterServerConfig& config,
-           const ConsistencyRules& rules, const ServerOptimizer& optimizer);
+  KeyState(const KeyPart& part, const ParameterServerConfig& config, const ConsistencyRules& rules,
+           const ServerOptimizer& optimizer);
 
   const KeyPart& part() const { return part_; }
   bool initialized() const { return initialized_; }

@@ -23,8 +23,8 @@ std::string ParameterServerConfig::Describe() const {
       consistency = fmt::format("backup with {} backup workers", backup);
       break;
     case PsConsistency::kLag:
-      consistency = fmt::format("lag with window {}, xi {}, max-skip {}", lag.window, lag.xi,
-                                lag.max_skip);
+      consistency =
+          fmt::format("lag with window {}, xi {}, max-skip {}", lag.window, lag.xi, lag.max_skip);
       break;
   }
   if (staleness_policy == StalenessPolicy::kDrop) {

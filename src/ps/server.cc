@@ -9,7 +9,8 @@
 // State per key: a KeyState (key_state.h), which follows the consistency rules; the server
 // keeps which workers rest (evaluate at the end of an epoch: from their rest message to their
 // next push; done workers rest for good), which the rules use so that nothing waits for them, and
-// what it counted per worker (stats_), which it answers a stats request with.
+// what it counted per worker (stats_), which it answers a stats request with: an active worker's
+// at once, a resting worker's once every worker rests (the end of an epoch: every push is in).
 //
 // Start: the first hello fixes the tensors, so the shard plan (PlanShards over the hello's
 // tensors, the configuration's servers and part size); every other hello must name the same
@@ -263,9 +264,29 @@ class Server {
       k.Recheck(resting_);
       AnswerPulls(k);
     }
+    AnswerStats();
   }
 
+  // A resting worker's request waits until every worker rests (then every push of the epoch is
+  // in, and every worker gets the same counts); an active worker's is answered at once.
   Status OnStatsRequest(int w) {
+    if (resting_[w] != 0) {
+      stats_waiting_.push_back(w);
+      AnswerStats();
+      return Status::Ok();
+    }
+    PostStats(w);
+    return Status::Ok();
+  }
+
+  void AnswerStats() {
+    if (stats_waiting_.empty()) return;
+    if (std::any_of(resting_.begin(), resting_.end(), [](char r) { return r == 0; })) return;
+    for (int w : stats_waiting_) PostStats(w);
+    stats_waiting_.clear();
+  }
+
+  void PostStats(int w) {
     ServerStats stats;
     stats.bytes_in = bytes_in_;
     stats.bytes_out = bytes_out_;
@@ -274,7 +295,6 @@ class Server {
     h.type = MessageType::kStats;
     h.encoding = Encoding::kBytes;
     Post(w, h, EncodeServerStats(stats));
-    return Status::Ok();
   }
 
   void AnswerPulls(KeyState& k) {
@@ -323,8 +343,8 @@ class Server {
         for (int w : k.Blocking(pull, resting_)) blocking.push_back(peers_.WorkerRank(w));
         const std::string what =
             rules_.kind() == PsConsistency::kSsp
-                ? fmt::format("for every clock to reach {}: behind: worker {}",
-                              pull.need.min_clock, RanksText(blocking))
+                ? fmt::format("for every clock to reach {}: behind: worker {}", pull.need.min_clock,
+                              RanksText(blocking))
                 : fmt::format("for version {}: no push of version {} from worker {}",
                               pull.need.min_version, k.version(), RanksText(blocking));
         return TimeoutError(fmt::format(
@@ -398,6 +418,7 @@ class Server {
   std::vector<char> done_;
   std::vector<char> resting_;
   std::vector<WorkerPushStats> stats_;
+  std::vector<int> stats_waiting_;  // resting workers whose stats request waits for the others
   std::vector<Clock::time_point> last_heard_;
   std::vector<Clock::time_point> last_sent_;
   std::vector<std::byte> buffer_;

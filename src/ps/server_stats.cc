@@ -123,8 +123,9 @@ StatusOr<ServerStats> DecodeServerStats(std::span<const std::byte> payload, int 
       counted += n;
     }
     if (counted != s.applied) {
-      return MalformedError(fmt::format(
-          "parameter-server stats: {} applied pushes, the histogram counts {}", s.applied, counted));
+      return MalformedError(
+          fmt::format("parameter-server stats: {} applied pushes, the histogram counts {}",
+                      s.applied, counted));
     }
   }
   if (r.left() != 0) return MalformedError("parameter-server stats: trailing bytes");

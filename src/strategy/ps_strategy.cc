@@ -12,9 +12,9 @@
 // asp and backup each worker goes at its own pace and pulls what is there: the replicas differ,
 // and the epochs are shared (SharesEpochs): an epoch ends when the servers have received the
 // epoch's steps x W pushes of every key (ParameterClient::progress), whichever workers made them.
-// At the end of an epoch (Settle) such a worker tells the servers that it rests, so that no pull
-// waits for it while it evaluates; then every worker fetches the servers' counts, which Report
-// gives the summary: pushes applied, dropped and skipped, the staleness distribution over all
+// At the end of an epoch (Settle) every worker tells the servers that it rests, so that no pull
+// waits for it while it evaluates; then it fetches the servers' counts, which Report gives the
+// summary: pushes applied, dropped and skipped, the staleness distribution over all
 // workers and per worker, and each server's bytes in and out.
 //
 // Roles: the last `servers` ranks of the world serve (RunServerRole), the others train.
@@ -80,10 +80,13 @@ class ParameterServerStrategy final : public Strategy {
            client_->progress() >= end * static_cast<uint64_t>(config_.workers());
   }
 
+  // Every pull of this worker is answered when the loop calls Settle, so its pushes are with the
+  // servers. A server answers the stats request of a resting worker once every worker rests: then
+  // everybody's pushes are in, and every worker gets the same counts.
   Status Settle(ModelBuffers&, TransportRunner&) override {
     if (!client_) return Status::Ok();
     const Duration timeout = 2 * config_.timeout;
-    if (SharesEpochs()) FRUGAL_RETURN_IF_ERROR(client_->Rest()->Wait(timeout));
+    FRUGAL_RETURN_IF_ERROR(client_->Rest()->Wait(timeout));
     return client_->FetchStats(&stats_)->Wait(timeout);
   }
 

@@ -213,8 +213,8 @@ Status ParseStalenessPolicy(const StrategyOptions& options, StrategyPlan& plan) 
     const std::string number = spec.substr(5);
     const unsigned long long t = std::strtoull(number.c_str(), &end, 10);
     if (number.empty() || *end != '\0' || number[0] == '-') {
-      return InvalidArgumentError(fmt::format(
-          "--staleness-policy '{}': drop:T needs a whole number T >= 0", spec));
+      return InvalidArgumentError(
+          fmt::format("--staleness-policy '{}': drop:T needs a whole number T >= 0", spec));
     }
     plan.staleness_policy = StalenessPolicy::kDrop;
     plan.drop_above = t;
@@ -272,8 +272,8 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   }
   if (plan.sync.kind == SyncKind::kSsp || plan.sync.kind == SyncKind::kBackup ||
       plan.sync.kind == SyncKind::kLag) {
-    return InvalidArgumentError(fmt::format("--sync {} needs --arch ps:servers=S",
-                                            SyncSpecName(plan.sync)));
+    return InvalidArgumentError(
+        fmt::format("--sync {} needs --arch ps:servers=S", SyncSpecName(plan.sync)));
   }
   FRUGAL_RETURN_IF_ERROR(CheckCompression(options, plan));
   return plan;

@@ -58,10 +58,10 @@ StatusOr<ArchSpec> ParseParameterServerSpec(std::string_view spec) {
 
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
   const std::vector<std::string> algorithms = DenseReducerAlgorithms();
-  const std::string accepted =
-      fmt::format("allreduce[:ALGO] with ALGO one of {}; gossip[:topology=T,...]; "
-                  "ps:servers=S[,shard-mb=M]",
-                  fmt::join(algorithms, ", "));
+  const std::string accepted = fmt::format(
+      "allreduce[:ALGO] with ALGO one of {}; gossip[:topology=T,...]; "
+      "ps:servers=S[,shard-mb=M]",
+      fmt::join(algorithms, ", "));
   ArchSpec arch;
   const size_t colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon);
@@ -69,7 +69,8 @@ StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
   if (name == "gossip") {
     arch.kind = ArchKind::kGossip;
     FRUGAL_ASSIGN_OR_RETURN(
-        arch.gossip, ParseGossipSpec(colon == std::string_view::npos ? "" : spec.substr(colon + 1)));
+        arch.gossip,
+        ParseGossipSpec(colon == std::string_view::npos ? "" : spec.substr(colon + 1)));
     return arch;
   }
   if (name != "allreduce") {

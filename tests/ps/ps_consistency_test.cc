@@ -8,7 +8,6 @@
 #include <latch>
 
 #include "frugal/collectives.h"
-
 #include "ps/consistency.h"
 #include "ps/ps_test_util.h"
 #include "ps/server_optimizer.h"
@@ -128,25 +127,25 @@ void ExpectBoundOf(int staleness) {
   config.staleness = asp ? 0 : staleness;
   const int ahead = asp ? 6 : staleness + 1;  // pushes worker 0 makes before worker 1's
   std::vector<uint64_t> progress_seen;
-  const ClusterResult run = RunCluster(
-      config, PlainSgd(0.1), OneKey(),
-      [&](int w, ParameterClient& client, Transport&, Model& model) -> Status {
-        std::vector<float> x = model.values[0];
-        if (w == 0) {
-          for (int k = 0; k < ahead; ++k) {
-            FRUGAL_RETURN_IF_ERROR(Step(client, k, {0.1f, 0.1f, 0.1f, 0.1f}, x));
-            progress_seen.push_back(client.progress());
-          }
-          return Status::Ok();
-        }
-        // Worker 1: wait (by asking the server) until worker 0's pushes are all applied.
-        for (int round = 0;; ++round) {
-          FRUGAL_ASSIGN_OR_RETURN(ParameterServerStats stats, Stats(client));
-          if (stats.workers[0].applied == static_cast<uint64_t>(ahead)) break;
-          if (round > 100000) return InternalError("worker 0's pushes never arrived");
-        }
-        return Step(client, 0, {0.2f, 0.2f, 0.2f, 0.2f}, x);
-      });
+  const ClusterResult run =
+      RunCluster(config, PlainSgd(0.1), OneKey(),
+                 [&](int w, ParameterClient& client, Transport&, Model& model) -> Status {
+                   std::vector<float> x = model.values[0];
+                   if (w == 0) {
+                     for (int k = 0; k < ahead; ++k) {
+                       FRUGAL_RETURN_IF_ERROR(Step(client, k, {0.1f, 0.1f, 0.1f, 0.1f}, x));
+                       progress_seen.push_back(client.progress());
+                     }
+                     return Status::Ok();
+                   }
+                   // Worker 1: wait (by asking the server) until worker 0's pushes are all applied.
+                   for (int round = 0;; ++round) {
+                     FRUGAL_ASSIGN_OR_RETURN(ParameterServerStats stats, Stats(client));
+                     if (stats.workers[0].applied == static_cast<uint64_t>(ahead)) break;
+                     if (round > 100000) return InternalError("worker 0's pushes never arrived");
+                   }
+                   return Step(client, 0, {0.2f, 0.2f, 0.2f, 0.2f}, x);
+                 });
   ExpectOk(run);
   ASSERT_EQ(progress_seen.size(), static_cast<size_t>(ahead));
   for (int k = 0; k + 1 < ahead; ++k) {
@@ -213,20 +212,20 @@ TEST(ParameterServerAsp, LearningRateZeroKeepsTheParameters) {
   ParameterServerConfig config = Config(3, 2, 64);
   config.consistency = PsConsistency::kAsp;
   std::vector<Model> finals(3);
-  const ClusterResult run = RunCluster(
-      config, PlainSgd(0.0), initial,
-      [&](int w, ParameterClient& client, Transport&, Model& x) -> Status {
-        for (int k = 0; k < 5; ++k) {
-          std::vector<std::vector<float>> g = x.values;
-          for (auto& t : g) {
-            for (float& v : t) v = 1.0f + static_cast<float>(w);
-          }
-          FRUGAL_RETURN_IF_ERROR(PushPull(client, x, k, g));
-          x.values = g;
-        }
-        finals[w] = x;
-        return Status::Ok();
-      });
+  const ClusterResult run =
+      RunCluster(config, PlainSgd(0.0), initial,
+                 [&](int w, ParameterClient& client, Transport&, Model& x) -> Status {
+                   for (int k = 0; k < 5; ++k) {
+                     std::vector<std::vector<float>> g = x.values;
+                     for (auto& t : g) {
+                       for (float& v : t) v = 1.0f + static_cast<float>(w);
+                     }
+                     FRUGAL_RETURN_IF_ERROR(PushPull(client, x, k, g));
+                     x.values = g;
+                   }
+                   finals[w] = x;
+                   return Status::Ok();
+                 });
   ExpectOk(run);
   for (int w = 0; w < 3; ++w) EXPECT_EQ(finals[w].values, initial.values) << "worker " << w;
   uint64_t applied = 0;
@@ -338,25 +337,24 @@ TEST(ParameterServerRest, NothingWaitsForARestingWorker) {
     config.backup = 1;
     config.staleness = 0;
     std::vector<float> result;
-    const ClusterResult run =
-        RunCluster(config, PlainSgd(1.0), OneKey(),
-                   [&](int w, ParameterClient& client, Transport& workers, Model& model) -> Status {
-                     std::vector<float> x = model.values[0];
-                     if (w != 0) {
-                       FRUGAL_RETURN_IF_ERROR(client.Rest()->Wait(kWait));
-                     }
-                     // Worker 0 pushes only once the others rest.
-                     FRUGAL_RETURN_IF_ERROR(
-                         client.Call("barrier", [](Transport& t) {
-                           return Barrier(t, CollectiveOptions{});
-                         })->Wait(kWait));
-                     if (w == 0) {
-                       FRUGAL_RETURN_IF_ERROR(Step(client, 0, {1, 1, 1, 1}, x));
-                       result = x;
-                     }
-                     (void)workers;
-                     return Status::Ok();
-                   });
+    const ClusterResult run = RunCluster(
+        config, PlainSgd(1.0), OneKey(),
+        [&](int w, ParameterClient& client, Transport& workers, Model& model) -> Status {
+          std::vector<float> x = model.values[0];
+          if (w != 0) {
+            FRUGAL_RETURN_IF_ERROR(client.Rest()->Wait(kWait));
+          }
+          // Worker 0 pushes only once the others rest.
+          FRUGAL_RETURN_IF_ERROR(
+              client.Call("barrier", [](Transport& t) { return Barrier(t, CollectiveOptions{}); })
+                  ->Wait(kWait));
+          if (w == 0) {
+            FRUGAL_RETURN_IF_ERROR(Step(client, 0, {1, 1, 1, 1}, x));
+            result = x;
+          }
+          (void)workers;
+          return Status::Ok();
+        });
     ExpectOk(run);
     // backup: the one push averaged alone; ssp: applied as 1/W of an update.
     const float scale = kind == PsConsistency::kBackup ? 1.0f : 1.0f / 3.0f;

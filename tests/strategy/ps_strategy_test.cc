@@ -45,8 +45,7 @@ TEST(ParameterServerSpec, ParsesItsSynchronizations) {
   EXPECT_EQ(lag.lag.max_skip, 10);
   EXPECT_EQ(SyncSpecName(lag), "lag:window=5,xi=0.5,max-skip=10");
   EXPECT_EQ(SyncSpecName(ParseSyncSpec("lag").value()), "lag:window=10,xi=1,max-skip=10");
-  for (const auto& [spec, message] :
-       std::vector<std::pair<const char*, const char*>>{
+  for (const auto& [spec, message] : std::vector<std::pair<const char*, const char*>>{
            {"ssp", "ssp needs staleness=S"},
            {"ssp:staleness=-1", "out of range"},
            {"backup", "backup needs workers=B"},
@@ -55,8 +54,8 @@ TEST(ParameterServerSpec, ParsesItsSynchronizations) {
            {"lag:speed=2", "unknown parameter 'speed'"}}) {
     const Status status = ParseSyncSpec(spec).status();
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << spec;
-    EXPECT_NE(status.message().find(message), std::string::npos) << spec << ": "
-                                                                  << status.message();
+    EXPECT_NE(status.message().find(message), std::string::npos)
+        << spec << ": " << status.message();
   }
 }
 
