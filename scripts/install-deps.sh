@@ -10,10 +10,14 @@ packages=(
   # engine and libraries
   openmpi-bin libopenmpi-dev libgloo-dev libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libtomlplusplus-dev
+  # eigenvalues of gossip mixing matrices (header-only)
+  libeigen3-dev
   # tests, benchmarks, fuzzing, formatting (the sanitizer runtimes come with g++)
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
   # tensors and data
-  libtorch-dev dataset-fashion-mnist
+  libtorch-dev dataset-fashion-mnist fortunes fortunes-min
+  # the Python package (frugal.torch) and its tests: Debian's python3 and the same LibTorch
+  python3-dev python3-torch pybind11-dev python3-pytest python3-numpy python3-mpi4py
   # network emulation and plots
   iproute2 util-linux gnuplot-nox
   # an optimised BLAS for LibTorch (without it Debian's libtorch runs on the reference BLAS)

@@ -113,6 +113,7 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher) {
   AddBenchPingPongCommand(*bench, dispatcher);
   AddBenchAllreduceCommand(*bench, dispatcher);
   AddBenchCompressCommand(*bench, dispatcher);
+  AddBenchPolarCommand(*bench, dispatcher);
 }
 
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher) {

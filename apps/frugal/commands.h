@@ -19,7 +19,8 @@
 //   5. a rank whose `run` fails prints one line naming its rank and ends the whole job
 //      (MpiRuntime::Abort), so no rank waits for it.
 // Commands that never use MPI themselves (they start other processes) set `run_local` instead
-// of `run`.
+// of `run`; commands whose ranks start a program that uses MPI set `run_rank`: it runs on each
+// rank (after step 3's relaunch, or alone without --np) without initialising MPI.
 //
 // A measurement of `frugal bench` is a function AddBench<What>Command(CLI::App& bench,
 // Dispatcher&) declared here and called from AddBenchCommand.
@@ -64,6 +65,8 @@ struct Action {
   std::function<Status(RankContext& context)> run;
   // Instead of `run`, for commands that do not use MPI: returns the exit code.
   std::function<StatusOr<int>(const GlobalOptions& global)> run_local;
+  // Instead of `run`, on each rank without MPI: returns the exit code.
+  std::function<StatusOr<int>(const GlobalOptions& global)> run_rank;
 };
 
 // Receives the Action of the subcommand given on the command line.
@@ -81,11 +84,21 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher);
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher);  // bench_compress.cc
+void AddBenchPolarCommand(CLI::App& bench, Dispatcher& dispatcher);     // bench_polar.cc
 
 // `frugal sweep FILE.toml` (sweep_cmd.cc): runs grids of configurations, renders tables/plots.
 void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher);
 
+// `frugal run -- PROGRAM ARGS...` (run_cmd.cc): PROGRAM on every rank.
+void AddRunCommand(CLI::App& app, Dispatcher& dispatcher);
+
 // `frugal train ...` (train_cmd.cc, built when frugal_torch is).
 void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher);
+
+// `frugal cost ...` (cost_cmd.cc, built when frugal_torch is): the architecture cost model.
+void AddCostCommand(CLI::App& app, Dispatcher& dispatcher);
+
+// `frugal simulate ...` (simulate_cmd.cc, built when frugal_torch is): the step simulator.
+void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher);
 
 }  // namespace frugal::apps

@@ -132,8 +132,11 @@ int Main(int argc, char** argv) {
   Dispatcher dispatcher;
   AddBenchCommand(app, dispatcher);
   AddSweepCommand(app, dispatcher);
+  AddRunCommand(app, dispatcher);
 #ifdef FRUGAL_HAVE_TRAIN_COMMAND
   AddTrainCommand(app, dispatcher);
+  AddCostCommand(app, dispatcher);
+  AddSimulateCommand(app, dispatcher);
 #endif
 
   try {
@@ -174,7 +177,8 @@ int Main(int argc, char** argv) {
     }
   }
   if (!global.launch.emulate.empty() && !RunningUnderMpi()) {
-    // --emulate (emulate_job.h): a bad spec, a bad combination or no root/namespaces is a usage error.
+    // --emulate (emulate_job.h): a bad spec, a bad combination or no root/namespaces is a usage
+    // error.
     auto spec = ValidateEmulateFlag(global.launch.emulate, global.launch.np,
                                     !global.launch.hostfile.empty());
     if (!spec.ok()) {
@@ -212,6 +216,14 @@ int Main(int argc, char** argv) {
   if (!global.launch.hostfile.empty() && !RunningUnderMpi()) {
     PrintError("--hostfile needs --np");
     return kExitUsage;
+  }
+  if (action.run_rank) {
+    auto code = action.run_rank(global);
+    if (!code.ok()) {
+      PrintError(fmt::format("{}: {}", action.name, code.status().ToString()));
+      return ExitCodeFor(code.status());
+    }
+    return *code;
   }
   return RunOnRanks(action, global, argc, argv);
 }

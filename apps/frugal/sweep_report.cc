@@ -8,8 +8,9 @@
 #include <map>
 #include <set>
 
-#include "child_process.h"
+#include "gnuplot.h"
 #include "sweep_results.h"
+#include "sweep_study.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
@@ -212,18 +213,6 @@ std::string Sanitize(const std::string& s) {
   return out.empty() ? "all" : out;
 }
 
-std::string GnuplotQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 }  // namespace
 
 std::optional<double> RunMetrics::TimeTo(double target_percent) const {
@@ -262,6 +251,7 @@ RunMetrics ExtractMetrics(const nlohmann::json& record) {
 
 std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                                 const std::vector<nlohmann::json>& records) {
+  if (UsesStudyTable(spec)) return RenderStudyTable(spec, points, records);
   Layout layout = MakeLayout(spec, points, records);
   const double target = spec.report.target_accuracy * 100.0;
   std::string out = fmt::format("### {}: final test accuracy (%)\n\n", spec.name);
@@ -434,23 +424,8 @@ StatusOr<ReportFiles> RenderReport(const SweepSpec& spec, const std::vector<Swee
       script += "\n";
       files.plots.push_back(png);
     }
-    fs::path script_path = plot_dir / (tag + ".gp");
-    {
-      std::ofstream out(script_path, std::ios::trunc);
-      out << script;
-      if (!out) return IoError(fmt::format("cannot write {}", script_path.string()));
-    }
-    RunCommandOptions options;
-    options.timeout = std::chrono::milliseconds(60000);
-    auto result = RunCommand({"gnuplot", script_path.string()}, options);
-    if (!result.ok()) {
-      return FailedPreconditionError(
-          fmt::format("plots need gnuplot (Debian gnuplot-nox): {}", result.status().message()));
-    }
-    if (result->exit_code != 0) {
-      return IoError(fmt::format("gnuplot {} failed: {}", script_path.string(), result->output));
-    }
-    if (!result->output.empty()) logger.Debug(result->output);
+    FRUGAL_ASSIGN_OR_RETURN(std::string output, RunGnuplot(plot_dir / (tag + ".gp"), script));
+    if (!output.empty()) logger.Debug(output);
   }
   return files;
 }

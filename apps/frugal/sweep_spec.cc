@@ -243,6 +243,7 @@ class SpecReader {
   Status ReadReport(const toml::table* table) {
     SweepReportSpec& report = spec_.report;
     if (IsAxis("lr")) report.columns = "lr";
+    if (IsAxis("lr")) report.column_axes = {"lr"};
     if (flag_names_.count("np") != 0) report.workers = "np";
     bool methods_given = false;
     const auto entries = table != nullptr
@@ -250,9 +251,24 @@ class SpecReader {
                              : std::vector<std::pair<std::string, const toml::node*>>{};
     for (const auto& [key, node] : entries) {
       if (key == "columns") {
-        FRUGAL_ASSIGN_OR_RETURN(report.columns, String(*node, "[report] columns"));
-        if (!report.columns.empty() && !IsAxis(report.columns)) {
-          return Error(*node, fmt::format("[report] columns: '{}' is not an axis", report.columns));
+        if (node->is_array()) {
+          FRUGAL_ASSIGN_OR_RETURN(
+              report.column_axes,
+              Strings(*node, false, "[report] columns must be an axis or an array of axes"));
+          report.columns = report.column_axes.front();
+        } else {
+          FRUGAL_ASSIGN_OR_RETURN(report.columns, String(*node, "[report] columns"));
+          report.column_axes.clear();
+          if (!report.columns.empty()) report.column_axes.push_back(report.columns);
+        }
+        for (const std::string& c : report.column_axes) {
+          if (!IsAxis(c))
+            return Error(*node, fmt::format("[report] columns: '{}' is not an axis", c));
+        }
+      } else if (key == "seeds") {
+        FRUGAL_ASSIGN_OR_RETURN(report.seeds, String(*node, "[report] seeds"));
+        if (!IsAxis(report.seeds)) {
+          return Error(*node, fmt::format("[report] seeds: '{}' is not an axis", report.seeds));
         }
       } else if (key == "workers") {
         FRUGAL_ASSIGN_OR_RETURN(report.workers, String(*node, "[report] workers"));
@@ -280,21 +296,34 @@ class SpecReader {
         FRUGAL_ASSIGN_OR_RETURN(report.baseline, String(*node, "[report] baseline"));
       } else {
         return Error(*node, fmt::format("unknown key '{}' in [report] (accepted: columns, "
-                                        "workers, methods, target_accuracy, baseline)",
+                                        "seeds, workers, methods, target_accuracy, baseline)",
                                         key));
       }
     }
+    auto is_column = [&](const std::string& name) {
+      return std::find(report.column_axes.begin(), report.column_axes.end(), name) !=
+             report.column_axes.end();
+    };
     if (!methods_given) {
       for (const SweepAxis& a : spec_.axes) {
-        if (a.name != report.columns && a.name != report.workers) report.methods.push_back(a.name);
+        if (!is_column(a.name) && a.name != report.workers && a.name != report.seeds) {
+          report.methods.push_back(a.name);
+        }
       }
     }
     for (const std::string& m : report.methods) {
-      if (m == report.columns || m == report.workers) {
+      if (is_column(m) || m == report.workers || m == report.seeds) {
         return Error(table != nullptr ? TomlLine(*table) : 1,
                      fmt::format("[report] '{}' cannot be a method and the {} at once", m,
-                                 m == report.columns ? "columns" : "workers"));
+                                 is_column(m)          ? "columns"
+                                 : m == report.workers ? "workers"
+                                                       : "seeds"));
       }
+    }
+    if (!report.seeds.empty() && is_column(report.seeds)) {
+      return Error(
+          table != nullptr ? TomlLine(*table) : 1,
+          fmt::format("[report] '{}' cannot be the seeds and a column at once", report.seeds));
     }
     return Status::Ok();
   }

@@ -16,7 +16,8 @@
 //   dense = []                           # ("variant", first, slowest) whose values are the
 //   topk_ef = ["--compress=topk", "--ef"]  # names; each run gets its variant's flag words
 //   [report]                             # optional, see SweepReportSpec
-//   columns = "lr"
+//   columns = "lr"                       # or ["model", "lr"]: model x lr columns
+//   seeds = "seed"                       # optional: mean ± std over this axis
 //   workers = "np"
 //   methods = ["compressor"]
 //   target_accuracy = 0.88
@@ -77,7 +78,13 @@ struct SweepVariant {
 inline constexpr std::string_view kVariantAxis = "variant";
 
 struct SweepReportSpec {
-  std::string columns;               // axis whose values are table columns ("lr"), or empty
+  std::string columns;  // axis whose values are table columns ("lr"), or empty
+  // Every column axis, `columns` first: `columns = ["model", "lr"]` makes each combination a
+  // column (the survey's model x learning rate); then the table is the study table
+  // (sweep_study.h).
+  std::vector<std::string> column_axes;
+  // Axis of repetitions ("seed"): the table shows mean ± std over its values (sweep_study.h).
+  std::string seeds;
   std::string workers;               // flag naming the worker count ("np"), or empty
   std::vector<std::string> methods;  // axes naming a method (plot lines); default: the others
   double target_accuracy = 0;        // for "time to target" (fraction, 0 < t <= 1); 0: none

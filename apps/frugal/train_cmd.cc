@@ -20,6 +20,7 @@
 #include "frugal/engine_phases.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/data.h"
+#include "frugal_torch/dataset.h"
 #include "frugal_torch/trainer.h"
 #include "launcher.h"
 #include "train_fedavg.h"
@@ -41,7 +42,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     if (!flags.timeline.empty()) options.overlap->engine.phases = &phases;
   }
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::FashionMnist data,
-                          frugal_torch::LoadFashionMnist(flags.data_dir));
+                          frugal_torch::LoadDataset(DatasetName(flags), DataDir(flags)));
   const RoleAssignment roles = AssignRoles(plan.arch, context.world.size(), context.world.rank());
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
   Transport& workers = *group.transport;
@@ -68,6 +69,13 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                 options.model.c_str(), workers.size(), workers.size() > 1 ? "s" : "",
                 static_cast<long long>(options.batch_size), strategy->name().c_str(),
                 reducer->name().c_str(), options.lr, options.momentum);
+    if (!plan.implied.empty()) {
+      std::string implied;
+      for (const std::string& flag : plan.implied) implied += " " + flag;
+      std::printf("frugal train: --compress %s runs with%s (give --aggregate to choose the path "
+                  "yourself)\n",
+                  flags.compress.c_str(), implied.c_str());
+    }
     std::fflush(stdout);
     callbacks.on_step = [&progress](const frugal_torch::StepProgress& p) { progress.Step(p); };
     bool header_printed = false;
@@ -93,7 +101,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   nlohmann::json summary_json = SummaryJson(summary, flags);
   summary_json["arch"] = ArchSpecName(plan.arch);
   summary_json["sync"] = SyncSpecName(plan.sync);
-  AddCompressionSummary(summary_json, summary, flags, *reducer);
+  AddCompressionSummary(summary_json, summary, flags, plan, *reducer);
   FRUGAL_RETURN_IF_ERROR(json.Write(summary_json));
   if (!flags.timeline.empty()) {
     std::ofstream trace(flags.timeline, std::ios::trunc);
@@ -112,7 +120,8 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand(
       "train",
-      "Train a Fashion-MNIST classifier data-parallel (BSP gradient averaging, Local SGD, ...)");
+      "Train a Fashion-MNIST classifier or the fortunes character model data-parallel (BSP "
+      "gradient averaging, Local SGD, FedAvg, ...)");
   AddTrainFlags(*cmd, *flags);
   cmd->callback([flags, cmd, &dispatcher] {
     if (!flags->config.empty()) ApplyConfigFile(*cmd, flags->config);
@@ -124,7 +133,7 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     action.name = "train";
     action.validate = [flags]() -> Status {
       FRUGAL_RETURN_IF_ERROR(ValidateTrainFlags(*flags));
-      FRUGAL_RETURN_IF_ERROR(CheckDataset(flags->data_dir));
+      FRUGAL_RETURN_IF_ERROR(CheckDataset(*flags));
       return ValidateFedAvgFlags(*flags);
     };
     action.run = [flags](RankContext& context) { return RunTrain(context, *flags); };

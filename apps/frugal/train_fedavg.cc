@@ -14,6 +14,7 @@
 
 #include "frugal/fedavg.h"
 #include "frugal_torch/data.h"
+#include "frugal_torch/dataset.h"
 #include "train_report.h"
 
 namespace frugal::apps {
@@ -64,12 +65,6 @@ std::string RoundTableRow(const frugal_torch::RoundRecord& r) {
       fmt::format("{:.1f}s", r.round_seconds), FormatBytes(static_cast<double>(r.bytes_sent)));
 }
 
-StatusOr<std::vector<uint8_t>> TrainLabels(const std::string& dir) {
-  FRUGAL_ASSIGN_OR_RETURN(frugal_torch::IdxFile labels,
-                          frugal_torch::ReadIdxFile(dir + "/train-labels-idx1-ubyte.gz"));
-  return std::move(labels.data);
-}
-
 }  // namespace
 
 Status ValidateFedAvgFlags(const TrainFlags& flags) {
@@ -78,7 +73,8 @@ Status ValidateFedAvgFlags(const TrainFlags& flags) {
   if (plan.sync.kind != SyncKind::kFedAvg) return Status::Ok();
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::TrainOptions options, ToTrainOptions(flags, plan));
   FRUGAL_RETURN_IF_ERROR(frugal_torch::ValidateFedAvgOptions(options));
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> labels, TrainLabels(flags.data_dir));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> labels,
+                          frugal_torch::LoadTrainLabels(DatasetName(flags), DataDir(flags)));
   return frugal_torch::PartitionClients(labels, plan.sync.clients, options.partition, options.seed,
                                         frugal_torch::MinClientSamples(plan.sync, options))
       .status();
@@ -87,7 +83,7 @@ Status ValidateFedAvgFlags(const TrainFlags& flags) {
 Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const StrategyPlan& plan) {
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::TrainOptions options, ToTrainOptions(flags, plan));
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::FashionMnist data,
-                          frugal_torch::LoadFashionMnist(flags.data_dir));
+                          frugal_torch::LoadDataset(DatasetName(flags), DataDir(flags)));
   const RoleAssignment roles = AssignRoles(plan.arch, context.world.size(), context.world.rank());
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
   Transport& workers = *group.transport;

@@ -1,4 +1,6 @@
 // `frugal train`'s flags (see train_flags.h).
+#include "train_flags.h"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -12,10 +14,11 @@
 #include "frugal/engine.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/data.h"
+#include "frugal_torch/dataset.h"
 #include "frugal_torch/schedule.h"
+#include "frugal_torch/text_corpus.h"
 #include "frugal_torch/trainer.h"
 #include "toml_file.h"
-#include "train_flags.h"
 
 namespace frugal::apps {
 namespace {
@@ -82,7 +85,8 @@ Status ToOverlapOptions(const TrainFlags& flags, frugal_torch::TrainOptions& opt
 // --momentum, one without epoch_steps= takes this run's steps per epoch (0: not known yet), and
 // unless the spec turns the correction off (momentum=0) the optimizer runs without momentum.
 // --straggler RANK:FACTOR items.
-StatusOr<std::vector<frugal_torch::Straggler>> ParseStragglers(const std::vector<std::string>& items) {
+StatusOr<std::vector<frugal_torch::Straggler>> ParseStragglers(
+    const std::vector<std::string>& items) {
   std::vector<frugal_torch::Straggler> out;
   for (const std::string& item : items) {
     const size_t colon = item.find(':');
@@ -123,9 +127,15 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "[train] section; flags on the command line win")
       ->check(CLI::Validator(CLI::ExistingFile).description(""))
       ->type_name("FILE");
-  cmd.add_option("--model", flags.model, "mlp, cnn, resnet20 or vgg")->capture_default_str();
-  cmd.add_option("--epochs", flags.epochs,
-                 "Passes over the training set (--sync fedavg: rounds)")->capture_default_str();
+  cmd.add_option("--model", flags.model,
+                 "mlp, cnn, resnet20 or vgg (Fashion-MNIST), charlstm (fortunes)")
+      ->capture_default_str();
+  cmd.add_option("--dataset", flags.dataset,
+                 "fashion-mnist or fortunes (the fortunes text corpus, next-character "
+                 "prediction); default: the model's")
+      ->type_name("NAME");
+  cmd.add_option("--epochs", flags.epochs, "Passes over the training set (--sync fedavg: rounds)")
+      ->capture_default_str();
   cmd.add_option("--batch-size", flags.batch_size, "Batch size per rank (global: x ranks)")
       ->capture_default_str();
   cmd.add_option("--lr", flags.lr, "Learning rate")->capture_default_str();
@@ -143,7 +153,9 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->type_name("E1,E2,...");
   cmd.add_option("--lr-gamma", flags.lr_gamma, "step schedule: decay factor")
       ->capture_default_str();
-  cmd.add_option("--partition", flags.partition, "iid or dirichlet:ALPHA (non-IID shards)")
+  cmd.add_option("--partition", flags.partition,
+                 "iid, dirichlet:ALPHA (non-IID shards) or source (fortunes: whole source files "
+                 "per rank or client)")
       ->capture_default_str();
   cmd.add_option("--seed", flags.seed, "Seed of the model, the shuffling and the partition")
       ->capture_default_str();
@@ -178,7 +190,11 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--timeout-ms", flags.timeout_ms,
                  "Timeout of every wait for other ranks (a stuck rank ends the job)")
       ->capture_default_str();
-  cmd.add_option("--data-dir", flags.data_dir, "Fashion-MNIST IDX files")->capture_default_str();
+  cmd.add_option("--data-dir", flags.data_dir,
+                 "Directory of the dataset (default: its Debian package's, " +
+                     std::string(frugal_torch::kFashionMnistDir) + " or " +
+                     frugal_torch::kFortunesDir + ")")
+      ->type_name("DIR");
   cmd.add_option("--json", flags.json, "Write one JSON object per epoch and a summary to FILE")
       ->type_name("FILE");
   // Communication engine.
@@ -347,22 +363,32 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
 Status ValidateTrainFlags(const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
-  return ToTrainOptions(flags, plan).status();
-}
-
-Status CheckDataset(const std::string& dir) {
-  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-    const std::string path = dir + "/" + name;
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      return NotFoundError(
-          fmt::format("Fashion-MNIST file {} not found (install the Debian "
-                      "package {})",
-                      path, frugal_torch::kFashionMnistPackage));
-    }
+  FRUGAL_RETURN_IF_ERROR(ToTrainOptions(flags, plan).status());
+  const std::string dataset = DatasetName(flags);
+  FRUGAL_RETURN_IF_ERROR(frugal_torch::CheckDatasetName(dataset));
+  if (frugal_torch::DatasetOfModel(flags.model) != dataset) {
+    return InvalidArgumentError(
+        fmt::format("--model {} does not train on --dataset {} (it needs {})", flags.model, dataset,
+                    frugal_torch::DatasetOfModel(flags.model)));
+  }
+  if (frugal_torch::ParsePartition(flags.partition)->kind == frugal_torch::PartitionKind::kSource &&
+      dataset != "fortunes") {
+    return InvalidArgumentError(
+        "--partition source needs --dataset fortunes (samples with sources)");
   }
   return Status::Ok();
+}
+
+std::string DatasetName(const TrainFlags& flags) {
+  return flags.dataset.empty() ? frugal_torch::DatasetOfModel(flags.model) : flags.dataset;
+}
+
+std::string DataDir(const TrainFlags& flags) {
+  return flags.data_dir.empty() ? frugal_torch::DefaultDataDir(DatasetName(flags)) : flags.data_dir;
+}
+
+Status CheckDataset(const TrainFlags& flags) {
+  return frugal_torch::CheckDatasetFiles(DatasetName(flags), DataDir(flags));
 }
 
 // The gradient reducer the flags ask for.

@@ -39,7 +39,8 @@ struct TrainFlags {
   double stop_at_accuracy = 0;
   double bucket_cap_mb = 25;
   int timeout_ms = 20000;
-  std::string data_dir = frugal_torch::kFashionMnistDir;
+  std::string dataset;   // empty: the model's (frugal_torch/dataset.h)
+  std::string data_dir;  // empty: the dataset's Debian directory
   std::string json;
   std::string progress = "auto";
   std::string config;
@@ -85,7 +86,12 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
 // Both of the above with every check: what `frugal train` validates before it launches anything.
 Status ValidateTrainFlags(const TrainFlags& flags);
 
+// The data set of the flags (--dataset, or the model's) and its directory (--data-dir, or the
+// package's).
+std::string DatasetName(const TrainFlags& flags);
+std::string DataDir(const TrainFlags& flags);
+
 // The dataset must be installed: kNotFound naming the package otherwise.
-Status CheckDataset(const std::string& dir);
+Status CheckDataset(const TrainFlags& flags);
 
 }  // namespace frugal::apps

@@ -114,18 +114,24 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
 
 // Summary fields of gradient compression: the compressor, rank 0's compression ratio (bytes a
 // dense ring all-reduce of the same gradients sends / bytes actually sent; null without
-// compression or on one rank) and the bytes sent in each epoch.
+// compression or on one rank), the aggregation path, worker momentum and error feedback as the
+// plan set them (with the options it added on its own) and the bytes sent in each epoch.
 void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& s,
-                           const TrainFlags& flags, const GradientReducer& reducer) {
+                           const TrainFlags& flags, const StrategyPlan& plan,
+                           const GradientReducer& reducer) {
   const auto* compressed = dynamic_cast<const CompressedReducer*>(&reducer);
   j["compressor"] = compressed != nullptr ? nlohmann::json(compressed->compressor().spec())
                                           : nlohmann::json(nullptr);
   const double ratio = compressed != nullptr ? compressed->compression_ratio() : 0;
   j["compression_ratio"] = ratio > 0 ? nlohmann::json(ratio) : nlohmann::json(nullptr);
-  j["aggregate"] =
-      compressed != nullptr ? nlohmann::json(flags.aggregate) : nlohmann::json(nullptr);
+  const CompressedReducerOptions* options =
+      compressed != nullptr && plan.compressed ? &*plan.compressed : nullptr;
+  j["aggregate"] = options != nullptr ? nlohmann::json(AggregationPathName(options->path))
+                                      : nlohmann::json(nullptr);
   j["compress_min_bytes"] = flags.compress_min_bytes;
-  j["worker_momentum"] = compressed != nullptr && flags.worker_momentum;
+  j["worker_momentum"] = options != nullptr && options->worker_momentum > 0;
+  j["error_feedback"] = options != nullptr && options->error_feedback;
+  j["implied"] = plan.implied;
   nlohmann::json epochs = nlohmann::json::array();
   for (const frugal_torch::EpochRecord& r : s.history) epochs.push_back(r.bytes_sent);
   j["epoch_bytes_sent"] = epochs;

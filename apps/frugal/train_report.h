@@ -86,7 +86,8 @@ nlohmann::json EpochJson(const frugal_torch::EpochRecord& r);
 nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags& flags);
 // Summary fields of gradient compression (see train_report.cc).
 void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& s,
-                           const TrainFlags& flags, const GradientReducer& reducer);
+                           const TrainFlags& flags, const StrategyPlan& plan,
+                           const GradientReducer& reducer);
 std::string EpochTableHeader(bool spread);
 std::string EpochTableRow(const frugal_torch::EpochRecord& r, bool spread);
 std::string SummaryTable(const frugal_torch::TrainSummary& s);

@@ -11,7 +11,9 @@
 //     .............................. sparse_*.cc and gtopk_*.cc, RegisterSparsifiers()
 //   low rank: powersgd ............. lowrank_*.cc, RegisterLowRank()
 //   sketches: sketch ............... sketch_*.cc, RegisterSketches()
+//   coding: polar .................. polar_*.cc, RegisterCoding()
 // tests/compress/registry_test.cc checks that the registry holds exactly these names.
+// CompressorRegistry::Create also builds compositions "a | b" of them (compose.cc).
 //
 // Wire format: see compress_wire.h (versioned header + bit-packed body, validated before use).
 //
@@ -77,6 +79,8 @@ enum class CompressorId : uint8_t {
   kCountSketch = 64,
   // Coding.
   kPolar = 80,
+  // A composition of compressors (compose.cc).
+  kComposite = 96,
 };
 
 // What a compressor promises. The aggregation path is chosen from these (see AggregationPath).
@@ -109,6 +113,9 @@ struct CompressorTraits {
   // The compressor overrides Aggregate() and moves its own data over the transport (PowerSGD
   // all-reduces P and Q, gTop-k merges pairwise, TernGrad agrees on a scale across ranks).
   bool custom_aggregate = false;
+  // The body ends with float32 values (TrailingFloats counts them) that the next stage of a
+  // composition may code in their place (none, randomk, topk).
+  bool ends_with_floats = false;
 };
 
 // The tensor being compressed. `shape` is empty for a flat buffer; otherwise its product is numel.
@@ -320,8 +327,28 @@ class Compressor {
     return std::nullopt;
   }
 
+  // A word the wire header carries (compress_wire.h) and a decoder checks: something this
+  // compressor derives from its parameters and the tensor that another build could derive
+  // differently (polar: a fingerprint of its information sets). 0 for most compressors.
+  virtual uint32_t WireCheck(const TensorInfo& tensor) const { return 0; }
+
+  // For composition ("a | b", compose.cc): the number of float32 values that end the body of this
+  // payload, which a next stage may code in their place, at most the tensor's numel; nullopt when
+  // the body does not end with such values (then this compressor can only be a last stage). Called
+  // on payloads this compressor has just encoded.
+  virtual std::optional<uint64_t> TrailingFloats(std::span<const std::byte> payload,
+                                                 const TensorInfo& tensor) const {
+    return std::nullopt;
+  }
+
   // kWireHeaderBytes * 8 + BodyBits(tensor), or nullopt for variable-size payloads.
   std::optional<uint64_t> WireBits(const TensorInfo& tensor) const;
+  // The largest body Encode can produce for `tensor`, in bits: BodyBits for fixed-size payloads;
+  // for variable-size ones the bound where the compressor knows one (top-k: every index in the
+  // fixed-width code), else nullopt. The cost model (step_cost.h) uses it as an upper bound.
+  virtual std::optional<uint64_t> MaxBodyBits(const TensorInfo& tensor) const {
+    return BodyBits(tensor);
+  }
 };
 
 // Error feedback (residual memory) around any compressor: Encode computes p = g + e, encodes p
@@ -384,6 +411,9 @@ class CompressorRegistry {
   // "onebit:ef" too) wraps the result in WithErrorFeedback; its default is the entry's
   // error_feedback_by_default. kNotFound for an unknown name (the message lists the
   // accepted names); kInvalidArgument for bad parameters (the message lists the accepted ones).
+  // A spec of stages joined by '|' ("topk:ratio=0.01 | polar:rate=0.5") is a composition: each
+  // stage codes the float values that end the previous stage's payload (see compose.cc for the
+  // rules, the wire format and what it refuses, with kInvalidArgument).
   StatusOr<std::unique_ptr<Compressor>> Create(std::string_view spec) const;
 
   bool Contains(std::string_view name) const;

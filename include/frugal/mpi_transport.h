@@ -15,6 +15,16 @@
 // Split bounds its wait for the other ranks by its timeout (they exchange (color, key) first),
 // then calls MPI_Comm_split, which MPI cannot bound: a rank that dies between the two steps can
 // still block the others there. Messages longer than INT_MAX bytes are sent as one MPI message.
+//
+// TCP between hosts: before MPI_Init, MpiRuntime::Init sets Open MPI's TCP eager limit and
+// largest send to kTcpEagerBytes (1 MiB + 64 KiB) unless the job already sets them
+// (OMPI_MCA_btl_tcp_eager_limit / OMPI_MCA_btl_tcp_max_send_size in the environment, which is
+// where `mpirun --mca` puts them). With Open MPI's default (64 KiB) every larger message waits for
+// a clear-to-send from its receiver; when two ranks send each other large messages at once, that
+// clear-to-send queues behind the receiver's own outgoing data on the shared connection and the
+// two directions take turns, which halves the link for pairwise exchanges. frugal's collectives
+// send segments of at most 1 MiB (AllreduceOptions::segment_bytes), which then go eagerly into
+// receives that are already posted. Every rank of a job must use the same values.
 #pragma once
 
 #include <memory>
@@ -28,12 +38,22 @@ namespace mpi_internal {
 class AbandonedRequests;
 }
 
+// Open MPI's TCP eager limit and largest fragment as frugal sets them (see above).
+inline constexpr size_t kTcpEagerBytes = (size_t{1} << 20) + (size_t{64} << 10);
+
 class MpiRuntime {
  public:
   // Initialises MPI (argc/argv may be null). kFailedPrecondition if MPI cannot give the thread
   // level frugal needs, or if MPI was already initialised by someone else.
   static StatusOr<std::unique_ptr<MpiRuntime>> Init(int* argc, char*** argv);
-  ~MpiRuntime();  // MPI_Finalize
+  // As Init, but MPI initialised by someone else (another library, mpi4py) is accepted when it
+  // provides MPI_THREAD_SERIALIZED or more (kFailedPrecondition otherwise, or after
+  // MPI_Finalize); such a runtime leaves MPI initialised when it is destroyed.
+  static StatusOr<std::unique_ptr<MpiRuntime>> InitOrAdopt(int* argc, char*** argv);
+  ~MpiRuntime();  // MPI_Finalize, when this runtime initialised MPI
+
+  // True when this runtime initialised MPI (and finalises it).
+  bool owns_mpi() const { return owns_mpi_; }
 
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
@@ -64,6 +84,7 @@ class MpiRuntime {
   int world_rank_ = 0;
   int world_size_ = 1;
   int ranks_on_this_machine_ = 1;
+  bool owns_mpi_ = true;
   // Operations given up by their owners, kept until MPI completes them (shared with transports).
   std::shared_ptr<mpi_internal::AbandonedRequests> abandoned_;
 };

@@ -205,6 +205,9 @@ struct StrategyPlan {
   int ranks_per_host = 0;
   uint64_t seed = 0;  // of the strategy's own random choices (FedAvg's client sampling)
   Duration timeout = kDefaultTimeout;
+  // Options the plan added on its own, as flags ("--aggregate allgather", "--worker-momentum",
+  // "--ef"): the defaults of 1-bit compressors (strategy_plan.cc). Empty when none were.
+  std::vector<std::string> implied;
 };
 
 // Checks every rule about which options combine and returns the plan; kInvalidArgument (or

@@ -43,10 +43,13 @@ Status EncodeWithFeedback(const Compressor& inner, std::span<const float> input,
 
 namespace {
 
-// The inner spec without any "ef" parameter, then ef=1.
-std::string FeedbackSpec(const std::string& inner) {
+// The inner spec without any "ef" parameter, then ef=1; of a composition "a|b", its last stage's.
+std::string FeedbackSpec(const std::string& spec) {
+  const size_t bar = spec.rfind('|');
+  const std::string stages = bar == std::string::npos ? "" : spec.substr(0, bar + 1);
+  const std::string inner = bar == std::string::npos ? spec : spec.substr(bar + 1);
   size_t colon = inner.find(':');
-  if (colon == std::string::npos) return inner + ":ef=1";
+  if (colon == std::string::npos) return stages + inner + ":ef=1";
   std::string head = inner.substr(0, colon);
   std::string rest = inner.substr(colon + 1);
   std::vector<std::string> kept;
@@ -60,7 +63,7 @@ std::string FeedbackSpec(const std::string& inner) {
     start = comma + 1;
   }
   kept.emplace_back("ef=1");
-  return fmt::format("{}:{}", head, fmt::join(kept, ","));
+  return fmt::format("{}{}:{}", stages, head, fmt::join(kept, ","));
 }
 
 class ErrorFeedbackCompressor final : public Compressor {
@@ -80,6 +83,9 @@ class ErrorFeedbackCompressor final : public Compressor {
   }
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override {
     return inner_->BodyBits(tensor);
+  }
+  std::optional<uint64_t> MaxBodyBits(const TensorInfo& tensor) const override {
+    return inner_->MaxBodyBits(tensor);
   }
 
   Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
@@ -111,6 +117,7 @@ class ErrorFeedbackCompressor final : public Compressor {
   std::optional<uint64_t> EntropyCodedBits(std::span<const std::byte> payload) const override {
     return inner_->EntropyCodedBits(payload);
   }
+  uint32_t WireCheck(const TensorInfo& tensor) const override { return inner_->WireCheck(tensor); }
   const Compressor* inner() const override { return inner_.get(); }
 
  private:

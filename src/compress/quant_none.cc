@@ -11,11 +11,13 @@ namespace {
 class NoneCompressor final : public QuantizerBase {
  public:
   NoneCompressor()
-      : QuantizerBase(
-            "none", CompressorId::kNone,
-            CompressorTraits{
-                .unbiased = true, .lossless = true, .summable = true, .requantizable = true},
-            "") {}
+      : QuantizerBase("none", CompressorId::kNone,
+                      CompressorTraits{.unbiased = true,
+                                       .lossless = true,
+                                       .summable = true,
+                                       .requantizable = true,
+                                       .ends_with_floats = true},
+                      "") {}
 
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override {
     return uint64_t{32} * tensor.numel;
@@ -40,6 +42,11 @@ class NoneCompressor final : public QuantizerBase {
     const std::byte* b = body.data();
     for (size_t i = 0; i < output.size(); ++i) output[i] += LoadF32(b + 4 * i);
     return Status::Ok();
+  }
+
+  std::optional<uint64_t> TrailingFloats(std::span<const std::byte> payload,
+                                         const TensorInfo& tensor) const override {
+    return tensor.numel;
   }
 };
 

@@ -43,18 +43,11 @@ bool HasX86V3() {
 
 Kernels BestKernels() { return HasX86V3() ? Kernels::kX86V3 : Kernels::kBaseline; }
 
-#if defined(FRUGAL_X86)
-namespace {
-
-// Whether kernel set `k` is the x86-64-v3 one (which needs the CPU to have it).
 bool UseV3(Kernels k) {
   if (k != Kernels::kX86V3) return false;
   FRUGAL_CHECK(HasX86V3(), "the x86-64-v3 kernels need a CPU with AVX2, FMA, BMI2 and F16C");
   return true;
 }
-
-}  // namespace
-#endif
 
 namespace {
 

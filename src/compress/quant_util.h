@@ -34,6 +34,8 @@ enum class Kernels { kBaseline, kX86V3 };
 bool HasX86V3();
 // kX86V3 when the CPU has it, else kBaseline.
 Kernels BestKernels();
+// Whether kernel set `k` is the x86-64-v3 one; a CheckError when it is and the CPU lacks it.
+bool UseV3(Kernels k);
 
 #if defined(FRUGAL_X86)
 #define FRUGAL_TARGET_V3 __attribute__((target("avx2,fma,bmi,bmi2,f16c,popcnt")))

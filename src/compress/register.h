@@ -13,5 +13,13 @@ void RegisterSparsifiers(CompressorRegistry& registry);
 void RegisterLowRank(CompressorRegistry& registry);
 // Defined in src/compress/sketch_register.cc: sketch (a count sketch).
 void RegisterSketches(CompressorRegistry& registry);
+// Defined in src/compress/polar_compressor.cc: polar.
+void RegisterCoding(CompressorRegistry& registry);
+
+namespace compress_internal {
+// Defined in src/compress/compose.cc: the composition "s1 | s2 | ..." of registry entries.
+StatusOr<std::unique_ptr<Compressor>> CreateComposition(const CompressorRegistry& registry,
+                                                        std::string_view spec);
+}  // namespace compress_internal
 
 }  // namespace frugal

@@ -18,6 +18,9 @@ Status CompressorRegistry::Register(CompressorEntry entry) {
 }
 
 StatusOr<std::unique_ptr<Compressor>> CompressorRegistry::Create(std::string_view spec) const {
+  if (spec.find('|') != std::string_view::npos) {
+    return compress_internal::CreateComposition(*this, spec);
+  }
   FRUGAL_ASSIGN_OR_RETURN(CompressorParams params, CompressorParams::Parse(spec));
   auto it = entries_.find(params.name());
   if (it == entries_.end()) {
@@ -53,6 +56,7 @@ CompressorRegistry DefaultCompressorRegistry() {
   RegisterSparsifiers(registry);
   RegisterLowRank(registry);
   RegisterSketches(registry);
+  RegisterCoding(registry);
   return registry;
 }
 

@@ -188,6 +188,11 @@ StatusOr<const SparseVector*> TopKSelectingCompressor::SelectInput(std::span<con
   return picked;
 }
 
+std::optional<uint64_t> TopKValuesCompressor::MaxBodyBits(const TensorInfo& tensor) const {
+  const size_t k = KeepFor(tensor.numel);
+  return 8 * static_cast<uint64_t>(MaxIndexSectionBytes(k, tensor.numel) + 4 * k);
+}
+
 Status TopKValuesCompressor::Encode(std::span<const float> input, const TensorInfo& tensor,
                                     CompressContext& ctx, std::vector<std::byte>& out) const {
   FRUGAL_ASSIGN_OR_RETURN(const SparseVector* picked, SelectInput(input, tensor, ctx));

@@ -141,6 +141,8 @@ class TopKSelectingCompressor : public SparseCompressorBase {
 class TopKValuesCompressor : public TopKSelectingCompressor {
  public:
   using TopKSelectingCompressor::TopKSelectingCompressor;
+  // The index section in the fixed-width code and k values.
+  std::optional<uint64_t> MaxBodyBits(const TensorInfo& tensor) const override;
   Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
                 std::vector<std::byte>& out) const override;
   Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,

@@ -56,7 +56,8 @@ class RandomKCompressor final : public SparseCompressorBase {
                              CompressorTraits{.unbiased = scale,
                                               .summable = true,
                                               .needs_error_feedback = !scale,
-                                              .shared_seed = true},
+                                              .shared_seed = true,
+                                              .ends_with_floats = true},
                              fmt::format("{},scale={}", count.Canonical(), scale ? 1 : 0)),
         count_(count),
         scale_(scale) {}
@@ -98,6 +99,11 @@ class RandomKCompressor final : public SparseCompressorBase {
     return Status::Ok();
   }
 
+  std::optional<uint64_t> TrailingFloats(std::span<const std::byte> payload,
+                                         const TensorInfo& tensor) const override {
+    return count_.For(tensor.numel);
+  }
+
  private:
   // The shared indices of this step, drawn once per (tensor, step) and kept in the context.
   const std::vector<uint32_t>& Indices(const TensorInfo& tensor, CompressContext& ctx) const {
@@ -137,13 +143,24 @@ class RandomKCompressor final : public SparseCompressorBase {
 
 // ----- topk -----
 
-// topk's payload and selection are TopKValuesCompressor's (sparse_common.h).
+// topk's payload and selection are TopKValuesCompressor's (sparse_common.h). Its body ends with
+// the kept values, as many as the count in the index section's header.
 class TopKCompressor final : public TopKValuesCompressor {
  public:
   explicit TopKCompressor(const TopKParams& p)
-      : TopKValuesCompressor("topk", CompressorId::kTopK,
-                             CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             "", p) {}
+      : TopKValuesCompressor(
+            "topk", CompressorId::kTopK,
+            CompressorTraits{
+                .needs_error_feedback = true, .variable_size = true, .ends_with_floats = true},
+            "", p) {}
+
+  std::optional<uint64_t> TrailingFloats(std::span<const std::byte> payload,
+                                         const TensorInfo& tensor) const override {
+    if (payload.size() < kWireHeaderBytes + kIndexSectionHeaderBytes) return std::nullopt;
+    uint32_t count;
+    std::memcpy(&count, payload.data() + kWireHeaderBytes + 2, 4);
+    return count;
+  }
 };
 
 // ----- threshold -----

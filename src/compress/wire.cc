@@ -16,7 +16,7 @@ constexpr size_t kIdOffset = 3;
 constexpr size_t kParamsCrcOffset = 4;
 constexpr size_t kNumelOffset = 8;
 constexpr size_t kBodyBytesOffset = 16;
-constexpr size_t kReservedOffset = 24;
+constexpr size_t kCheckOffset = 24;
 constexpr size_t kHeaderCrcOffset = 28;
 constexpr std::byte kMagic0{0x46};
 constexpr std::byte kMagic1{0x5A};
@@ -58,7 +58,7 @@ std::span<std::byte> BeginPayload(const Compressor& compressor, const TensorInfo
   Put<uint32_t>(h + kParamsCrcOffset, SpecCrc(compressor.spec()));
   Put<uint64_t>(h + kNumelOffset, tensor.numel);
   Put<uint64_t>(h + kBodyBytesOffset, body_bytes);
-  Put<uint32_t>(h + kReservedOffset, 0);
+  Put<uint32_t>(h + kCheckOffset, compressor.WireCheck(tensor));
   SealHeader(h);
   return std::span<std::byte>(out).subspan(kWireHeaderBytes);
 }
@@ -88,13 +88,11 @@ StatusOr<WireHeader> ReadWireHeader(std::span<const std::byte> payload) {
   if (crc != Get<uint32_t>(h + kHeaderCrcOffset)) {
     return MalformedError("payload header is corrupted (CRC mismatch)");
   }
-  if (Get<uint32_t>(h + kReservedOffset) != 0) {
-    return MalformedError("payload header has reserved bits set");
-  }
   header.id = std::to_integer<uint8_t>(h[kIdOffset]);
   header.params_crc = Get<uint32_t>(h + kParamsCrcOffset);
   header.numel = Get<uint64_t>(h + kNumelOffset);
   header.body_bytes = Get<uint64_t>(h + kBodyBytesOffset);
+  header.check = Get<uint32_t>(h + kCheckOffset);
   if (header.body_bytes != payload.size() - kWireHeaderBytes) {
     return MalformedError(fmt::format("payload header announces a {}-byte body, {} bytes follow",
                                       header.body_bytes, payload.size() - kWireHeaderBytes));
@@ -119,6 +117,11 @@ StatusOr<std::span<const std::byte>> OpenPayload(std::span<const std::byte> payl
   if (header->numel != tensor.numel) {
     return MalformedError(fmt::format("{} payload: header says {} elements, tensor '{}' has {}",
                                       compressor.name(), header->numel, tensor.name, tensor.numel));
+  }
+  if (const uint32_t check = compressor.WireCheck(tensor); header->check != check) {
+    return MalformedError(
+        fmt::format("{} payload: check word {:#010x}, this build derives {:#010x} for tensor '{}'",
+                    compressor.name(), header->check, check, tensor.name));
   }
   return payload.subspan(kWireHeaderBytes);
 }

@@ -12,6 +12,13 @@
 //    runs without momentum (and --nesterov is refused);
 //  - worker momentum (momentum on each worker before compression) needs --momentum > 0, does not
 //    combine with DGC, and the optimizer then runs without momentum;
+//  - 1-bit compressors that are re-quantizable and need error feedback (onebit, efsign) lose 2-3
+//    points of accuracy on the automatic two-phase path (a biased partial sum is quantized again)
+//    with the optimizer's momentum spreading each step's error over the following steps. Under
+//    BSP, with neither --aggregate nor --worker-momentum given, the plan gives them what keeps
+//    them within a point and a half of dense on the 4-rank cnn (performance.md): all-gather,
+//    worker momentum (when --momentum > 0) and error feedback, and lists what it added in
+//    StrategyPlan::implied; `--aggregate twophase` (or any explicit path) keeps the old path;
 //  - --od-sgd and --skip-comm exclude each other, and belong to BSP;
 //  - Local SGD exchanges model deltas, not gradients: no DGC and no worker momentum (both are
 //    defined on gradients); a compressor on model deltas always keeps an error-feedback residual
@@ -100,10 +107,21 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
         "--worker-momentum works on gradients; --sync {} exchanges models",
         SyncSpecName(plan.sync)));
   }
+  // Created now: the rules below read its traits, and a bad spec is refused before anything runs.
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor,
+                          DefaultCompressorRegistry().Create(dgc.spec));
+  // efsign comes wrapped in its own error feedback: the traits are those of what it wraps.
+  const CompressorTraits traits =
+      compressor->inner() != nullptr ? compressor->inner()->traits() : compressor->traits();
+  const bool one_bit_defaults = !exchanges_models && options.aggregate == "auto" &&
+                                !options.worker_momentum && traits.requantizable &&
+                                traits.needs_error_feedback;
+  const bool worker_momentum =
+      options.worker_momentum || (one_bit_defaults && options.momentum > 0);
   CompressedReducerOptions compressed;
   compressed.spec = dgc.spec;
-  compressed.error_feedback = options.error_feedback || exchanges_models;
-  if (options.worker_momentum) {
+  compressed.error_feedback = options.error_feedback || exchanges_models || one_bit_defaults;
+  if (worker_momentum) {
     if (dgc.takes_momentum) {
       return InvalidArgumentError(
           "--worker-momentum does not combine with dgc, whose momentum correction already runs "
@@ -127,12 +145,16 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   }
   compressed.min_bytes = options.compress_min_bytes;
   FRUGAL_ASSIGN_OR_RETURN(compressed.path, ParseAggregationPath(options.aggregate));
+  if (one_bit_defaults) {
+    compressed.path = AggregationPath::kAllgather;
+    plan.implied.push_back("--aggregate allgather");
+    if (worker_momentum) plan.implied.push_back("--worker-momentum");
+    if (!options.error_feedback && compressor->inner() == nullptr) plan.implied.push_back("--ef");
+  }
   FRUGAL_ASSIGN_OR_RETURN(compressed.algorithm, ParseAllreduceAlgorithm(plan.arch.algorithm));
   compressed.seed = options.seed;
   compressed.timeout = options.timeout;
-  // The compressor must exist and suit the aggregation path: checked now, before anything runs.
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor,
-                          DefaultCompressorRegistry().Create(compressed.spec));
+  // The compressor must suit the aggregation path: checked now, before anything runs.
   if (compressed.error_feedback && compressor->inner() == nullptr) {
     compressor = WithErrorFeedback(std::move(compressor));
   }

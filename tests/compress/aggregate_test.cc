@@ -107,6 +107,9 @@ const PathCase kPathCases[] = {
     {"sign", AggregationPath::kAuto},
     {"signum", AggregationPath::kSignVote},
     {"sign", AggregationPath::kAllgather},
+    {"polar:n=4,rate=0.4", AggregationPath::kTwoPhase},
+    {"polar:n=4,rate=0.4", AggregationPath::kAllgather},
+    {"topk:ratio=0.3|polar:n=4", AggregationPath::kAllgather},
 };
 
 INSTANTIATE_TEST_SUITE_P(Paths, AggregatePathTest,

@@ -51,7 +51,8 @@ TEST_P(ErrorFeedbackTest, NothingIsLost) {
 
 INSTANTIATE_TEST_SUITE_P(Quantizers, ErrorFeedbackTest,
                          ::testing::Values("fp16", "bf16", "minmax8", "qsgd:levels=15,bucket=64",
-                                           "terngrad", "onebit", "sign", "efsign", "natural"));
+                                           "terngrad", "onebit", "sign", "efsign", "natural",
+                                           "polar:n=5,rate=0.2"));
 
 TEST(ErrorFeedback, LosslessCompressorKeepsAZeroResidual) {
   auto c = Make("none:ef=1");

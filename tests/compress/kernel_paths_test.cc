@@ -211,7 +211,8 @@ INSTANTIATE_TEST_SUITE_P(Specs, QuantizerKernelPaths,
                                            "qsgd:levels=1,bucket=5", "qsgd:levels=127,bucket=64",
                                            "qsgd:levels=1000,bucket=100", "terngrad",
                                            "terngrad:clip=0", "onebit", "onebit:ef=1", "sign",
-                                           "signum", "efsign", "efsign:ef=0", "natural"),
+                                           "signum", "efsign", "efsign:ef=0", "natural",
+                                           "polar:n=6", "polar:ef=0,mode=sign,n=4,rate=0.7"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            std::string name = info.param;
                            for (char& ch : name) {

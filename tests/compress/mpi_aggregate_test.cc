@@ -45,7 +45,7 @@ TEST(MpiAggregateTest, EveryPathMatchesItsSerialReference) {
     for (Case c :
          {Case{"qsgd:levels=7,bucket=128", AggregationPath::kAllgather},
           Case{"qsgd:levels=7,bucket=128", AggregationPath::kTwoPhase},
-          Case{"efsign", AggregationPath::kTwoPhase},
+          Case{"efsign", AggregationPath::kTwoPhase}, Case{"polar:n=6", AggregationPath::kTwoPhase},
           Case{"minmax8:chunk=100", AggregationPath::kTwoPhase},
           Case{"onebit:ef=1", AggregationPath::kAllgather},
           Case{"natural", AggregationPath::kAllgather}, Case{"sign", AggregationPath::kSignVote},

@@ -32,7 +32,9 @@ const char* const kSpecs[] = {"none",
                               "signum",
                               "efsign",
                               "efsign:ef=0",
-                              "natural"};
+                              "natural",
+                              "polar",
+                              "polar:ef=0,n=4,rate=0.3,mode=sign"};
 
 class QuantizerTest : public ::testing::TestWithParam<const char*> {};
 

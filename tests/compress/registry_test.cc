@@ -105,10 +105,11 @@ const std::vector<std::string> kSparsifiers = {"randomk", "topk", "threshold", "
                                                "sbc",     "stc",  "dgc",       "gtopk"};
 const std::vector<std::string> kLowRank = {"powersgd"};
 const std::vector<std::string> kSketches = {"sketch"};
+const std::vector<std::string> kCoding = {"polar"};
 
 std::vector<std::string> AllCompressorNames() {
   std::vector<std::string> all;
-  for (const auto* family : {&kQuantizers, &kSparsifiers, &kLowRank, &kSketches}) {
+  for (const auto* family : {&kQuantizers, &kSparsifiers, &kLowRank, &kSketches, &kCoding}) {
     all.insert(all.end(), family->begin(), family->end());
   }
   std::sort(all.begin(), all.end());
@@ -159,10 +160,31 @@ TEST(CompressorRegistry, HeaderCommentListsTheSameCompressors) {
 
 // The canonical spec builds an identical compressor (same spec, same id, same traits).
 TEST(CompressorRegistry, CanonicalSpecRoundTrips) {
-  for (const char* spec :
-       {"none", "fp16", "bf16", "minmax8", "minmax8:chunk=64,rounding=stochastic", "qsgd",
-        "qsgd:levels=3,bucket=128", "terngrad", "terngrad:clip=0", "onebit", "onebit:ef=1", "sign",
-        "signum:beta=0.5", "efsign", "efsign:ef=0", "natural", "natural:ef"}) {
+  for (const char* spec : {"none",
+                           "fp16",
+                           "bf16",
+                           "minmax8",
+                           "minmax8:chunk=64,rounding=stochastic",
+                           "qsgd",
+                           "qsgd:levels=3,bucket=128",
+                           "terngrad",
+                           "terngrad:clip=0",
+                           "onebit",
+                           "onebit:ef=1",
+                           "sign",
+                           "signum:beta=0.5",
+                           "efsign",
+                           "efsign:ef=0",
+                           "natural",
+                           "natural:ef",
+                           "polar",
+                           "polar:ef=0",
+                           "polar:rate=0.1,n=20,mode=sign,list=4,construct=ga",
+                           "polar:rounding=random,construct=bb",
+                           "topk:ratio=0.01 | polar:rate=0.5",
+                           "topk|polar:ef=0",
+                           "randomk|topk:k=5|fp16:ef=1",
+                           "none|qsgd"}) {
     auto c = Make(spec);
     ASSERT_NE(c, nullptr) << spec;
     auto again = Make(c->spec());

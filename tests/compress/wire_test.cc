@@ -23,7 +23,9 @@ const char* const kSpecs[] = {"none",
                               "sign",
                               "signum",
                               "efsign:ef=0",
-                              "natural"};
+                              "natural",
+                              "polar:ef=0,n=4",
+                              "polar:ef=0,mode=sign,rate=0.9"};
 
 class WireTest : public ::testing::TestWithParam<const char*> {};
 

@@ -155,6 +155,54 @@ TEST(StrategyPlanRules, MovesMomentumWhereTheMethodSaysAndKeepsDeltasErrorFed) {
   EXPECT_FALSE(PlanStrategy(options).value().compressed->error_feedback);
 }
 
+TEST(StrategyPlanRules, OneBitCompressorsGetAllgatherWorkerMomentumAndErrorFeedback) {
+  StrategyOptions options;
+  options.momentum = 0.9;
+  options.compress = "onebit";
+  const StrategyPlan onebit = PlanStrategy(options).value();
+  EXPECT_EQ(onebit.compressed->path, AggregationPath::kAllgather);
+  EXPECT_DOUBLE_EQ(onebit.compressed->worker_momentum, 0.9);
+  EXPECT_EQ(onebit.optimizer_momentum, 0);
+  EXPECT_TRUE(onebit.compressed->error_feedback);
+  EXPECT_EQ(onebit.implied, (std::vector<std::string>{"--aggregate allgather",
+                                                      "--worker-momentum", "--ef"}));
+  // efsign keeps its own error feedback: nothing to add there.
+  options.compress = "efsign";
+  const StrategyPlan efsign = PlanStrategy(options).value();
+  EXPECT_EQ(efsign.compressed->path, AggregationPath::kAllgather);
+  EXPECT_EQ(efsign.implied,
+            (std::vector<std::string>{"--aggregate allgather", "--worker-momentum"}));
+  // Without momentum there is none to move to the workers.
+  options.momentum = 0;
+  const StrategyPlan plain = PlanStrategy(options).value();
+  EXPECT_EQ(plain.compressed->worker_momentum, 0);
+  EXPECT_EQ(plain.implied, (std::vector<std::string>{"--aggregate allgather"}));
+  // An explicit path or worker momentum leaves the choice to the user.
+  options.momentum = 0.9;
+  options.aggregate = "twophase";
+  const StrategyPlan twophase = PlanStrategy(options).value();
+  EXPECT_EQ(twophase.compressed->path, AggregationPath::kTwoPhase);
+  EXPECT_EQ(twophase.compressed->worker_momentum, 0);
+  EXPECT_DOUBLE_EQ(twophase.optimizer_momentum, 0.9);
+  EXPECT_TRUE(twophase.implied.empty());
+  options.aggregate = "auto";
+  options.worker_momentum = true;
+  EXPECT_EQ(PlanStrategy(options).value().compressed->path, AggregationPath::kAuto);
+  EXPECT_TRUE(PlanStrategy(options).value().implied.empty());
+  // Other compressors: unbiased (qsgd), or not re-quantizable (top-k), keep the automatic path.
+  options.worker_momentum = false;
+  for (const char* spec : {"qsgd", "topk:ratio=0.01", "fp16"}) {
+    options.compress = spec;
+    const StrategyPlan other = PlanStrategy(options).value();
+    EXPECT_EQ(other.compressed->path, AggregationPath::kAuto) << spec;
+    EXPECT_TRUE(other.implied.empty()) << spec;
+  }
+  // Local SGD compresses model deltas: no gradient-side defaults.
+  options.compress = "onebit";
+  options.sync = "local:period=4";
+  EXPECT_TRUE(PlanStrategy(options).value().implied.empty());
+}
+
 // The steps (0-based, global) at which a strategy averages gradients and exchanges models.
 struct Schedule {
   std::set<uint64_t> gradient_steps;

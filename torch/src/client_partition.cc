@@ -67,6 +67,14 @@ frugal::StatusOr<ClientPartition> PartitionClients(const std::vector<uint8_t>& l
           "--batch-size or min-samples=M)",
           what, total / clients, min_samples));
     }
+  } else if (spec.kind == PartitionKind::kSource) {
+    partition.shards = SourceSplit(labels, static_cast<int>(clients));
+    if (SmallestShard(partition.shards) < min_samples) {
+      return frugal::InvalidArgumentError(fmt::format(
+          "{}: the smallest client gets {} samples, fewer than the minimum {} (use fewer "
+          "clients or a smaller --batch-size or min-samples=M)",
+          what, SmallestShard(partition.shards), min_samples));
+    }
   } else {
     for (int attempt = 0;; ++attempt) {
       partition.shards = DirichletSplit(labels, static_cast<int>(clients), spec.alpha, seed,

@@ -8,13 +8,14 @@
 // ShardSampler, iid: EpochOrder draws a Fisher-Yates permutation of [0, total_) from the stream
 // (seed_, kAnyRank, epoch, "sampler/iid") — identical on every rank — and keeps positions
 // rank_ + i*world_ for i < total_/world_.
-// ShardSampler, dirichlet: the constructor builds every rank's shard the same way on every rank
-// (DirichletSplit, attempt 0): for each class c, its sample indices are shuffled with the stream
-// (seed, kAnyRank, c, TensorId("partition/dirichlet") + attempt), proportions p_r = g_r / sum(g) with g_r ~ Gamma(alpha) are drawn from
-// the same stream (Marsaglia-Tsang, in log space so that tiny alphas do not underflow), and rank r
-// receives the slice between round(n_c * cumsum(p)_{r-1}) and round(n_c * cumsum(p)_r). A rank
-// left with no sample at all takes one from the currently largest shard. EpochOrder then
-// concatenates Fisher-Yates shuffles of the own shard, round j drawn from (seed_, rank_, epoch,
+// ShardSampler, dirichlet (and source, whose shards are SourceSplit's): the constructor builds
+// every rank's shard the same way on every rank (DirichletSplit, attempt 0): for each class c, its
+// sample indices are shuffled with the stream (seed, kAnyRank, c, TensorId("partition/dirichlet") +
+// attempt), proportions p_r = g_r / sum(g) with g_r ~ Gamma(alpha) are drawn from the same stream
+// (Marsaglia-Tsang, in log space so that tiny alphas do not underflow), and rank r receives the
+// slice between round(n_c * cumsum(p)_{r-1}) and round(n_c * cumsum(p)_r). A rank left with no
+// sample at all takes one from the currently largest shard. EpochOrder then concatenates
+// Fisher-Yates shuffles of the own shard, round j drawn from (seed_, rank_, epoch,
 // "sampler/dirichlet" + j), until steps_per_epoch_ * batch_size_ indices are collected.
 #include "frugal_torch/data.h"
 
@@ -150,6 +151,7 @@ StatusOr<FashionMnist> LoadFashionMnist(const std::string& dir) {
 
 StatusOr<PartitionSpec> ParsePartition(std::string_view spec) {
   if (spec == "iid") return PartitionSpec{};
+  if (spec == "source") return PartitionSpec{PartitionKind::kSource, 0};
   constexpr std::string_view kDirichlet = "dirichlet:";
   if (spec.substr(0, kDirichlet.size()) == kDirichlet) {
     const std::string value(spec.substr(kDirichlet.size()));
@@ -160,12 +162,14 @@ StatusOr<PartitionSpec> ParsePartition(std::string_view spec) {
       return PartitionSpec{PartitionKind::kDirichlet, alpha};
     }
   }
-  return frugal::InvalidArgumentError("invalid partition '" + std::string(spec) +
-                                      "' (expected iid or dirichlet:ALPHA with ALPHA > 0)");
+  return frugal::InvalidArgumentError(
+      "invalid partition '" + std::string(spec) +
+      "' (expected iid, dirichlet:ALPHA with ALPHA > 0, or source)");
 }
 
 std::string PartitionName(const PartitionSpec& spec) {
   if (spec.kind == PartitionKind::kIid) return "iid";
+  if (spec.kind == PartitionKind::kSource) return "source";
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "dirichlet:%g", spec.alpha);
   return buffer;
@@ -243,7 +247,9 @@ ShardSampler::ShardSampler(const std::vector<uint8_t>& labels, int rank, int wor
   if (partition_.kind == PartitionKind::kIid) return;
 
   std::vector<std::vector<int64_t>> shards =
-      DirichletSplit(labels, world_, partition_.alpha, seed_, /*attempt=*/0);
+      partition_.kind == PartitionKind::kSource
+          ? SourceSplit(labels, world_)
+          : DirichletSplit(labels, world_, partition_.alpha, seed_, /*attempt=*/0);
   for (auto& shard : shards) {
     if (!shard.empty()) continue;
     auto largest = std::max_element(shards.begin(), shards.end(), [](const auto& a, const auto& b) {

@@ -8,8 +8,9 @@
 // parameters whose hook did not fire, and
 //  - kWfbp / kFusion: waits for every parameter's reduction (WaitParams), writes the averages
 //    into the gradients (UnpackParams) and runs the optimizer's step;
-//  - kPriority: marks every parameter's update pending, with the learning rates of this step. BeginStep installs the gate: a
-//    thread-local RecordFunction start callback that, for each input of an ATen operation that
+//  - kPriority: marks every parameter's update pending, with the learning rates of this step.
+//    BeginStep installs the gate: a thread-local RecordFunction start callback that, for each
+//    input of an ATen operation (or each tensor of a list input, as aten::lstm's weights) that
 //    is a parameter with a pending update, runs ApplyOne - wait for that parameter's reduction,
 //    write its average into its gradient, and run the optimizer's step with every other
 //    gradient set aside (so the optimizer updates that parameter only, with its own state and
@@ -84,12 +85,18 @@ struct EngineOptimizer::Gate {
     if (gate == nullptr || tls_in_gate) return nullptr;
     EngineOptimizer& self = *gate->owner;
     tls_in_gate = true;
-    for (const c10::IValue& input : fn.inputs()) {
-      if (!input.isTensor()) continue;
-      auto it = self.by_impl_.find(input.toTensor().unsafeGetTensorImpl());
-      if (it == self.by_impl_.end() || !self.params_[it->second]->update_pending) continue;
+    auto apply = [&](const at::Tensor& tensor) {
+      auto it = self.by_impl_.find(tensor.unsafeGetTensorImpl());
+      if (it == self.by_impl_.end() || !self.params_[it->second]->update_pending) return;
       Status status = self.ApplyOne(it->second);
       if (!status.ok() && self.gate_error_.ok()) self.gate_error_ = status;
+    };
+    for (const c10::IValue& input : fn.inputs()) {
+      if (input.isTensor()) {
+        apply(input.toTensor());
+      } else if (input.isTensorList()) {  // e.g. aten::lstm's weights
+        for (const at::Tensor& tensor : input.toTensorVector()) apply(tensor);
+      }
     }
     tls_in_gate = false;
     return nullptr;

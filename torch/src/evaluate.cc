@@ -43,14 +43,13 @@ EvalSums Evaluate(Classifier& model, const torch::Tensor& images, const torch::T
             logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
             .item<double>();
     sums.correct += logits.argmax(1).eq(y).sum().item<double>();
-    sums.count += static_cast<double>(end - begin);
+    sums.count += static_cast<double>(y.numel());  // predictions: samples, or positions
   }
   model.train();
   return sums;
 }
 
-StatusOr<SpreadReport> EvaluateAveragedModel(Classifier& model,
-                                             torch::optim::Optimizer& optimizer,
+StatusOr<SpreadReport> EvaluateAveragedModel(Classifier& model, torch::optim::Optimizer& optimizer,
                                              const torch::Tensor& images,
                                              const torch::Tensor& labels, int64_t batch_size,
                                              frugal::TransportRunner& runner,

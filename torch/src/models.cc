@@ -11,6 +11,8 @@
 // generator seeded with `seed`, in registration order: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) —
 // what torch's default kaiming_uniform(a = sqrt(5)) amounts to — or, for the convolutions of
 // resnet20, the He-normal N(0, 2/fan_out) of the paper. Batch-norm layers keep weight 1, bias 0.
+// LSTM weights and biases are drawn from U(-1/sqrt(hidden), 1/sqrt(hidden)) and embeddings from
+// N(0, 1), torch's defaults.
 #include "frugal_torch/models.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "frugal_torch/text_corpus.h"
 #include "frugal_torch/trainer.h"
 
 namespace frugal_torch {
@@ -168,6 +171,34 @@ class Vgg : public Classifier {
   nn::Sequential classifier_{nullptr};
 };
 
+// The character-level language model: codes (N x 1 x 1 x L floats, text_corpus.h) -> embedding
+// of kCharEmbedding -> two LSTM layers of kCharHidden units -> a linear decoder at every
+// position; logits N x kCharVocabulary x L, the layout cross_entropy takes with N x L targets.
+constexpr int64_t kCharEmbedding = 8;
+constexpr int64_t kCharHidden = 128;
+
+class CharLstm : public Classifier {
+ public:
+  CharLstm()
+      : embedding_(register_module("embedding", nn::Embedding(kCharVocabulary, kCharEmbedding))),
+        lstm_(register_module(
+            "lstm",
+            nn::LSTM(
+                nn::LSTMOptions(kCharEmbedding, kCharHidden).num_layers(2).batch_first(true)))),
+        decoder_(register_module("decoder", nn::Linear(kCharHidden, kCharVocabulary))) {}
+
+  torch::Tensor forward(torch::Tensor x) override {
+    const torch::Tensor codes = x.flatten(1).to(torch::kLong);
+    const torch::Tensor hidden = std::get<0>(lstm_->forward(embedding_(codes)));
+    return decoder_(hidden).transpose(1, 2);
+  }
+
+ private:
+  nn::Embedding embedding_;
+  nn::LSTM lstm_;
+  nn::Linear decoder_;
+};
+
 void Initialise(nn::Module& model, uint64_t seed, bool he_normal_convs) {
   at::Generator generator = at::detail::createCPUGenerator(seed);
   torch::NoGradGuard no_grad;
@@ -175,6 +206,15 @@ void Initialise(nn::Module& model, uint64_t seed, bool he_normal_convs) {
     torch::Tensor weight;
     torch::Tensor bias;
     bool conv = false;
+    if (auto* lstm = module->as<nn::LSTM>()) {
+      const double bound = 1.0 / std::sqrt(static_cast<double>(lstm->options.hidden_size()));
+      for (torch::Tensor& p : lstm->all_weights()) p.uniform_(-bound, bound, generator);
+      continue;
+    }
+    if (auto* embedding = module->as<nn::Embedding>()) {
+      embedding->weight.normal_(0.0, 1.0, generator);
+      continue;
+    }
     if (auto* linear = module->as<nn::Linear>()) {
       weight = linear->weight;
       bias = linear->bias;
@@ -199,7 +239,7 @@ void Initialise(nn::Module& model, uint64_t seed, bool he_normal_convs) {
 
 }  // namespace
 
-std::vector<std::string> ModelNames() { return {"mlp", "cnn", "resnet20", "vgg"}; }
+std::vector<std::string> ModelNames() { return {"mlp", "cnn", "resnet20", "vgg", "charlstm"}; }
 
 frugal::StatusOr<std::shared_ptr<Classifier>> MakeModel(std::string_view name, uint64_t seed) {
   std::shared_ptr<Classifier> model;
@@ -211,6 +251,8 @@ frugal::StatusOr<std::shared_ptr<Classifier>> MakeModel(std::string_view name, u
     model = std::make_shared<ResNet20>();
   } else if (name == "vgg") {
     model = std::make_shared<Vgg>();
+  } else if (name == "charlstm") {
+    model = std::make_shared<CharLstm>();
   } else {
     std::string known;
     for (const std::string& n : ModelNames()) known += (known.empty() ? "" : ", ") + n;

@@ -20,8 +20,14 @@ inline torch::Tensor ImagesTensor(const ImageSet& set) {
                           torch::TensorOptions().dtype(torch::kFloat));
 }
 
-// The labels of `set` as int64 (a copy).
+// What the model predicts, as int64 (a copy): the labels of `set` (N), or for a sequence task its
+// targets (N x cols).
 inline torch::Tensor LabelsTensor(const ImageSet& set) {
+  if (!set.targets.empty()) {
+    return torch::from_blob(const_cast<uint8_t*>(set.targets.data()), {set.count, set.cols},
+                            torch::TensorOptions().dtype(torch::kUInt8))
+        .to(torch::kLong);
+  }
   return torch::from_blob(const_cast<uint8_t*>(set.labels.data()), {set.count},
                           torch::TensorOptions().dtype(torch::kUInt8))
       .to(torch::kLong);

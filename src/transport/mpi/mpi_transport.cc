@@ -366,6 +366,10 @@ StatusOr<std::unique_ptr<MpiRuntime>> MpiRuntime::Init(int* argc, char*** argv) 
     return FailedPreconditionError(
         "MPI was already initialised in this process; frugal's MpiRuntime must be the only one");
   }
+  // Set only where the job has not: an explicit `mpirun --mca` wins (see mpi_transport.h).
+  const std::string eager = std::to_string(kTcpEagerBytes);
+  setenv("OMPI_MCA_btl_tcp_eager_limit", eager.c_str(), /*overwrite=*/0);
+  setenv("OMPI_MCA_btl_tcp_max_send_size", eager.c_str(), /*overwrite=*/0);
   int provided = MPI_THREAD_SINGLE;
   int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
   if (rc != MPI_SUCCESS) return FailedPreconditionError("MPI_Init_thread failed");
@@ -383,14 +387,38 @@ StatusOr<std::unique_ptr<MpiRuntime>> MpiRuntime::Init(int* argc, char*** argv) 
   return runtime;
 }
 
+StatusOr<std::unique_ptr<MpiRuntime>> MpiRuntime::InitOrAdopt(int* argc, char*** argv) {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized && !finalized) return Init(argc, argv);
+  if (finalized) return FailedPreconditionError("MPI was finalised in this process already");
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    return FailedPreconditionError(fmt::format(
+        "MPI was initialised with thread level {} but frugal needs MPI_THREAD_SERIALIZED ({}) or "
+        "more",
+        provided, static_cast<int>(MPI_THREAD_SERIALIZED)));
+  }
+  std::unique_ptr<MpiRuntime> runtime(new MpiRuntime());
+  runtime->owns_mpi_ = false;
+  runtime->abandoned_ = std::make_shared<AbandonedRequests>();
+  MPI_Comm_rank(MPI_COMM_WORLD, &runtime->world_rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &runtime->world_size_);
+  return runtime;
+}
+
 MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
   // Abandoned operations get a last chance to complete; their memory is released only after
   // MPI_Finalize, when MPI can no longer touch it (abandoned_ is destroyed after this body).
+  // MPI adopted from its owner stays initialised: its operations get the same chance.
   abandoned_->Finalize(kFinalizeGrace);
-  MPI_Finalize();
+  if (owns_mpi_) MPI_Finalize();
 }
 
 StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {

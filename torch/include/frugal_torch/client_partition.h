@@ -9,6 +9,8 @@
 //  - dirichlet:ALPHA: DirichletSplit(labels, K, ALPHA, seed, attempt) for attempt = 0, 1, ...
 //    (for each class, Dirichlet(ALPHA) proportions over the clients), keeping the first draw that
 //    gives every client at least `min_samples` samples; at most kMaxPartitionAttempts draws.
+//  - source: SourceSplit(labels, K): whole sources (text files) per client, the largest ones
+//    cut in halves of consecutive samples while there are fewer pieces than clients.
 // A partition that cannot give every client `min_samples` is kInvalidArgument with one line
 // naming the partition, the clients, the minimum and what to change.
 //

@@ -15,6 +15,8 @@
 //    going to each rank are drawn from Dirichlet(ALPHA) (small ALPHA: few classes per rank).
 //    Every epoch each rank reshuffles its shard (from seed, epoch, rank) and cycles through it so
 //    that every rank runs the same number of full batches, ceil(floor(N/n) / b).
+//  - source: non-IID shards of whole sources (the label of a sample names its source: the file
+//    of a text corpus, text_corpus.h), fixed for the whole run (SourceSplit), used as dirichlet's.
 // Everything is computed from the seed, without communication; all ranks agree.
 // Thread safety: const methods may be called concurrently.
 #pragma once
@@ -40,7 +42,10 @@ struct ImageSet {
   int rows = 0;
   int cols = 0;
   std::vector<float> images;    // count * rows * cols, normalised, row-major
-  std::vector<uint8_t> labels;  // count, in [0, 10)
+  std::vector<uint8_t> labels;  // count, in [0, 10) (a text corpus: the sample's source)
+  // Sequence tasks (text_corpus.h): count x cols targets, the next token of each input position;
+  // the model then predicts every position. Empty for classification (the target is the label).
+  std::vector<uint8_t> targets;
 };
 
 struct FashionMnist {
@@ -57,14 +62,14 @@ struct IdxFile {
 };
 frugal::StatusOr<IdxFile> ReadIdxFile(const std::string& path);
 
-enum class PartitionKind { kIid, kDirichlet };
+enum class PartitionKind { kIid, kDirichlet, kSource };
 
 struct PartitionSpec {
   PartitionKind kind = PartitionKind::kIid;
   double alpha = 0;  // dirichlet only, > 0
 };
 
-// "iid" or "dirichlet:ALPHA" with ALPHA > 0; kInvalidArgument otherwise.
+// "iid", "dirichlet:ALPHA" with ALPHA > 0, or "source"; kInvalidArgument otherwise.
 frugal::StatusOr<PartitionSpec> ParsePartition(std::string_view spec);
 std::string PartitionName(const PartitionSpec& spec);
 
@@ -81,6 +86,14 @@ std::vector<int64_t> IidPermutation(int64_t total, uint64_t seed, int64_t epoch)
 std::vector<std::vector<int64_t>> DirichletSplit(const std::vector<uint8_t>& labels, int parts,
                                                  double alpha, uint64_t seed, uint64_t attempt);
 
+// The split by source into `parts` shards (partition_source.cc): the samples of each label value
+// (source) in index order form a piece; while there are fewer pieces than parts, the largest
+// piece (the first of equal ones) is cut into two halves of consecutive samples; then the pieces,
+// largest first, each go to the shard with the fewest samples so far (the lowest index of equal
+// ones). Deterministic, without a seed; a shard is empty only with fewer samples than parts.
+// Each shard is sorted.
+std::vector<std::vector<int64_t>> SourceSplit(const std::vector<uint8_t>& labels, int parts);
+
 class ShardSampler {
  public:
   // `labels` of the training set; batch_size > 0, 0 <= rank < world; world <= labels.size().
@@ -94,7 +107,7 @@ class ShardSampler {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   // Samples this rank uses per epoch (iid: floor(N/n); dirichlet: steps * batch).
   int64_t samples_per_epoch() const;
-  // dirichlet: the fixed shard of this rank (sorted); iid: empty.
+  // dirichlet, source: the fixed shard of this rank (sorted); iid: empty.
   const std::vector<int64_t>& shard() const { return shard_; }
 
   // This rank's sample indices for `epoch`, in the order they are used.

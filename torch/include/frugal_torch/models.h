@@ -6,6 +6,9 @@
 //   vgg       a wide VGG-style net (64,64,M,128,128,M,256,256,256,M with batch norm, then
 //             2304-1024-1024-10), about 5.2M parameters, so that communication dominates on
 //             slow networks
+//   charlstm  a character-level language model for the fortunes corpus (text_corpus.h): input
+//             N x 1 x 1 x L character codes, embedding 8, two LSTM layers of 128, a linear
+//             decoder at every position: output N x 97 x L logits (about 0.22M parameters)
 // MakeModel initialises every parameter from a generator seeded with `seed` (the distributions
 // of torch's defaults; He-normal convolutions for resnet20), so equal seeds give equal models
 // without touching torch's process-wide generator.

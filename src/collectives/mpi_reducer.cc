@@ -1,8 +1,4 @@
-// Dense gradient reducers: the exact average of every bucket.
-//
-// AllreduceReducer runs frugal's Allreduce over the transport with ReduceOp::kAverage and the
-// chosen AllreduceAlgorithm; its bytes_sent() is the growth of Transport::bytes_sent() across
-// its own calls, so it counts exactly what this reducer put on the wire.
+// The MPI_Allreduce peer as a GradientReducer (see mpi_reducer.h).
 //
 // MpiReducer copies the bucket into a staging buffer of its own and hands that to Open MPI's
 // MPI_Iallreduce (MPI_SUM) on its own duplicate of MPI_COMM_WORLD (made with MPI_Comm_idup so that
@@ -15,43 +11,17 @@
 // what the ring algorithm sends from this rank: in the reduce-scatter phase every block of the
 // BlockPartition except block (rank+1) mod n, in the allgather phase every block except block
 // (rank+2) mod n, which totals 2 (n-1)/n of the bucket; bytes_counted_by() says "model:ring".
+#include "collectives/mpi_reducer.h"
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "frugal/collectives.h"
-#include "frugal/reducer.h"
 #include "transport/mpi/mpi_request.h"
 
 namespace frugal {
 namespace {
-
-class AllreduceReducer final : public GradientReducer {
- public:
-  AllreduceReducer(Transport& t, AllreduceOptions options)
-      : transport_(t), options_(std::move(options)) {}
-
-  Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
-    FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
-    const uint64_t before = transport_.bytes_sent();
-    Status status = Allreduce(transport_, data, options_);
-    bytes_sent_ += transport_.bytes_sent() - before;
-    return status.Annotate("allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) +
-                           ")");
-  }
-
-  std::string name() const override {
-    return "allreduce:" + std::string(AllreduceAlgorithmName(options_.algorithm));
-  }
-  uint64_t bytes_sent() const override { return bytes_sent_; }
-  std::string bytes_counted_by() const override { return "transport"; }
-
- private:
-  Transport& transport_;
-  AllreduceOptions options_;
-  uint64_t bytes_sent_ = 0;
-};
 
 // The kTimeout text of an MPI collective: MPI does not tell which rank is missing.
 std::function<std::string(Duration)> NotCompleted(const std::string& what) {
@@ -116,6 +86,8 @@ class MpiReducer final : public GradientReducer {
   uint64_t bytes_sent_ = 0;
 };
 
+}  // namespace
+
 StatusOr<std::unique_ptr<GradientReducer>> MakeMpiReducer(Transport& t, Duration timeout) {
   int initialized = 0;
   int finalized = 0;
@@ -149,36 +121,6 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeMpiReducer(Transport& t, Duration
   MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
   return std::unique_ptr<GradientReducer>(
       std::make_unique<MpiReducer>(t, *comm, world_rank, world_size, timeout));
-}
-
-}  // namespace
-
-std::vector<std::string> DenseReducerAlgorithms() {
-  std::vector<std::string> names;
-  for (AllreduceAlgorithm algorithm : AllAllreduceAlgorithms()) {
-    names.emplace_back(AllreduceAlgorithmName(algorithm));
-  }
-  names.emplace_back("mpi");
-  return names;
-}
-
-StatusOr<std::unique_ptr<GradientReducer>> MakeDenseReducer(Transport& t,
-                                                            const DenseReducerOptions& options) {
-  if (options.algorithm == "mpi") return MakeMpiReducer(t, options.timeout);
-  StatusOr<AllreduceAlgorithm> algorithm = ParseAllreduceAlgorithm(options.algorithm);
-  if (!algorithm.ok()) {
-    std::string known;
-    for (const std::string& name : DenseReducerAlgorithms()) {
-      known += (known.empty() ? "" : ", ") + name;
-    }
-    return InvalidArgumentError("unknown all-reduce algorithm '" + options.algorithm +
-                                "' (known: " + known + ")");
-  }
-  AllreduceOptions allreduce = options.allreduce;
-  allreduce.algorithm = *algorithm;
-  allreduce.op = ReduceOp::kAverage;
-  allreduce.timeout = options.timeout;
-  return std::unique_ptr<GradientReducer>(std::make_unique<AllreduceReducer>(t, allreduce));
 }
 
 }  // namespace frugal

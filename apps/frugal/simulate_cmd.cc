@@ -1,0 +1,286 @@
+// `frugal simulate`: the step simulator (frugal/simulate.h) over grids of workers, bandwidths
+// and methods. Layers come from --layers (a table) or --timeline (a `frugal train --timeline`
+// trace, with --model for the tensors' sizes); the network from --alpha-us, --host-gbit,
+// --ranks-per-host, --hosts-per-rack, --rack-gbit and the --bandwidth-gbit list (the NICs);
+// each --compress SPEC (repeatable; "none" is dense) is one method, its encode and decode rates
+// from --bench-compress (the `frugal bench compress --json` records, matched by spec). Prints a
+// table; with --out DIR also writes simulate.jsonl and one PNG per bandwidth of the speed-up
+// (n x scaling efficiency) against the workers, one line per method (gnuplot).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.h"
+#include "frugal/simulate.h"
+#include "frugal/strategy.h"
+#include "frugal_torch/models.h"
+#include "gnuplot.h"
+#include "simulate_profile.h"
+#include "train_flags.h"
+
+namespace frugal::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SimulateFlags {
+  std::string layers;
+  std::string timeline;
+  int trace_rank = 0;
+  std::string model = "cnn";
+  std::vector<int> np = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+  std::vector<double> bandwidth_gbit = {1, 10, 100};
+  double alpha_us = 50;
+  double host_gbit = 40;
+  int ranks_per_host = 1;
+  int hosts_per_rack = 0;
+  double rack_gbit = 0;
+  std::string overlap = "priority";
+  double partition_mb = 4;
+  double fusion_threshold_mb = 64;
+  double bucket_cap_mb = 25;
+  std::vector<std::string> compress = {"none"};
+  bool ef = false;
+  std::string aggregate = "auto";
+  size_t compress_min_bytes = 65536;
+  std::string bench_compress;
+  double straggler = 1;
+  std::string out;
+};
+
+StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("{} {}: cannot read the file", flag, path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+StatusOr<std::vector<SimLayer>> Layers(const SimulateFlags& flags) {
+  if (flags.layers.empty() == flags.timeline.empty()) {
+    return InvalidArgumentError("give one of --layers TABLE and --timeline TRACE");
+  }
+  std::vector<SimLayer> layers;
+  if (!flags.layers.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.layers, "--layers"));
+    FRUGAL_ASSIGN_OR_RETURN(auto table, ParseLayerTable(text, flags.layers));
+    for (const ProfiledLayer& p : table) {
+      layers.push_back(SimLayer{p.name, p.floats, {}, p.forward_s, p.backward_s});
+    }
+    return layers;
+  }
+  FRUGAL_ASSIGN_OR_RETURN(auto model, frugal_torch::MakeModel(flags.model, 1));
+  std::vector<std::string> order;
+  for (const auto& item : model->named_parameters(/*recurse=*/true)) {
+    if (!item.value().requires_grad()) continue;
+    order.push_back(item.key());
+    std::vector<int64_t> shape(item.value().sizes().begin(), item.value().sizes().end());
+    layers.push_back(SimLayer{item.key(), static_cast<size_t>(item.value().numel()), shape, 0, 0});
+  }
+  FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.timeline, "--timeline"));
+  FRUGAL_ASSIGN_OR_RETURN(auto profiled,
+                          LayersFromTrace(text, flags.trace_rank, order, flags.timeline));
+  // profiled[0] is the optimizer's step, a layer without gradient.
+  for (size_t i = 0; i < layers.size(); ++i) {
+    layers[i].forward_s = profiled[i + 1].forward_s;
+    layers[i].backward_s = profiled[i + 1].backward_s;
+  }
+  layers.insert(layers.begin(), SimLayer{profiled[0].name, 0, {}, profiled[0].forward_s, 0});
+  return layers;
+}
+
+// Encode and decode rates (bytes/s) of `spec` from `frugal bench compress --json` records.
+StatusOr<std::pair<double, double>> Rates(const SimulateFlags& flags, const std::string& spec) {
+  if (flags.bench_compress.empty() || spec == "none") return std::pair<double, double>{0, 0};
+  FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.bench_compress, "--bench-compress"));
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("bench", "") != "compress") continue;
+    const std::string name = j.value("compressor", "");
+    if (name == spec || name.substr(0, name.find(':')) == spec.substr(0, spec.find(':'))) {
+      return std::pair<double, double>{j.value("encode_gbps", 0.0) * 1e9,
+                                       j.value("decode_gbps", 0.0) * 1e9};
+    }
+  }
+  return InvalidArgumentError(
+      fmt::format("--bench-compress {}: no record of {}", flags.bench_compress, spec));
+}
+
+struct Point {
+  std::string method;
+  double bandwidth_gbit = 0;
+  int workers = 0;
+  SimResult result;
+};
+
+StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<SimLayer> layers, Layers(flags));
+  FRUGAL_ASSIGN_OR_RETURN(SimOverlap overlap, ParseSimOverlap(flags.overlap));
+  if (!(flags.straggler >= 1)) return InvalidArgumentError("--straggler must be >= 1");
+  std::vector<Point> points;
+  for (const std::string& method : flags.compress) {
+    SimOptions o;
+    o.layers = layers;
+    o.overlap = overlap;
+    o.partition_bytes = static_cast<size_t>(flags.partition_mb * (1 << 20));
+    o.fusion_bytes = static_cast<size_t>(flags.fusion_threshold_mb * (1 << 20));
+    o.bucket_cap_bytes = static_cast<size_t>(flags.bucket_cap_mb * (1 << 20));
+    o.straggler_factor = flags.straggler;
+    if (method != "none") {
+      TrainFlags train;
+      train.compress = method;
+      train.ef = flags.ef;
+      train.aggregate = flags.aggregate;
+      train.compress_min_bytes = flags.compress_min_bytes;
+      FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(train));
+      FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
+      o.compressed = plan.compressed;
+    }
+    FRUGAL_ASSIGN_OR_RETURN(auto rates, Rates(flags, method));
+    o.encode_bytes_per_s = rates.first;
+    o.decode_bytes_per_s = rates.second;
+    for (double gbit : flags.bandwidth_gbit) {
+      for (int n : flags.np) {
+        if (n < 1 || !(gbit > 0)) {
+          return InvalidArgumentError("--np values must be >= 1 and --bandwidth-gbit > 0");
+        }
+        o.workers = n;
+        o.network.alpha_s = flags.alpha_us * 1e-6;
+        o.network.nic_bytes_per_s = gbit * 1e9 / 8;
+        o.network.host_bytes_per_s = flags.host_gbit * 1e9 / 8;
+        o.network.ranks_per_host = flags.ranks_per_host;
+        o.network.hosts_per_rack = flags.hosts_per_rack;
+        o.network.rack_bytes_per_s = flags.rack_gbit * 1e9 / 8;
+        FRUGAL_ASSIGN_OR_RETURN(SimResult r, Simulate(o, DefaultCompressorRegistry()));
+        points.push_back(Point{method, gbit, n, r});
+      }
+    }
+  }
+  return points;
+}
+
+Status Plot(const SimulateFlags& flags, const std::vector<Point>& points) {
+  fs::create_directories(flags.out);
+  std::ofstream json(fs::path(flags.out) / "simulate.jsonl", std::ios::trunc);
+  for (const Point& p : points) {
+    json << nlohmann::json{{"method", p.method},
+                           {"bandwidth_gbit", p.bandwidth_gbit},
+                           {"workers", p.workers},
+                           {"step_s", p.result.step_s},
+                           {"compute_s", p.result.compute_s},
+                           {"comm_busy_s", p.result.comm_busy_s},
+                           {"comm_share", p.result.comm_share},
+                           {"scaling_efficiency", p.result.scaling_efficiency}}
+                .dump()
+         << "\n";
+  }
+  for (double gbit : flags.bandwidth_gbit) {
+    const std::string tag = fmt::format("{:g}gbit", gbit);
+    std::string script = fmt::format(
+        "set terminal pngcairo noenhanced size 900,560 font 'DejaVu Sans,11'\n"
+        "set output {}\nset grid\nset key top left\nset logscale x 2\nset logscale y 2\n"
+        "set xlabel 'workers'\nset ylabel 'speed-up (n x scaling efficiency)'\n"
+        "set title 'frugal simulate: {}, {:g} Gbit/s NICs, --overlap {}'\nplot ",
+        GnuplotQuote((fs::path(flags.out) / ("speedup_" + tag + ".png")).string()), flags.model,
+        gbit, flags.overlap);
+    for (size_t m = 0; m < flags.compress.size(); ++m) {
+      const fs::path data = fs::path(flags.out) / fmt::format("speedup_{}_{}.dat", tag, m);
+      std::ofstream out(data, std::ios::trunc);
+      for (const Point& p : points) {
+        if (p.method == flags.compress[m] && p.bandwidth_gbit == gbit) {
+          out << p.workers << " " << p.workers * p.result.scaling_efficiency << "\n";
+        }
+      }
+      script += fmt::format("{}{} using 1:2 with linespoints lw 2 title {}", m ? ", " : "",
+                            GnuplotQuote(data.string()), GnuplotQuote(flags.compress[m]));
+    }
+    script += fmt::format(", x title 'linear' dt 2 lc rgb 'gray'\n");
+    FRUGAL_RETURN_IF_ERROR(
+        RunGnuplot(fs::path(flags.out) / ("speedup_" + tag + ".gp"), script).status());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
+  auto flags = std::make_shared<SimulateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Simulate data-parallel steps (BSP all-reduce) from per-layer times over a network of "
+      "hosts and racks: step time, communication share, scaling efficiency for 1 to 4096 workers");
+  cmd->add_option("--layers", flags->layers, "Per-layer table: name,floats,forward_ms,backward_ms")
+      ->type_name("FILE");
+  cmd->add_option("--timeline", flags->timeline,
+                  "Per-layer times from a `frugal train --timeline` trace (with --model)")
+      ->type_name("FILE");
+  cmd->add_option("--trace-rank", flags->trace_rank, "The rank of the trace to read")
+      ->capture_default_str();
+  cmd->add_option("--model", flags->model, "The model of --timeline (its tensors' sizes)")
+      ->capture_default_str();
+  cmd->add_option("--workers", flags->np, "Worker counts")->delimiter(',')->type_name("N1,N2,...");
+  cmd->add_option("--bandwidth-gbit", flags->bandwidth_gbit, "NIC rates (Gbit/s)")
+      ->delimiter(',')
+      ->type_name("B1,B2,...");
+  cmd->add_option("--alpha-us", flags->alpha_us, "Latency per message (us)")->capture_default_str();
+  cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
+      ->capture_default_str();
+  cmd->add_option("--ranks-per-host", flags->ranks_per_host, "Workers per host")
+      ->capture_default_str();
+  cmd->add_option("--hosts-per-rack", flags->hosts_per_rack, "Hosts per rack (0: one rack)")
+      ->capture_default_str();
+  cmd->add_option("--rack-gbit", flags->rack_gbit, "A rack's uplink (Gbit/s; 0: as a NIC)")
+      ->capture_default_str();
+  cmd->add_option("--overlap", flags->overlap, "none, wfbp, fusion or priority")
+      ->capture_default_str();
+  cmd->add_option("--partition-mb", flags->partition_mb, "--overlap priority: partitions")
+      ->capture_default_str();
+  cmd->add_option("--fusion-threshold-mb", flags->fusion_threshold_mb, "--overlap fusion: cap")
+      ->capture_default_str();
+  cmd->add_option("--bucket-cap-mb", flags->bucket_cap_mb, "--overlap none: buckets")
+      ->capture_default_str();
+  cmd->add_option("--compress", flags->compress,
+                  "A method: compressor SPEC, or none (dense); repeatable")
+      ->type_name("SPEC");
+  cmd->add_flag("--ef", flags->ef, "The compressors with error feedback");
+  cmd->add_option("--aggregate", flags->aggregate, "auto, allreduce, allgather or twophase")
+      ->capture_default_str();
+  cmd->add_option("--compress-min-bytes", flags->compress_min_bytes,
+                  "Tensors smaller than this stay dense")
+      ->capture_default_str();
+  cmd->add_option("--bench-compress", flags->bench_compress,
+                  "Encode and decode rates from `frugal bench compress --json` records")
+      ->type_name("FILE");
+  cmd->add_option("--straggler", flags->straggler,
+                  "The slowest worker's compute, relative (BSP waits for it)")
+      ->capture_default_str();
+  cmd->add_option("--out", flags->out, "Write simulate.jsonl and speed-up plots (PNG) here")
+      ->type_name("DIR");
+  cmd->callback([flags, &dispatcher] {
+    Action action;
+    action.name = "simulate";
+    action.validate = [flags]() -> Status { return ParseSimOverlap(flags->overlap).status(); };
+    action.run_local = [flags](const GlobalOptions&) -> StatusOr<int> {
+      FRUGAL_ASSIGN_OR_RETURN(std::vector<Point> points, RunGrid(*flags));
+      std::printf("%-24s %10s %8s %12s %12s %10s %10s\n", "method", "Gbit/s", "workers",
+                  "step (ms)", "compute (ms)", "comm share", "efficiency");
+      for (const Point& p : points) {
+        std::printf("%-24s %10g %8d %12.3f %12.3f %10.3f %10.3f\n", p.method.c_str(),
+                    p.bandwidth_gbit, p.workers, p.result.step_s * 1e3, p.result.compute_s * 1e3,
+                    p.result.comm_share, p.result.scaling_efficiency);
+      }
+      if (!flags->out.empty()) FRUGAL_RETURN_IF_ERROR(Plot(*flags, points));
+      return 0;
+    };
+    dispatcher.Select(std::move(action));
+  });
+}
+
+}  // namespace frugal::apps

@@ -1,0 +1,38 @@
+set terminal pngcairo noenhanced size 900,560 font 'DejaVu Sans,11'
+set datafile missing '?'
+set grid
+set key bottom right
+set ylabel 'test accuracy (%)'
+set output 'docs/results/tta_local/accuracy_vs_epoch_all.png'
+set title 'tta_local'
+set xlabel 'epoch'
+unset logscale x
+plot 'docs/results/tta_local/plots/all_0.dat' using 1:2 with linespoints lw 2 pt 1 title 'dense', \
+     'docs/results/tta_local/plots/all_1.dat' using 1:2 with linespoints lw 2 pt 2 title 'topk_100x_ef', \
+     'docs/results/tta_local/plots/all_2.dat' using 1:2 with linespoints lw 2 pt 3 title 'local_4', \
+     'docs/results/tta_local/plots/all_3.dat' using 1:2 with linespoints lw 2 pt 4 title 'local_8', \
+     'docs/results/tta_local/plots/all_4.dat' using 1:2 with linespoints lw 2 pt 5 title 'local_16', \
+     'docs/results/tta_local/plots/all_5.dat' using 1:2 with linespoints lw 2 pt 6 title 'post_local_8', \
+     'docs/results/tta_local/plots/all_6.dat' using 1:2 with linespoints lw 2 pt 7 title 'local_8_topk'
+set output 'docs/results/tta_local/accuracy_vs_time_all.png'
+set title 'tta_local'
+set xlabel 'wall time (s)'
+unset logscale x
+plot 'docs/results/tta_local/plots/all_0.dat' using 3:2 with linespoints lw 2 pt 1 title 'dense', \
+     'docs/results/tta_local/plots/all_1.dat' using 3:2 with linespoints lw 2 pt 2 title 'topk_100x_ef', \
+     'docs/results/tta_local/plots/all_2.dat' using 3:2 with linespoints lw 2 pt 3 title 'local_4', \
+     'docs/results/tta_local/plots/all_3.dat' using 3:2 with linespoints lw 2 pt 4 title 'local_8', \
+     'docs/results/tta_local/plots/all_4.dat' using 3:2 with linespoints lw 2 pt 5 title 'local_16', \
+     'docs/results/tta_local/plots/all_5.dat' using 3:2 with linespoints lw 2 pt 6 title 'post_local_8', \
+     'docs/results/tta_local/plots/all_6.dat' using 3:2 with linespoints lw 2 pt 7 title 'local_8_topk'
+set output 'docs/results/tta_local/accuracy_vs_bytes_all.png'
+set title 'tta_local'
+set xlabel 'MB sent per worker'
+set logscale x
+plot 'docs/results/tta_local/plots/all_0.dat' using 4:2 with linespoints lw 2 pt 1 title 'dense', \
+     'docs/results/tta_local/plots/all_1.dat' using 4:2 with linespoints lw 2 pt 2 title 'topk_100x_ef', \
+     'docs/results/tta_local/plots/all_2.dat' using 4:2 with linespoints lw 2 pt 3 title 'local_4', \
+     'docs/results/tta_local/plots/all_3.dat' using 4:2 with linespoints lw 2 pt 4 title 'local_8', \
+     'docs/results/tta_local/plots/all_4.dat' using 4:2 with linespoints lw 2 pt 5 title 'local_16', \
+     'docs/results/tta_local/plots/all_5.dat' using 4:2 with linespoints lw 2 pt 6 title 'post_local_8', \
+     'docs/results/tta_local/plots/all_6.dat' using 4:2 with linespoints lw 2 pt 7 title 'local_8_topk'

@@ -1,0 +1,99 @@
+// A discrete-event simulation of data-parallel training steps (`frugal simulate`): per-layer
+// forward and backward times, the engine's overlap policies, the all-reduce's message pattern
+// over a network of hosts and racks, compression, stragglers. Pure functions.
+//
+// The model. One training thread and one communication channel per worker; BSP keeps the
+// workers in lock step, so one worker is simulated, with the compute of the slowest
+// (straggler_factor) and the network seen by the ring's busiest link.
+//  - Compute: step s runs the layers' forward in order, then their backward in reverse order;
+//    the gradient of layer i is ready when its backward ends.
+//  - Units: what the channel moves. kNone: after the whole backward, the buckets of
+//    PlanBuckets(bucket_cap_bytes) over the gradients in ready order; kWfbp: each layer's
+//    gradient as it is ready; kFusion: when the channel frees, every ready gradient not yet sent
+//    (up to fusion_bytes) as one message; kPriority: each gradient cut into partitions of
+//    partition_bytes (the engine's rule), the channel always taking the ready unit of the lowest
+//    layer index.
+//  - Updates: kNone, kWfbp, kFusion step the optimizer when every unit of the step has been
+//    reduced, and the next forward starts then; kPriority updates layer by layer: the forward of
+//    layer i in step s + 1 waits for the units of layer i of step s only.
+//  - A unit of N bytes, dense: ring all-reduce, 2 (n - 1) (alpha + (N / n) / B). Compressed
+//    (tensors of at least min_bytes; smaller ones dense): the compressor's payload W (exact, or
+//    top-k's bound: step_cost.h) on its aggregation path: allgather or vote (n - 1)(2 alpha + (W + 8) / B);
+//    two-phase (n - 1) alpha + (n - 1) / n sum_j W_j / B_a2a + (n - 1)(2 alpha + W / n / B);
+//    all-reduce the ring of its body; plus encoding 4 N_floats / encode rate and decoding (n
+//    payloads on the allgather path, 2 on the others) at the decode rate.
+//  - Bandwidth B of a ring: one host (n <= ranks_per_host): host_bytes_per_s; else the NIC,
+//    each host carrying one ring edge out and one in (ranks numbered host by host); with racks,
+//    min(NIC, rack uplink) - a rack's uplink carries one edge. B_a2a of the two-phase scatter:
+//    each host sends L (n - L) / n of every rank's chunks through its NIC (L ranks per host).
+//
+// Results: the step time in steady state (simulated `steps` steps: the mean of steps 2..S,
+// from the end of one step's last update to the end of the next), the compute per step, the
+// busy time of the channel, the exposed communication (step - compute), its share of the step,
+// and the scaling efficiency, the compute of one undisturbed worker over the step time
+// (throughput of n workers over n times that of one).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frugal/compressor.h"
+#include "frugal/status.h"
+#include "frugal/strategy.h"
+
+namespace frugal {
+
+struct SimLayer {
+  std::string name;
+  size_t floats = 0;  // gradient elements (0: compute only)
+  std::vector<int64_t> shape;
+  double forward_s = 0;
+  double backward_s = 0;
+};
+
+enum class SimOverlap { kNone, kWfbp, kFusion, kPriority };
+StatusOr<SimOverlap> ParseSimOverlap(std::string_view name);
+
+struct SimNetwork {
+  double alpha_s = 50e-6;
+  double nic_bytes_per_s = 125e6;  // 1 Gbit/s
+  double host_bytes_per_s = 5e9;   // between ranks of one host
+  int ranks_per_host = 1;
+  int hosts_per_rack = 0;       // 0: all hosts in one rack
+  double rack_bytes_per_s = 0;  // a rack's uplink (0: as fast as a NIC)
+};
+
+struct SimOptions {
+  std::vector<SimLayer> layers;  // forward order
+  int workers = 1;
+  SimNetwork network;
+  SimOverlap overlap = SimOverlap::kPriority;
+  size_t bucket_cap_bytes = size_t{25} << 20;
+  size_t fusion_bytes = size_t{64} << 20;
+  size_t partition_bytes = size_t{4} << 20;
+  // Unset: dense. Otherwise the compressor, its path and min_bytes (PlanStrategy's).
+  std::optional<CompressedReducerOptions> compressed;
+  double encode_bytes_per_s = 0;  // input bytes per second; 0: free
+  double decode_bytes_per_s = 0;
+  double straggler_factor = 1;  // compute of the slowest worker, relative
+  int steps = 4;
+};
+
+struct SimResult {
+  double step_s = 0;
+  double compute_s = 0;
+  double comm_busy_s = 0;
+  double exposed_comm_s = 0;
+  double comm_share = 0;
+  double scaling_efficiency = 0;
+};
+
+// kInvalidArgument for a bad option or a compressor the byte model refuses (step_cost.h).
+StatusOr<SimResult> Simulate(const SimOptions& options, const CompressorRegistry& registry);
+
+// The time of one unit of `floats` elements (shape as the tensor's) on the channel, as above.
+StatusOr<double> UnitSeconds(const SimOptions& options, const CompressorRegistry& registry,
+                             size_t floats, const std::vector<int64_t>& shape);
+
+}  // namespace frugal

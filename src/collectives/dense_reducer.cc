@@ -1,0 +1,76 @@
+// Dense gradient reducers: the exact average of every bucket.
+//
+// AllreduceReducer runs frugal's Allreduce over the transport with ReduceOp::kAverage and the
+// chosen AllreduceAlgorithm; its bytes_sent() is the growth of Transport::bytes_sent() across
+// its own calls, so it counts exactly what this reducer put on the wire.
+//
+// "mpi" is MPI_Allreduce, a peer frugal compares itself with, not one of its algorithms: it lives in
+// mpi_reducer.cc.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frugal/collectives.h"
+#include "frugal/reducer.h"
+#include "collectives/mpi_reducer.h"
+
+namespace frugal {
+namespace {
+
+class AllreduceReducer final : public GradientReducer {
+ public:
+  AllreduceReducer(Transport& t, AllreduceOptions options)
+      : transport_(t), options_(std::move(options)) {}
+
+  Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
+    FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
+    const uint64_t before = transport_.bytes_sent();
+    Status status = Allreduce(transport_, data, options_);
+    bytes_sent_ += transport_.bytes_sent() - before;
+    return status.Annotate("allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) +
+                           ")");
+  }
+
+  std::string name() const override {
+    return "allreduce:" + std::string(AllreduceAlgorithmName(options_.algorithm));
+  }
+  uint64_t bytes_sent() const override { return bytes_sent_; }
+  std::string bytes_counted_by() const override { return "transport"; }
+
+ private:
+  Transport& transport_;
+  AllreduceOptions options_;
+  uint64_t bytes_sent_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> DenseReducerAlgorithms() {
+  std::vector<std::string> names;
+  for (AllreduceAlgorithm algorithm : AllAllreduceAlgorithms()) {
+    names.emplace_back(AllreduceAlgorithmName(algorithm));
+  }
+  names.emplace_back("mpi");
+  return names;
+}
+
+StatusOr<std::unique_ptr<GradientReducer>> MakeDenseReducer(Transport& t,
+                                                            const DenseReducerOptions& options) {
+  if (options.algorithm == "mpi") return MakeMpiReducer(t, options.timeout);
+  StatusOr<AllreduceAlgorithm> algorithm = ParseAllreduceAlgorithm(options.algorithm);
+  if (!algorithm.ok()) {
+    std::string known;
+    for (const std::string& name : DenseReducerAlgorithms()) {
+      known += (known.empty() ? "" : ", ") + name;
+    }
+    return InvalidArgumentError("unknown all-reduce algorithm '" + options.algorithm +
+                                "' (known: " + known + ")");
+  }
+  AllreduceOptions allreduce = options.allreduce;
+  allreduce.algorithm = *algorithm;
+  allreduce.op = ReduceOp::kAverage;
+  allreduce.timeout = options.timeout;
+  return std::unique_ptr<GradientReducer>(std::make_unique<AllreduceReducer>(t, allreduce));
+}
+
+}  // namespace frugal
