@@ -78,6 +78,11 @@ StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
   return self;
 }
 
+StepDriver::StepDriver(frugal::Transport& t, frugal::Strategy& strategy,
+                       torch::nn::Module& module, torch::optim::Optimizer& optimizer,
+                       StepDriverOptions options)
+    : t_(t), strategy_(strategy), module_(module), optimizer_(optimizer), options_(options) {}
+
 StepDriver::~StepDriver() = default;
 
 // Whether the step's update is applied, after its backward (see step_driver.h, 5b).

@@ -107,8 +107,7 @@ class StepDriver final : public frugal::TransportRunner {
 
  private:
   StepDriver(frugal::Transport& t, frugal::Strategy& strategy, torch::nn::Module& module,
-             torch::optim::Optimizer& optimizer, StepDriverOptions options)
-      : t_(t), strategy_(strategy), module_(module), optimizer_(optimizer), options_(options) {}
+             torch::optim::Optimizer& optimizer, StepDriverOptions options);
 
   frugal::StatusOr<bool> CheckGradients(const frugal::StepPoint& p, bool exchange);
 
