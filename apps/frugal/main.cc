@@ -208,9 +208,10 @@ int Main(int argc, char** argv) {
       return kExitUsage;
     }
     if (!action.restart || action.restart->checkpoint_dir.empty()) {
-      PrintError(fmt::format("--max-restarts needs a command that saves checkpoints ('{}' "
-                             "with --checkpoint-dir)",
-                             action.name));
+      PrintError(
+          fmt::format("--max-restarts needs a command that saves checkpoints ('{}' "
+                      "with --checkpoint-dir)",
+                      action.name));
       return kExitUsage;
     }
   }

@@ -59,9 +59,9 @@ std::optional<std::string> FirstFailure(const std::string& dir) {
   for (const fs::path& p : Notes(dir, kFailurePrefix)) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) continue;
-    const bool earlier = !first || st.st_mtim.tv_sec < earliest.tv_sec ||
-                         (st.st_mtim.tv_sec == earliest.tv_sec &&
-                          st.st_mtim.tv_nsec < earliest.tv_nsec);
+    const bool earlier =
+        !first || st.st_mtim.tv_sec < earliest.tv_sec ||
+        (st.st_mtim.tv_sec == earliest.tv_sec && st.st_mtim.tv_nsec < earliest.tv_nsec);
     if (earlier) {
       first = ReadLine(p);
       earliest = st.st_mtim;
@@ -187,14 +187,14 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
     redone += again;
     std::fprintf(stderr, "frugal: restart %d/%d after: %s; resuming %s (%lld step(s) to redo)\n",
                  restarts, options.max_restarts, cause.c_str(),
-                 checkpoint.ok() ? fmt::format("checkpoint {} at step {}", checkpoint->path, from)
-                                       .c_str()
-                                 : "from the start (no committed checkpoint)",
+                 checkpoint.ok()
+                     ? fmt::format("checkpoint {} at step {}", checkpoint->path, from).c_str()
+                     : "from the start (no committed checkpoint)",
                  static_cast<long long>(again));
     std::fflush(stderr);
     causes.push_back({{"cause", cause}, {"resumed_from_step", from}, {"steps_redone", again}});
-    command = RestartCommand(self, checkpoint.ok() ? std::optional<std::string>(dir)
-                                                   : std::nullopt);
+    command =
+        RestartCommand(self, checkpoint.ok() ? std::optional<std::string>(dir) : std::nullopt);
   }
   RemoveNotes(dir);
   std::fprintf(stderr, "frugal: %d restart(s), %lld step(s) redone\n", restarts,

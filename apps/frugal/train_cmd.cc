@@ -158,8 +158,12 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       return ValidateFedAvgFlags(*flags);
     };
     // --resume: the checkpoint is read where rank 0 writes (and before anything is launched).
+    // --inject ranks too, before anything is launched.
     action.check_files = [flags, cmd]() -> Status {
-      return CheckResume(*flags, WorldSizeToLaunch(*cmd), /*rank=*/-1);
+      const int world_size = WorldSizeToLaunch(*cmd);
+      FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags->injects));
+      FRUGAL_RETURN_IF_ERROR(CheckFaultRanks(faults, world_size));
+      return CheckResume(*flags, world_size, /*rank=*/-1);
     };
     action.check_world = [flags](const Transport& world) -> Status {
       FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags->injects));
@@ -174,7 +178,8 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       }
       return status;
     };
-    if (!flags->checkpoint_dir.empty()) action.restart = RestartPoint{flags->checkpoint_dir, flags->json};
+    if (!flags->checkpoint_dir.empty())
+      action.restart = RestartPoint{flags->checkpoint_dir, flags->json};
     dispatcher.Select(std::move(action));
   });
 }

@@ -460,7 +460,8 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
           "--inject '{}' corrupts a compressed payload's header: it needs --compress", f.text));
     }
     if (plan.sync.kind == SyncKind::kFedAvg &&
-        (f.kind == FaultKind::kNan || f.kind == FaultKind::kCorrupt || f.kind == FaultKind::kDrop)) {
+        (f.kind == FaultKind::kNan || f.kind == FaultKind::kCorrupt ||
+         f.kind == FaultKind::kDrop)) {
       return InvalidArgumentError(fmt::format(
           "--inject '{}' applies to per-step strategies, not to --sync fedavg", f.text));
     }

@@ -144,9 +144,9 @@ void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& 
 }
 
 std::string EpochTableHeader(bool spread) {
-  std::string header = fmt::format("{:>5}  {:>10}  {:>9}  {:>8}  {:>10}  {:>8}  {:>14}", "epoch",
-                                   "train_loss", "test_loss", "test_acc", "samples/s", "time",
-                                   "sent/worker");
+  std::string header =
+      fmt::format("{:>5}  {:>10}  {:>9}  {:>8}  {:>10}  {:>8}  {:>14}", "epoch", "train_loss",
+                  "test_loss", "test_acc", "samples/s", "time", "sent/worker");
   if (spread) header += fmt::format("  {:>15}  {:>9}", "rank_acc", "consensus");
   return header + "\n";
 }
@@ -172,8 +172,9 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
   row("model", fmt::format("{} ({} parameters)", s.model, s.params));
   row("workers", fmt::format("{} (global batch {})", s.workers, s.global_batch));
   row("strategy", fmt::format("{}{}", s.strategy,
-                              s.identical_replicas ? "" : " (replicas differ between averages; "
-                                                          "the averaged model is evaluated)"));
+                              s.identical_replicas ? ""
+                                                   : " (replicas differ between averages; "
+                                                     "the averaged model is evaluated)"));
   row("reduction", s.reducer);
   row("epochs / steps", fmt::format("{} / {}", s.epochs, s.steps));
   row("test accuracy", fmt::format("{:.4f}", s.test_accuracy));
@@ -191,7 +192,7 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
                              "negotiation {})",
                              s.overlap, 1e3 * s.step_seconds_median, 100 * s.comm_hidden_fraction,
                              FormatBytes(static_cast<double>(s.negotiation_bytes_per_worker))));
-  row("params consistent", s.params_consistent ? "yes (all ranks hash equal)"
+  row("params consistent", s.params_consistent    ? "yes (all ranks hash equal)"
                            : s.identical_replicas ? "NO"
                                                   : "no (the strategy lets replicas differ)");
   row("params hash", fmt::format("{:08x} (rank 0)", s.parameter_hash));

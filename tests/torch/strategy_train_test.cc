@@ -46,7 +46,9 @@ RunResult TrainWith(int n, const std::string& sync, const TrainOptions& options)
     callbacks.on_final_parameters = [&, rank](const std::vector<float>& p) {
       run.parameters[rank] = p;
     };
-    callbacks.on_step = [&, rank](const StepProgress& p) { run.epoch_seconds[rank] = p.epoch_seconds; };
+    callbacks.on_step = [&, rank](const StepProgress& p) {
+      run.epoch_seconds[rank] = p.epoch_seconds;
+    };
     FRUGAL_ASSIGN_OR_RETURN(run.summaries[rank],
                             Train(t, *reducer, *strategy, Data(), options, callbacks));
     return Status::Ok();

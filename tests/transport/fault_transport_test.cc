@@ -63,7 +63,8 @@ TEST(FaultTransport, DropLosesTheFirstMessageAfterArming) {
 TEST(FaultTransport, CorruptFlipsOneBitOfTheFirstChosenMessage) {
   // Only messages that start with 0xAB qualify; bit 12 (byte 1, bit 4) is flipped.
   auto fault = std::make_shared<TransportFault>(
-      TransportFault::Kind::kCorrupt, [](std::span<const std::byte> data) -> std::optional<uint64_t> {
+      TransportFault::Kind::kCorrupt,
+      [](std::span<const std::byte> data) -> std::optional<uint64_t> {
         if (data.empty() || data[0] != std::byte{0xAB}) return std::nullopt;
         return 12;
       });

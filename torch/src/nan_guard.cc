@@ -37,8 +37,9 @@ bool AllFinite(const torch::Tensor& grad) {
 
 }  // namespace
 
-frugal::StatusOr<std::unique_ptr<NanGuard>> NanGuard::Create(
-    torch::nn::Module& module, bool zero_bad, std::optional<NanFault> injection) {
+frugal::StatusOr<std::unique_ptr<NanGuard>> NanGuard::Create(torch::nn::Module& module,
+                                                             bool zero_bad,
+                                                             std::optional<NanFault> injection) {
   std::unique_ptr<NanGuard> guard(new NanGuard(zero_bad, std::move(injection)));
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     if (!item.value().requires_grad()) continue;

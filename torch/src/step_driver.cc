@@ -66,10 +66,9 @@ StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
         "before any of its gradients is sent");
   }
   // Before the engine's hooks, so that a gradient is checked before it is submitted.
-  FRUGAL_ASSIGN_OR_RETURN(self->nan_guard_,
-                          internal::NanGuard::Create(module,
-                                                     options.nan_policy == NanPolicy::kAbort,
-                                                     options.inject_nan));
+  FRUGAL_ASSIGN_OR_RETURN(
+      self->nan_guard_, internal::NanGuard::Create(module, options.nan_policy == NanPolicy::kAbort,
+                                                   options.inject_nan));
   if (options.overlap) {
     FRUGAL_ASSIGN_OR_RETURN(self->session_,
                             EngineSession::Start(t, reducer, module, optimizer, *options.overlap,
@@ -78,9 +77,8 @@ StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
   return self;
 }
 
-StepDriver::StepDriver(frugal::Transport& t, frugal::Strategy& strategy,
-                       torch::nn::Module& module, torch::optim::Optimizer& optimizer,
-                       StepDriverOptions options)
+StepDriver::StepDriver(frugal::Transport& t, frugal::Strategy& strategy, torch::nn::Module& module,
+                       torch::optim::Optimizer& optimizer, StepDriverOptions options)
     : t_(t), strategy_(strategy), module_(module), optimizer_(optimizer), options_(options) {}
 
 StepDriver::~StepDriver() = default;
@@ -98,9 +96,10 @@ StatusOr<bool> StepDriver::CheckGradients(const frugal::StepPoint& p, bool excha
   }
   if (!exchange) {
     if (bad == nullptr) return true;
-    skipped_ = fmt::format("step {}: the gradient of '{}' on rank {} is not finite: the rank "
-                           "skipped its local update",
-                           p.step, *bad, rank);
+    skipped_ = fmt::format(
+        "step {}: the gradient of '{}' on rank {} is not finite: the rank "
+        "skipped its local update",
+        p.step, *bad, rank);
     return false;
   }
   std::string mine = bad == nullptr ? std::string("0") : "1" + *bad;
@@ -116,9 +115,10 @@ StatusOr<bool> StepDriver::CheckGradients(const frugal::StepPoint& p, bool excha
   for (size_t r = 0; r < sizes.size(); ++r) {
     const char* report = reinterpret_cast<const char*>(all.data() + at);
     if (sizes[r] > 0 && report[0] == '1') {
-      skipped_ = fmt::format("step {}: the gradient of '{}' on rank {} is not finite: every rank "
-                             "skipped the update",
-                             p.step, std::string(report + 1, sizes[r] - 1), r);
+      skipped_ = fmt::format(
+          "step {}: the gradient of '{}' on rank {} is not finite: every rank "
+          "skipped the update",
+          p.step, std::string(report + 1, sizes[r] - 1), r);
       return false;
     }
     at += sizes[r];
