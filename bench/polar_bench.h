@@ -5,12 +5,15 @@
 // Distortion: with mode=sign, the fraction of positions whose sign the decoded block flips
 // (Hamming distortion of the sign source), against h^-1(1 - R); with mode=soft, the normalized
 // squared error ||p - p^||^2 / ||p||^2, against the least error any code that reconstructs each
-// element as +-alpha can reach at R bits per element on this source (PlusMinusAlphaLimit).
+// element of a block as +-alpha (one alpha per block) can reach at R bits per element on each
+// block's distribution (BlockBound). For an i.i.d. source one alpha per block gains nothing; a
+// real gradient, whose scale changes across the tensor, gains much.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,8 +67,11 @@ StatusOr<std::vector<PolarBenchRow>> RunPolarBench(const PolarBenchOptions& opti
 // `rate` bits per element, for the empirical distribution of `magnitudes` (|x_i|): the sign of
 // x_i is flipped with probability q(|x|) = 1 / (1 + exp(c |x|)), c chosen so that the mean of
 // 1 - h(q) is `rate` (the optimal test channel), and the error is 1 - E[|x|(1 - 2q)]^2 / E[x^2].
-// Of more than 2^16 values, 2^16 evenly spaced order statistics are used.
-double PlusMinusAlphaLimit(const std::vector<float>& magnitudes, double rate);
+// Of more than 2^12 values, 2^12 evenly spaced order statistics are used.
+double PlusMinusAlphaLimit(std::span<const float> values, double rate);
+
+// PlusMinusAlphaLimit of each block of `block` values of `input`, weighted by the block's energy.
+double BlockBound(const std::vector<float>& input, size_t block, double rate);
 
 // h^-1(1 - rate): the least Hamming distortion of a binary symmetric source at `rate`.
 double BinarySymmetricBound(double rate);

@@ -135,6 +135,18 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   return Status::Ok();
 }
 
+// The strategy's rules for a job of `world_size` ranks (seen from `rank`), and the ranks --inject
+// names.
+Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank) {
+  if (world_size < 1) return Status::Ok();  // --np's own check reports it
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags.injects));
+  FRUGAL_RETURN_IF_ERROR(CheckFaultRanks(faults, world_size));
+  FRUGAL_ASSIGN_OR_RETURN(StrategyOptions options, ToStrategyOptions(flags));
+  FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(options));
+  options.workers = AssignRoles(plan.arch, world_size, rank).workers;
+  return PlanStrategy(options).status();
+}
+
 }  // namespace
 
 void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
@@ -152,22 +164,25 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     }
     Action action;
     action.name = "train";
-    action.validate = [flags]() -> Status {
+    action.validate = [flags, cmd]() -> Status {
       FRUGAL_RETURN_IF_ERROR(ValidateTrainFlags(*flags));
+      // With --np the number of workers is known before launch: the rules that depend on it (a
+      // gossip graph over them) are checked now.
+      const CLI::Option* np = cmd->get_parent()->get_option_no_throw("--np");
+      if (np != nullptr && np->count() > 0) {
+        FRUGAL_RETURN_IF_ERROR(CheckTrainWorld(*flags, np->as<int>(), 0));
+      }
       FRUGAL_RETURN_IF_ERROR(CheckDataset(*flags));
       return ValidateFedAvgFlags(*flags);
     };
     // --resume: the checkpoint is read where rank 0 writes (and before anything is launched).
-    // --inject ranks too, before anything is launched.
     action.check_files = [flags, cmd]() -> Status {
-      const int world_size = WorldSizeToLaunch(*cmd);
-      FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags->injects));
-      FRUGAL_RETURN_IF_ERROR(CheckFaultRanks(faults, world_size));
-      return CheckResume(*flags, world_size, /*rank=*/-1);
+      return CheckResume(*flags, WorldSizeToLaunch(*cmd), /*rank=*/-1);
     };
+    // Rules that depend on the number of workers (a gossip graph over them, the ranks --inject
+    // names): every rank reaches the same verdict.
     action.check_world = [flags](const Transport& world) -> Status {
-      FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags->injects));
-      return CheckFaultRanks(faults, world.size());
+      return CheckTrainWorld(*flags, world.size(), world.rank());
     };
     action.run = [flags](RankContext& context) {
       Status status = RunTrain(context, *flags);
@@ -178,8 +193,9 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       }
       return status;
     };
-    if (!flags->checkpoint_dir.empty())
+    if (!flags->checkpoint_dir.empty()) {
       action.restart = RestartPoint{flags->checkpoint_dir, flags->json};
+    }
     dispatcher.Select(std::move(action));
   });
 }

@@ -233,10 +233,8 @@ FRUGAL_TARGET_V3 void Extract(const float* x, size_t size, uint8_t* bytes) {
 
 }  // namespace contiguous
 
-}  // namespace
-
-FRUGAL_TARGET_V3 bool EncodeLanes(const ScPlan& plan, LlrMode mode, std::span<const ScBlock> blocks,
-                                  std::span<uint64_t> x_words) {
+FRUGAL_TARGET_V3 bool EncodeLanesV3(const ScPlan& plan, LlrMode mode,
+                                    std::span<const ScBlock> blocks, std::span<uint64_t> x_words) {
   if (blocks.empty()) return true;
   const size_t size = plan.size();
   const size_t words = std::max<size_t>(1, size / 64);
@@ -264,9 +262,9 @@ FRUGAL_TARGET_V3 bool EncodeLanes(const ScPlan& plan, LlrMode mode, std::span<co
   return true;
 }
 
-FRUGAL_TARGET_V3 bool EncodeContiguous(const ScPlan& plan, LlrMode mode,
-                                       std::span<const ScBlock> blocks,
-                                       std::span<uint64_t> x_words) {
+FRUGAL_TARGET_V3 bool EncodeContiguousV3(const ScPlan& plan, LlrMode mode,
+                                         std::span<const ScBlock> blocks,
+                                         std::span<uint64_t> x_words) {
   if (blocks.empty()) return true;
   const size_t size = plan.size();
   const size_t words = std::max<size_t>(1, size / 64);
@@ -289,6 +287,18 @@ FRUGAL_TARGET_V3 bool EncodeContiguous(const ScPlan& plan, LlrMode mode,
     if (size < 64) x_words[b * words] &= (uint64_t{1} << size) - 1;
   }
   return true;
+}
+
+}  // namespace
+
+bool EncodeLanes(const ScPlan& plan, LlrMode mode, std::span<const ScBlock> blocks,
+                 std::span<uint64_t> x_words) {
+  return EncodeLanesV3(plan, mode, blocks, x_words);
+}
+
+bool EncodeContiguous(const ScPlan& plan, LlrMode mode, std::span<const ScBlock> blocks,
+                      std::span<uint64_t> x_words) {
+  return EncodeContiguousV3(plan, mode, blocks, x_words);
 }
 
 }  // namespace frugal::polar::sc_internal

@@ -128,6 +128,11 @@ StatusOr<bool> StepDriver::CheckGradients(const frugal::StepPoint& p, bool excha
 
 StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
                                          const std::function<torch::Tensor()>& forward) {
+  if (strategy_.ActsBeforeForward(p)) {
+    FRUGAL_RETURN_IF_ERROR(Synchronize());
+    frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+    FRUGAL_RETURN_IF_ERROR(strategy_.BeforeForward(p, model, *this));
+  }
   const bool exchange = strategy_.AveragesGradients(p);
   skipped_.reset();
   nan_guard_->BeginStep(static_cast<int64_t>(p.step));
@@ -175,6 +180,12 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
 
 Status StepDriver::Synchronize() {
   return session_ ? session_->optimizer().Synchronize() : Status::Ok();
+}
+
+Status StepDriver::Settle() {
+  FRUGAL_RETURN_IF_ERROR(Synchronize());
+  frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+  return strategy_.Settle(model, *this);
 }
 
 Status StepDriver::Run(std::string_view what,
