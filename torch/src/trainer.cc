@@ -185,8 +185,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     if (count_reducer_bytes) bytes += reducer.bytes_sent() - reducer_bytes_start;
     return bytes;
   };
+  // A checkpoint holds no exchange in flight: pending updates are applied and the strategy
+  // settles (a no-op unless it overlaps its exchanges with the next steps).
   auto save = [&](LoopPosition position) -> Status {
-    FRUGAL_RETURN_IF_ERROR(driver->Synchronize());
+    FRUGAL_RETURN_IF_ERROR(driver->Settle());
     FRUGAL_ASSIGN_OR_RETURN(
         const uint64_t exchanged,
         checkpoints.Save(static_cast<uint64_t>(position.step), [&](frugal::StateVisitor& v) {
