@@ -61,6 +61,17 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   Transport& world = faults.Wrap(context.world);
   const RoleAssignment roles = AssignRoles(plan.arch, world.size(), world.rank());
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(world, roles, plan.timeout));
+  if (roles.mine == Role::kServer) {
+    // A parameter server: the optimizer and its schedule run here, by server step.
+    ServerOptimizer optimizer;
+    optimizer.lr = frugal_torch::LearningRateOf(
+        options, frugal_torch::ShardSampler::StepsPerEpoch(data.train.count, roles.workers,
+                                                           options.batch_size));
+    optimizer.momentum = options.momentum;
+    optimizer.weight_decay = options.weight_decay;
+    optimizer.nesterov = options.nesterov;
+    return RunServerRole(world, plan, optimizer, context.logger);
+  }
   Transport& workers = *group.transport;
   FRUGAL_ASSIGN_OR_RETURN(
       std::unique_ptr<GradientReducer> reducer,
@@ -71,7 +82,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                               ? DefaultCompressorRegistry()
                               : WithPhaseTiming(DefaultCompressorRegistry(), phases)));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
-                          MakeStrategy(plan, workers, *reducer));
+                          MakeStrategy(plan, workers, *reducer, &world));
   const bool root = context.is_root();
   JsonLines json;
   // A resumed run continues the records of the run it resumes.
@@ -143,6 +154,7 @@ Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank) {
   FRUGAL_RETURN_IF_ERROR(CheckFaultRanks(faults, world_size));
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions options, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(options));
+  FRUGAL_RETURN_IF_ERROR(CheckWorldSize(plan, world_size));
   options.workers = AssignRoles(plan.arch, world_size, rank).workers;
   return PlanStrategy(options).status();
 }

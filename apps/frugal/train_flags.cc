@@ -168,8 +168,11 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "dbtree, hier, torus, mpi (MPI_Allreduce); or "
                  "gossip[:topology=T][,mixing=M][,algorithm=A][,order=cta|atc][,gamma=G]"
                  "[,overlap=0|1] (decentralized: T ring, torus, exp, onepeer-exp, "
-                 "random-regular:degree=D, complete or file:PATH; M uniform or metropolis; A "
-                 "dpsgd, choco, dcd, ecd (with --compress) or sgp)")
+                 "random-regular:degree=D, complete, file:PATH or edges:U-V/U-V/...; M uniform "
+                 "or metropolis; A dpsgd, choco, dcd, ecd (with --compress) or sgp); or "
+                 "ps:servers=S[,shard-mb=M] (a parameter server: the last S ranks hold the model "
+                 "in keys of at most M MB, default 4, and run the optimizer; the others push "
+                 "gradients and pull parameters)")
       ->capture_default_str();
   cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
       ->type_name("ALGO");
@@ -417,6 +420,11 @@ StatusOr<frugal_torch::CheckpointOptions> ToCheckpointOptions(const TrainFlags& 
                       flags.checkpoint_every));
     }
     options.every_steps = n;
+  }
+  if (plan.arch.kind == ArchKind::kParameterServer &&
+      (!flags.checkpoint_dir.empty() || !flags.resume.empty())) {
+    return InvalidArgumentError(
+        "--checkpoint-dir and --resume do not cover --arch ps: the servers' shards are not saved");
   }
   if (flags.od_sgd && options.every_steps > 0) {
     return InvalidArgumentError(
