@@ -26,7 +26,12 @@ summary_field() {  # FILE KEY: the value of KEY in the last summary record of FI
   grep '"event":"summary"' "$1" | tail -1 | grep -o "\"$2\":[^,}]*" | cut -d: -f2-
 }
 
-run "$@" --json "$work/whole.json" >"$work/whole.out" 2>&1 || fail "the uninterrupted run failed"
+# WHOLE_SAVES=1: the uninterrupted run saves the same checkpoints (for strategies whose checkpoint
+# completes an exchange in flight).
+whole_saves=()
+[ "${WHOLE_SAVES:-0}" = 1 ] && whole_saves=(--checkpoint-dir "$work/whole_ckpt" --checkpoint-every "$every")
+run "$@" "${whole_saves[@]}" --json "$work/whole.json" >"$work/whole.out" 2>&1 ||
+  fail "the uninterrupted run failed"
 
 run "$@" --checkpoint-dir "$work/ckpt" --checkpoint-every "$every" \
   --inject "kill:rank=$kill_rank,step=$kill_step" --json "$work/first.json" >"$work/first.out" 2>&1
