@@ -1,9 +1,10 @@
 // libFuzzer target for the parameter server's messages (src/ps/messages.h). The input is decoded
 // as it is, and again with its magic and header checksum repaired so that the checks behind them
 // (type, flags, encoding, payload length) are reached; likewise as a hello payload, as it is and
-// with its magic, version and checksum repaired. Each must decode or be rejected with kMalformed;
-// a decoded message must encode back to the same bytes, a decoded hello to a hello that decodes
-// to the same fields - never a crash or a read out of bounds.
+// with its magic, version and checksum repaired, and likewise as a server's statistics payload
+// (server_stats.h). Each must decode or be rejected with kMalformed; a decoded message must encode
+// back to the same bytes, a decoded hello or statistics to one that decodes to the same fields -
+// never a crash or a read out of bounds.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "frugal/crc.h"
 #include "ps/messages.h"
+#include "ps/server_stats.h"
 
 namespace {
 
@@ -53,6 +55,34 @@ void CheckHello(std::span<const std::byte> bytes) {
   }
 }
 
+void CheckStats(std::span<const std::byte> bytes) {
+  constexpr int kWorkers = 3;
+  frugal::StatusOr<ServerStats> stats = DecodeServerStats(bytes, kWorkers);
+  if (!stats.ok()) {
+    Check(stats.status().code() == StatusCode::kMalformed);
+    return;
+  }
+  frugal::StatusOr<ServerStats> again = DecodeServerStats(EncodeServerStats(*stats), kWorkers);
+  Check(again.ok() && again->bytes_in == stats->bytes_in && again->bytes_out == stats->bytes_out &&
+        again->workers.size() == stats->workers.size());
+  for (size_t w = 0; w < stats->workers.size(); ++w) {
+    Check(again->workers[w].applied == stats->workers[w].applied &&
+          again->workers[w].staleness == stats->workers[w].staleness);
+  }
+}
+
+// `bytes` with a magic, version 1 and the trailing checksum written over the fuzzer's.
+std::vector<std::byte> Sealed(std::span<const std::byte> input, const char* magic) {
+  std::vector<std::byte> out(input.begin(), input.end());
+  if (out.size() < 10) out.resize(10);
+  std::memcpy(out.data(), magic, 4);
+  const uint16_t version = 1;
+  std::memcpy(out.data() + 4, &version, sizeof(version));
+  const uint32_t crc = frugal::Crc32(std::span<const std::byte>(out.data(), out.size() - 4));
+  std::memcpy(out.data() + out.size() - 4, &crc, sizeof(crc));
+  return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -66,15 +96,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t crc = frugal::Crc32(std::span<const std::byte>(sealed.data(), 48));
   std::memcpy(sealed.data() + 48, &crc, sizeof(crc));
   CheckMessage(sealed);
-  // A hello repaired: magic "FPSH", version 1, the trailing checksum right.
-  std::vector<std::byte> hello(input.begin(), input.end());
-  if (hello.size() < 10) hello.resize(10);
-  std::memcpy(hello.data(), "FPSH", 4);
-  const uint16_t version = 1;
-  std::memcpy(hello.data() + 4, &version, sizeof(version));
-  const uint32_t hello_crc =
-      frugal::Crc32(std::span<const std::byte>(hello.data(), hello.size() - 4));
-  std::memcpy(hello.data() + hello.size() - 4, &hello_crc, sizeof(hello_crc));
-  CheckHello(hello);
+  // A hello and statistics repaired: magic, version 1, the trailing checksum right.
+  CheckHello(Sealed(input, "FPSH"));
+  CheckStats(input);
+  CheckStats(Sealed(input, "FPSS"));
   return 0;
 }
