@@ -161,7 +161,8 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--arch", flags.arch,
                  "Architecture: allreduce[:ALGO] with ALGO one of ring, rd, rabenseifner, tree, "
-                 "dbtree, hier, torus, mpi (MPI_Allreduce)")
+                 "dbtree, hier, torus, mpi (MPI_Allreduce), gloo, gloo:ring_chunked, "
+                 "gloo:halving_doubling (Gloo)")
       ->capture_default_str();
   cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
       ->type_name("ALGO");
