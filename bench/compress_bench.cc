@@ -119,10 +119,10 @@ StatusOr<CompressBenchResult> RunCompressBench(const CompressBenchOptions& optio
     }
     row.encode_gbps = bytes / Median(encode_s) / 1e9;
     row.decode_gbps = bytes / Median(decode_s) / 1e9;
-    row.memcpy_gbps =
-        bytes / Median({baseline.seconds().begin() + static_cast<std::ptrdiff_t>(first_copy),
-                        baseline.seconds().end()}) /
-        1e9;
+    row.memcpy_gbps = bytes /
+                      Median({baseline.seconds().begin() + static_cast<std::ptrdiff_t>(first_copy),
+                              baseline.seconds().end()}) /
+                      1e9;
     double err = 0;
     for (size_t i = 0; i < n; ++i) {
       double d = double{output[i]} - input[i];
@@ -167,8 +167,9 @@ std::string CompressTable(const CompressBenchResult& result) {
   const BaselineSummary& b = result.baseline;
   out += fmt::format(
       "memcpy baseline: {:.2f} GB/s, median of {} copies (p10-p90 {:.2f}-{:.2f} GB/s, spread "
-      "{:.1f}%); the ratios divide by it\n",
-      b.median_gbps, b.copies, b.p10_gbps, b.p90_gbps, 100 * b.spread);
+      "{:.1f}%){}\n",
+      b.median_gbps, b.copies, b.p10_gbps, b.p90_gbps, 100 * b.spread,
+      result.refusal ? "" : "; enc/memcpy and dec/memcpy divide by it");
   if (result.refusal) out += fmt::format("no enc/memcpy, dec/memcpy: {}\n", *result.refusal);
   for (const auto& r : result.rows) {
     if (r.entropy_coded_bytes) {

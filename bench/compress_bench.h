@@ -63,8 +63,8 @@ struct CompressBenchRow {
 
 struct CompressBenchResult {
   std::vector<CompressBenchRow> rows;
-  BaselineSummary baseline;             // over every timed copy of the run
-  std::optional<std::string> refusal;   // why no row has ratios
+  BaselineSummary baseline;            // over every timed copy of the run
+  std::optional<std::string> refusal;  // why no row has ratios
 };
 
 StatusOr<CompressBenchResult> RunCompressBench(const CompressBenchOptions& options);

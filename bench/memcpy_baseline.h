@@ -22,9 +22,9 @@ inline constexpr double kDefaultMaxBaselineSpread = 0.10;
 inline constexpr size_t kMinBaselineCopies = 10;
 
 struct MemcpyBaselineOptions {
-  size_t bytes = 0;               // of one copy; > 0
-  int copies_per_sample = 3;      // timed copies at each Sample(); >= 1
-  int warm_copies = 3;            // untimed copies when the buffers are made
+  size_t bytes = 0;           // of one copy; > 0
+  int copies_per_sample = 3;  // timed copies at each Sample(); >= 1
+  int warm_copies = 3;        // untimed copies when the buffers are made
   double max_spread = kDefaultMaxBaselineSpread;
   // Seconds of one copy. Empty: a timed std::memcpy between the baseline's own buffers. Tests
   // inject their own timings here.

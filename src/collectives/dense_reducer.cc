@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "frugal/collectives.h"
-#include "frugal/reducer.h"
 #include "collectives/gloo_reducer.h"
 #include "collectives/mpi_reducer.h"
+#include "frugal/collectives.h"
+#include "frugal/reducer.h"
 
 namespace frugal {
 namespace {

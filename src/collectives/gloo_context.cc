@@ -19,14 +19,14 @@
 // DescribeGlooFailure maps the address in Gloo's message back to the rank and picks the code by
 // what happened: kTimeout for an expired wait, kPeerLost for a connection the other side closed
 // or reset, else kIoError.
-#include "frugal/gloo.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstring>
+
+#include "frugal/gloo.h"
 
 #if FRUGAL_WITH_GLOO
 #include <gloo/allreduce_halving_doubling.h>
@@ -35,6 +35,7 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
+#include <netdb.h>
 #include <stdlib.h>
 
 #include <array>
@@ -129,6 +130,23 @@ class GlooContextImpl final : public GlooContext {
   std::shared_ptr<const std::vector<std::vector<std::string>>> remote_addresses_;
   Duration timeout_;
 };
+
+// kIoError unless `host` resolves to an address.
+Status Resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0) {
+    return IoError(fmt::format(
+        "Gloo: this rank's host name '{}' does not resolve ({}); name a network interface "
+        "instead",
+        host, gai_strerror(rc)));
+  }
+  freeaddrinfo(found);
+  return Status::Ok();
+}
 
 // Strings of every rank, in rank order.
 StatusOr<std::vector<std::string>> GatherStrings(Transport& t, const std::string& mine,
@@ -279,38 +297,41 @@ StatusOr<std::unique_ptr<GlooContext>> GlooContext::Connect(Transport& t,
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::vector<std::string> local(static_cast<size_t>(t.size()));
   std::vector<std::string> listening(static_cast<size_t>(t.size()));
-  Status connected = Status::Ok();
-  try {
-    gloo::transport::tcp::attr attr;
-    if (!options.iface.empty()) {
-      attr.iface = options.iface;
-    } else {
-      attr.hostname = one_host ? "127.0.0.1" : t.hostname();
-    }
-    auto device = gloo::transport::tcp::CreateDevice(attr);
-    gloo::rendezvous::FileStore store(store_path);
-    context = std::make_shared<gloo::rendezvous::Context>(t.rank(), t.size());
-    context->setTimeout(options.timeout);
-    context->connectFullMesh(store, device);
-    for (int r = 0; r < t.size(); ++r) {
-      if (r == t.rank()) continue;
-      auto& pair = context->getPair(r);
-      local[static_cast<size_t>(r)] = pair->address().str();
-      // Rank r stored the listening addresses of its pairs in rank order, skipping itself.
-      const std::vector<char> stored = store.get(std::to_string(r));
-      const size_t each = stored.size() / static_cast<size_t>(t.size() - 1);
-      const size_t index = static_cast<size_t>(t.rank() > r ? t.rank() - 1 : t.rank());
-      const auto first = stored.begin() + static_cast<std::ptrdiff_t>(index * each);
-      listening[static_cast<size_t>(r)] =
-          gloo::transport::tcp::Address(
-              std::vector<char>(first, first + static_cast<std::ptrdiff_t>(each)))
-              .str();
-      if (options.mode != GlooMode::kAsync) {
-        pair->setSync(true, options.mode == GlooMode::kBusyPoll);
+  gloo::transport::tcp::attr attr;
+  if (!options.iface.empty()) {
+    attr.iface = options.iface;
+  } else {
+    attr.hostname = one_host ? "127.0.0.1" : t.hostname();
+  }
+  // Gloo does not survive a host name that does not resolve: checked here first.
+  Status connected = attr.hostname.empty() ? Status::Ok() : Resolves(attr.hostname);
+  if (connected.ok()) {
+    try {
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      gloo::rendezvous::FileStore store(store_path);
+      context = std::make_shared<gloo::rendezvous::Context>(t.rank(), t.size());
+      context->setTimeout(options.timeout);
+      context->connectFullMesh(store, device);
+      for (int r = 0; r < t.size(); ++r) {
+        if (r == t.rank()) continue;
+        auto& pair = context->getPair(r);
+        local[static_cast<size_t>(r)] = pair->address().str();
+        // Rank r stored the listening addresses of its pairs in rank order, skipping itself.
+        const std::vector<char> stored = store.get(std::to_string(r));
+        const size_t each = stored.size() / static_cast<size_t>(t.size() - 1);
+        const size_t index = static_cast<size_t>(t.rank() > r ? t.rank() - 1 : t.rank());
+        const auto first = stored.begin() + static_cast<std::ptrdiff_t>(index * each);
+        listening[static_cast<size_t>(r)] =
+            gloo::transport::tcp::Address(
+                std::vector<char>(first, first + static_cast<std::ptrdiff_t>(each)))
+                .str();
+        if (options.mode != GlooMode::kAsync) {
+          pair->setSync(true, options.mode == GlooMode::kBusyPoll);
+        }
       }
+    } catch (const std::exception& e) {
+      connected = IoError(fmt::format("Gloo rendezvous in '{}': {}", store_path, e.what()));
     }
-  } catch (const std::exception& e) {
-    connected = IoError(fmt::format("Gloo rendezvous in '{}': {}", store_path, e.what()));
   }
   // Every rank reports whether it connected; rank 0 then removes the directory.
   std::vector<float> ok = {connected.ok() ? 0.0f : 1.0f};

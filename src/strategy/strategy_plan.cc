@@ -104,9 +104,9 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
         SyncSpecName(plan.sync)));
   }
   if (exchanges_models && options.worker_momentum) {
-    return InvalidArgumentError(fmt::format(
-        "--worker-momentum works on gradients; --sync {} exchanges models",
-        SyncSpecName(plan.sync)));
+    return InvalidArgumentError(
+        fmt::format("--worker-momentum works on gradients; --sync {} exchanges models",
+                    SyncSpecName(plan.sync)));
   }
   // Created now: the rules below read its traits, and a bad spec is refused before anything runs.
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor,

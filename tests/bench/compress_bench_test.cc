@@ -1,6 +1,8 @@
 // The memcpy baseline of `frugal bench compress`: its summary against hand-computed quantiles, and
 // the benchmark's ratios, which it prints against a baseline that held still and refuses, with the
 // reason, against one that moved or has too few copies. Copy times come from an injected timer.
+#include "compress_bench.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "compress_bench.h"
 #include "memcpy_baseline.h"
 
 namespace frugal::bench {
@@ -70,7 +71,7 @@ TEST(MemcpyBaseline, RefusesFewCopies) {
 }
 
 TEST(MemcpyBaseline, RealCopiesAreTimed) {
-  MemcpyBaseline baseline({.bytes = 1 << 20, .copies_per_sample = 4});
+  MemcpyBaseline baseline({.bytes = 1 << 20, .copies_per_sample = 4, .copy_timer = {}});
   baseline.Sample();
   ASSERT_EQ(baseline.seconds().size(), 4u);
   for (double s : baseline.seconds()) EXPECT_GT(s, 0);

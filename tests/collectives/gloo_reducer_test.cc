@@ -1,7 +1,8 @@
 // The Gloo reducer ("gloo", "gloo:halving_doubling") with ranks as threads over the in-process
 // transport (each rank's Gloo context talks TCP over loopback): buckets of many lengths, some
 // repeated, in one reducer against a serial average; a rank that stops taking part ends the
-// others' Reduce within the timeout naming it, and the reducer keeps returning that error.
+// others' Reduce within the timeout naming it, and the reducer keeps returning that error; host
+// names that do not resolve are refused before Gloo sees them.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,8 +22,8 @@ namespace {
 using std::chrono::milliseconds;
 
 std::vector<float> Values(int rank, size_t count, int bucket) {
-  RngStream rng(RngKey{.seed = 3, .rank = rank, .step = 0,
-                       .tensor = static_cast<uint64_t>(bucket)});
+  RngStream rng(
+      RngKey{.seed = 3, .rank = rank, .step = 0, .tensor = static_cast<uint64_t>(bucket)});
   std::vector<float> v(count);
   for (float& x : v) x = static_cast<float>(rng.Normal());
   return v;
@@ -127,9 +128,31 @@ TEST_P(GlooReducerTest, StoppedRankEndsTheOthersReduceNamingIt) {
   EXPECT_TRUE(named) << first[0].message();
 }
 
+// Ranks on hosts whose names do not resolve ("inproc0", "inproc1"): every rank says so, Gloo is
+// never asked to bind to them.
+TEST_P(GlooReducerTest, HostNamesThatDoNotResolveAreRefused) {
+  InProcOptions world_options;
+  world_options.ranks_per_host = 1;
+  auto statuses = RunRanks(
+      2,
+      [&](Transport& t) -> Status {
+        DenseReducerOptions options;
+        options.algorithm = GetParam();
+        options.timeout = std::chrono::seconds(10);
+        return MakeDenseReducer(t, options).status();
+      },
+      world_options);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(statuses[r].code(), StatusCode::kIoError) << statuses[r].ToString();
+    EXPECT_NE(
+        statuses[r].message().find("host name 'inproc" + std::to_string(r) + "' does not resolve"),
+        std::string::npos)
+        << statuses[r].message();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, GlooReducerTest,
-                         ::testing::Values("gloo", "gloo:halving_doubling"),
-                         [](const auto& info) {
+                         ::testing::Values("gloo", "gloo:halving_doubling"), [](const auto& info) {
                            return info.param == "gloo" ? std::string("ring_chunked")
                                                        : std::string("halving_doubling");
                          });
