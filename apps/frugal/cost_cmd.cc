@@ -19,6 +19,7 @@
 #include "frugal/step_cost.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/models.h"
+#include "network_fit.h"
 #include "train_flags.h"
 #include "train_report.h"
 
@@ -38,22 +39,11 @@ struct CostFlags {
 StatusOr<CostParams> Network(const CostFlags& flags) {
   CostParams p;
   if (!flags.fit.empty()) {
-    std::ifstream in(flags.fit);
-    if (!in) return NotFoundError(fmt::format("--fit {}: cannot read the file", flags.fit));
-    std::string line;
-    while (std::getline(in, line)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object() && j.contains("alpha_us") && j.contains("beta_s_per_byte")) {
-        p.alpha = j["alpha_us"].get<double>() * 1e-6;
-        p.beta = j["beta_s_per_byte"].get<double>();
-        p.gamma = j.value("gamma_s_per_byte", 0.0);
-        return p;
-      }
-    }
-    return InvalidArgumentError(fmt::format(
-        "--fit {}: no record with alpha_us and beta_s_per_byte (write one with `frugal bench "
-        "allreduce --json FILE`)",
-        flags.fit));
+    FRUGAL_ASSIGN_OR_RETURN(NetworkFit fit, ReadNetworkFit(flags.fit));
+    p.alpha = fit.alpha_s;
+    p.beta = fit.beta_s_per_byte;
+    p.gamma = fit.gamma_s_per_byte;
+    return p;
   }
   if (!(flags.alpha_us >= 0) || !(flags.bandwidth_gbit > 0) || !(flags.gamma_ns >= 0)) {
     return InvalidArgumentError("--alpha-us and --gamma-ns must be >= 0, --bandwidth-gbit > 0");

@@ -67,7 +67,7 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
   auto deadline = steady_clock::now() + job.timeout;
   HeldSignals held;
   FRUGAL_ASSIGN_OR_RETURN(
-      auto network, EmulatedNetwork::Create(job.spec.hosts, job.spec.nic_bits_per_second, logger));
+      auto network, EmulatedNetwork::Create(NicRates(job.spec), logger));
   auto interrupted = [&](int sig) {
     logger.Warning(fmt::format("interrupted by {}; the emulated network {} was removed",
                                strsignal(sig), network->tag()));
@@ -81,7 +81,7 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(fs::path agent, network->WriteRshAgent());
   std::vector<std::string> cmd = BuildMpirunCommand(job, hostfile, agent, slots);
   logger.Info(fmt::format("emulating {} hosts x {} rank(s), NIC {} each way ({}): {}",
-                          job.spec.hosts, slots, FormatRate(job.spec.nic_bits_per_second),
+                          job.spec.hosts, slots, FormatNicRates(job.spec),
                           network->tag(), ShellQuote(cmd)));
   SpawnOptions spawn;
   spawn.netns_path = EmulatedNetwork::NamespacePath(network->control_namespace());

@@ -90,6 +90,8 @@ std::string FormatRate(std::uint64_t bits_per_second) {
 StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   EmulateSpec spec;
   std::set<std::string> seen;
+  std::vector<std::uint64_t> listed;                      // nic=R0/R1/...
+  std::vector<std::pair<int, std::uint64_t>> overrides;  // nic.I=RATE
   std::string s(text);
   if (Trim(s).empty()) {
     return InvalidArgumentError(
@@ -105,7 +107,8 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) {
       return InvalidArgumentError(
-          fmt::format("--emulate: '{}' is not key=value (keys: hosts, nic, ranks-per-host)", item));
+          fmt::format("--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host)",
+                      item));
     }
     std::string key = Trim(item.substr(0, eq));
     std::string value = Trim(item.substr(eq + 1));
@@ -116,18 +119,65 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
       FRUGAL_ASSIGN_OR_RETURN(long long v, ParseInt(key, value, 1, kMaxEmulatedHosts));
       spec.hosts = static_cast<int>(v);
     } else if (key == "nic") {
-      FRUGAL_ASSIGN_OR_RETURN(spec.nic_bits_per_second, ParseRate(value));
+      size_t begin = 0;
+      while (true) {
+        const size_t slash = value.find('/', begin);
+        FRUGAL_ASSIGN_OR_RETURN(std::uint64_t rate,
+                                ParseRate(value.substr(begin, slash - begin)));
+        listed.push_back(rate);
+        if (slash == std::string::npos) break;
+        begin = slash + 1;
+      }
+      spec.nic_bits_per_second = listed[0];
+    } else if (key.rfind("nic.", 0) == 0) {
+      FRUGAL_ASSIGN_OR_RETURN(long long host, ParseInt(key, key.substr(4), 0, kMaxEmulatedHosts - 1));
+      FRUGAL_ASSIGN_OR_RETURN(std::uint64_t rate, ParseRate(value));
+      overrides.emplace_back(static_cast<int>(host), rate);
     } else if (key == "ranks-per-host") {
       FRUGAL_ASSIGN_OR_RETURN(long long v, ParseInt(key, value, 1, 256));
       spec.ranks_per_host = static_cast<int>(v);
     } else {
       return InvalidArgumentError(
-          fmt::format("--emulate: unknown key '{}' (accepted: hosts, nic, ranks-per-host)", key));
+          fmt::format("--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host)",
+                      key));
     }
   }
   if (spec.hosts == 0) return InvalidArgumentError("--emulate: hosts=H is missing");
   if (spec.nic_bits_per_second == 0) return InvalidArgumentError("--emulate: nic=RATE is missing");
+  if (listed.size() > 1 && listed.size() != static_cast<size_t>(spec.hosts)) {
+    return InvalidArgumentError(
+        fmt::format("--emulate: nic lists {} rates for {} hosts (give one per host, or one rate)",
+                    listed.size(), spec.hosts));
+  }
+  if (listed.size() > 1 || !overrides.empty()) {
+    spec.host_nic_bits_per_second.assign(static_cast<size_t>(spec.hosts), listed[0]);
+    if (listed.size() > 1) spec.host_nic_bits_per_second = listed;
+    for (const auto& [host, rate] : overrides) {
+      if (host >= spec.hosts) {
+        return InvalidArgumentError(fmt::format(
+            "--emulate: nic.{} names host {}, but hosts are 0 to {}", host, host, spec.hosts - 1));
+      }
+      spec.host_nic_bits_per_second[static_cast<size_t>(host)] = rate;
+    }
+    spec.nic_bits_per_second = spec.host_nic_bits_per_second[0];
+  }
   return spec;
+}
+
+std::vector<std::uint64_t> NicRates(const EmulateSpec& spec) {
+  if (!spec.host_nic_bits_per_second.empty()) return spec.host_nic_bits_per_second;
+  return std::vector<std::uint64_t>(static_cast<size_t>(spec.hosts), spec.nic_bits_per_second);
+}
+
+std::string FormatNicRates(const EmulateSpec& spec) {
+  const std::vector<std::uint64_t> rates = NicRates(spec);
+  std::string text = FormatRate(spec.nic_bits_per_second);
+  for (size_t host = 1; host < rates.size(); ++host) {
+    if (rates[host] != spec.nic_bits_per_second) {
+      text += fmt::format(", host {}: {}", host, FormatRate(rates[host]));
+    }
+  }
+  return text;
 }
 
 StatusOr<int> RanksPerHost(const EmulateSpec& spec, int np) {

@@ -1,11 +1,12 @@
-// `--emulate hosts=H,nic=RATE[,ranks-per-host=R]`: what the flag says, how the ranks spread over
-// the emulated hosts and how a NIC rate becomes token-bucket parameters. Pure functions; the
+// `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R]`: what the flag says, how the
+// ranks spread over the emulated hosts and how a NIC rate becomes token-bucket parameters. Pure functions; the
 // network itself is emulated_network.h, running a job on it emulate_job.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "frugal/status.h"
 
@@ -17,13 +18,22 @@ inline constexpr std::uint64_t kMaxNicBitsPerSecond = 100'000'000'000;  // 100 g
 
 struct EmulateSpec {
   int hosts = 0;
-  std::uint64_t nic_bits_per_second = 0;
+  std::uint64_t nic_bits_per_second = 0;  // host 0's, and every host's not set apart
   int ranks_per_host = 0;  // 0: the number of ranks divided by hosts
+  // The NIC rate of each host (hosts values) when they differ; empty: all nic_bits_per_second.
+  std::vector<std::uint64_t> host_nic_bits_per_second;
 };
 
+// The NIC rate of every host (spec.hosts values).
+std::vector<std::uint64_t> NicRates(const EmulateSpec& spec);
+// "100mbit" when every host has it, otherwise "1gbit, host 3: 100mbit, ...".
+std::string FormatNicRates(const EmulateSpec& spec);
+
 // Parses "hosts=4,nic=100mbit,ranks-per-host=2". Rates take tc's units: bit, kbit, mbit, gbit
-// (decimal, per second), optionally with a fraction ("2.5gbit"). Unknown keys, repeated keys,
-// missing hosts or nic and out-of-range values are kInvalidArgument.
+// (decimal, per second), optionally with a fraction ("2.5gbit"). Hosts may differ: "nic.I=RATE"
+// gives host I (0-based) its own rate, or "nic=R0/R1/.../R(H-1)" lists one rate per host. Unknown
+// keys, repeated keys, missing hosts or nic, a host index out of range, a list that does not
+// have one rate per host and out-of-range values are kInvalidArgument.
 StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text);
 
 // Parses one rate ("100mbit") into bits per second.

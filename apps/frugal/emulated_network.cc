@@ -19,12 +19,13 @@ namespace fs = std::filesystem;
  *   +------------------------------+    +------------------------------------+
  *   | mpirun, rsh agent            |    | orted + ranks of host i,           |
  *   | br0 10.213.0.254/24          |    | own UTS namespace, hostname T-h<i> |
- *   |  +- h<i> [tbf: rate] --------+----+-- eth0 [tbf: rate] 10.213.0.<i+1> |
+ *   |  +- h<i> [tbf: rate_i] ------+----+-- eth0 [tbf: rate_i] 10.213.0.<i+1>|
  *   +------------------------------+    +------------------------------------+
  *
  * What host i sends leaves through eth0, shaped by eth0's token bucket; what it receives leaves
  * the bridge through h<i>, shaped by h<i>'s bucket. A transfer i -> j therefore passes both i's
- * upstream and j's downstream limit, like a full-duplex NIC on a non-blocking switch. Deleting a
+ * upstream and j's downstream limit, like a full-duplex NIC on a non-blocking switch: with hosts of
+ * different rates, the slower of the two NICs sets the pace. Deleting a
  * namespace destroys the interfaces in it and, with a veth, its peer; so Destroy() only has to
  * kill what still runs in the namespaces and delete them.
  *
@@ -52,10 +53,11 @@ Status CheckEmulationSupport() {
   return Status::Ok();
 }
 
-EmulatedNetwork::EmulatedNetwork(std::string tag, std::uint64_t rate, const Logger& logger)
+EmulatedNetwork::EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates,
+                                 const Logger& logger)
     : tag_(std::move(tag)),
       control_(tag_ + "-c"),
-      rate_(rate),
+      rates_(std::move(rates)),
       state_dir_(fs::path(kEmulateStateRoot) / tag_),
       logger_(logger) {}
 
@@ -67,9 +69,17 @@ EmulatedNetwork::~EmulatedNetwork() {
 StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
     int hosts, std::uint64_t nic_bits_per_second, const Logger& logger) {
   FRUGAL_CHECK(hosts >= 1 && hosts <= kMaxEmulatedHosts, "hosts = ", hosts);
-  FRUGAL_CHECK(
-      nic_bits_per_second >= kMinNicBitsPerSecond && nic_bits_per_second <= kMaxNicBitsPerSecond,
-      "rate = ", nic_bits_per_second);
+  return Create(std::vector<std::uint64_t>(static_cast<size_t>(hosts), nic_bits_per_second),
+                logger);
+}
+
+StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
+    const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger) {
+  const int hosts = static_cast<int>(nic_bits_per_second.size());
+  FRUGAL_CHECK(hosts >= 1 && hosts <= kMaxEmulatedHosts, "hosts = ", hosts);
+  for (std::uint64_t rate : nic_bits_per_second) {
+    FRUGAL_CHECK(rate >= kMinNicBitsPerSecond && rate <= kMaxNicBitsPerSecond, "rate = ", rate);
+  }
   FRUGAL_RETURN_IF_ERROR(CheckEmulationSupport());
   FRUGAL_ASSIGN_OR_RETURN(auto lock, StateLock::Acquire());
   FRUGAL_RETURN_IF_ERROR(RemoveLeftoversLocked(logger).status());
@@ -90,7 +100,7 @@ StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
     return IoError(fmt::format("cannot create {}: {}", network->state_dir_.string(), ec.message()));
   }
   FRUGAL_RETURN_IF_ERROR(WriteOwnerRecord(network->state_dir_));
-  Status built = network->Build(hosts);
+  Status built = network->Build();
   if (!built.ok()) {
     Status destroyed = network->Destroy();
     if (!destroyed.ok()) logger.Error(destroyed.ToString());
@@ -99,7 +109,8 @@ StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
   return network;
 }
 
-Status EmulatedNetwork::Build(int hosts) {
+Status EmulatedNetwork::Build() {
+  const int hosts = static_cast<int>(rates_.size());
   const std::string& c = control_;
   auto in_ns_failed = [](const Status& s) {
     return FailedPreconditionError(
@@ -114,11 +125,11 @@ Status EmulatedNetwork::Build(int hosts) {
       RunChecked({"ip", "-n", c, "addr", "add", control_address() + "/24", "dev", "br0"}));
   FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", "br0", "up"}));
 
-  TbfParameters tbf = TbfFor(rate_);
-  std::string rate = fmt::format("{}bit", rate_);
-  std::string burst = fmt::format("{}b", tbf.burst_bytes);
-  std::string limit = fmt::format("{}b", tbf.limit_bytes);
   for (int i = 0; i < hosts; ++i) {
+    const TbfParameters tbf = TbfFor(rates_[static_cast<size_t>(i)]);
+    const std::string rate = fmt::format("{}bit", rates_[static_cast<size_t>(i)]);
+    const std::string burst = fmt::format("{}b", tbf.burst_bytes);
+    const std::string limit = fmt::format("{}b", tbf.limit_bytes);
     EmulatedHost host{fmt::format("{}-h{}", tag_, i), fmt::format("10.213.0.{}", i + 1)};
     std::string port = fmt::format("h{}", i);
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "netns", "add", host.name}));

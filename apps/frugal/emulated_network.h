@@ -4,8 +4,9 @@
 // attached by a veth pair to a bridge. The bridge lives in a control namespace (10.213.0.254),
 // where the caller runs what must reach every host (mpirun), so nothing is added to the
 // machine's own network and concurrent emulations do not see each other. Both directions of each
-// NIC are shaped with a token bucket (`tc qdisc ... tbf`, TbfFor): egress of the host's eth0 (what
-// the host sends) and egress of the bridge-side veth (what the host receives). The kernel has no
+// NIC are shaped with a token bucket (`tc qdisc ... tbf`, TbfFor) at that host's rate (hosts may
+// have different rates): egress of the host's eth0 (what the host sends) and egress of the
+// bridge-side veth (what the host receives). The kernel has no
 // netem, so latency is not emulated: only bandwidth. Names, state files and the removal of what
 // killed runs left behind: emulate_state.h.
 //
@@ -43,6 +44,9 @@ class EmulatedNetwork {
   static StatusOr<std::unique_ptr<EmulatedNetwork>> Create(int hosts,
                                                            std::uint64_t nic_bits_per_second,
                                                            const Logger& logger);
+  // The same with one NIC rate per host (rates.size() hosts).
+  static StatusOr<std::unique_ptr<EmulatedNetwork>> Create(
+      const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger);
   ~EmulatedNetwork();  // Destroy(), errors logged
   EmulatedNetwork(const EmulatedNetwork&) = delete;
   EmulatedNetwork& operator=(const EmulatedNetwork&) = delete;
@@ -53,7 +57,8 @@ class EmulatedNetwork {
 
   const std::string& tag() const { return tag_; }
   const std::vector<EmulatedHost>& hosts() const { return hosts_; }
-  std::uint64_t nic_bits_per_second() const { return rate_; }
+  std::uint64_t nic_bits_per_second() const { return rates_[0]; }  // host 0's
+  std::uint64_t nic_bits_per_second(int host) const { return rates_.at(static_cast<size_t>(host)); }
   const std::string& control_namespace() const { return control_; }
   static std::string NamespacePath(const std::string& name) { return apps::NamespacePath(name); }
   const std::filesystem::path& state_dir() const { return state_dir_; }
@@ -64,12 +69,12 @@ class EmulatedNetwork {
   StatusOr<std::filesystem::path> WriteRshAgent() const;
 
  private:
-  EmulatedNetwork(std::string tag, std::uint64_t rate, const Logger& logger);
-  Status Build(int hosts);
+  EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates, const Logger& logger);
+  Status Build();
 
   std::string tag_;
   std::string control_;
-  std::uint64_t rate_;
+  std::vector<std::uint64_t> rates_;  // per host
   std::filesystem::path state_dir_;
   std::vector<EmulatedHost> hosts_;
   std::vector<std::string> namespaces_;  // created so far, control first

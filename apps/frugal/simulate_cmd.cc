@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "frugal/strategy.h"
 #include "frugal_torch/models.h"
 #include "gnuplot.h"
+#include "network_fit.h"
 #include "simulate_profile.h"
 #include "train_flags.h"
 
@@ -37,6 +39,7 @@ struct SimulateFlags {
   std::vector<int> np = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
   std::vector<double> bandwidth_gbit = {1, 10, 100};
   double alpha_us = 50;
+  std::string fit;  // alpha and the NIC's rate from a `frugal bench allreduce --json` record
   double host_gbit = 40;
   int ranks_per_host = 1;
   int hosts_per_rack = 0;
@@ -124,6 +127,13 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(std::vector<SimLayer> layers, Layers(flags));
   FRUGAL_ASSIGN_OR_RETURN(SimOverlap overlap, ParseSimOverlap(flags.overlap));
   if (!(flags.straggler >= 1)) return InvalidArgumentError("--straggler must be >= 1");
+  double alpha_s = flags.alpha_us * 1e-6;
+  std::vector<double> bandwidths_gbit = flags.bandwidth_gbit;
+  if (!flags.fit.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(NetworkFit fit, ReadNetworkFit(flags.fit));
+    alpha_s = fit.alpha_s;
+    bandwidths_gbit = {8.0 / fit.beta_s_per_byte / 1e9};
+  }
   std::vector<Point> points;
   for (const std::string& method : flags.compress) {
     SimOptions o;
@@ -146,13 +156,13 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     FRUGAL_ASSIGN_OR_RETURN(auto rates, Rates(flags, method));
     o.encode_bytes_per_s = rates.first;
     o.decode_bytes_per_s = rates.second;
-    for (double gbit : flags.bandwidth_gbit) {
+    for (double gbit : bandwidths_gbit) {
       for (int n : flags.np) {
         if (n < 1 || !(gbit > 0)) {
           return InvalidArgumentError("--np values must be >= 1 and --bandwidth-gbit > 0");
         }
         o.workers = n;
-        o.network.alpha_s = flags.alpha_us * 1e-6;
+        o.network.alpha_s = alpha_s;
         o.network.nic_bytes_per_s = gbit * 1e9 / 8;
         o.network.host_bytes_per_s = flags.host_gbit * 1e9 / 8;
         o.network.ranks_per_host = flags.ranks_per_host;
@@ -181,7 +191,13 @@ Status Plot(const SimulateFlags& flags, const std::vector<Point>& points) {
                 .dump()
          << "\n";
   }
-  for (double gbit : flags.bandwidth_gbit) {
+  std::vector<double> bandwidths;  // the grid's, in order (--fit gives its own)
+  for (const Point& p : points) {
+    if (std::find(bandwidths.begin(), bandwidths.end(), p.bandwidth_gbit) == bandwidths.end()) {
+      bandwidths.push_back(p.bandwidth_gbit);
+    }
+  }
+  for (double gbit : bandwidths) {
     const std::string tag = fmt::format("{:g}gbit", gbit);
     std::string script = fmt::format(
         "set terminal pngcairo noenhanced size 900,560 font 'DejaVu Sans,11'\n"
@@ -226,10 +242,18 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
   cmd->add_option("--model", flags->model, "The model of --timeline (its tensors' sizes)")
       ->capture_default_str();
   cmd->add_option("--workers", flags->np, "Worker counts")->delimiter(',')->type_name("N1,N2,...");
-  cmd->add_option("--bandwidth-gbit", flags->bandwidth_gbit, "NIC rates (Gbit/s)")
-      ->delimiter(',')
-      ->type_name("B1,B2,...");
-  cmd->add_option("--alpha-us", flags->alpha_us, "Latency per message (us)")->capture_default_str();
+  CLI::Option* bandwidth =
+      cmd->add_option("--bandwidth-gbit", flags->bandwidth_gbit, "NIC rates (Gbit/s)")
+          ->delimiter(',')
+          ->type_name("B1,B2,...");
+  CLI::Option* alpha = cmd->add_option("--alpha-us", flags->alpha_us, "Latency per message (us)")
+                           ->capture_default_str();
+  cmd->add_option("--fit", flags->fit,
+                  "The latency and the NIC's rate from a `frugal bench allreduce --json` record "
+                  "(its alpha and beta) instead of --alpha-us and --bandwidth-gbit")
+      ->type_name("FILE")
+      ->excludes(bandwidth)
+      ->excludes(alpha);
   cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", flags->ranks_per_host, "Workers per host")

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "commands.h"
@@ -71,7 +72,8 @@ Status ValidateFrugalArgs(const std::vector<std::string>& args) {
   return Status::Ok();
 }
 
-// The points whose axes include one of the AXIS=VALUE terms; a term that matches no point is
+// The points that have, for every axis the AXIS=VALUE terms name, one of that axis's values
+// (values of one axis are alternatives, axes must all match); a term that matches no point is
 // kInvalidArgument naming the values there are.
 StatusOr<std::vector<SweepPoint>> SelectPoints(const std::vector<SweepPoint>& points,
                                                const std::vector<std::string>& terms) {
@@ -79,6 +81,7 @@ StatusOr<std::vector<SweepPoint>> SelectPoints(const std::vector<SweepPoint>& po
     const std::string words = fmt::format(" {} ", p.Describe());
     return words.find(fmt::format(" {} ", term)) != std::string::npos;
   };
+  std::map<std::string, std::vector<std::string>> by_axis;
   for (const std::string& term : terms) {
     if (std::none_of(points.begin(), points.end(),
                      [&](const SweepPoint& p) { return has(p, term); })) {
@@ -87,10 +90,14 @@ StatusOr<std::vector<SweepPoint>> SelectPoints(const std::vector<SweepPoint>& po
       return InvalidArgumentError(
           fmt::format("--only {}: no point has it (points: {})", term, fmt::join(known, "; ")));
     }
+    by_axis[term.substr(0, term.find('='))].push_back(term);
   }
   std::vector<SweepPoint> kept;
   for (const SweepPoint& p : points) {
-    if (std::any_of(terms.begin(), terms.end(), [&](const std::string& t) { return has(p, t); })) {
+    if (std::all_of(by_axis.begin(), by_axis.end(), [&](const auto& axis) {
+          return std::any_of(axis.second.begin(), axis.second.end(),
+                             [&](const std::string& t) { return has(p, t); });
+        })) {
       kept.push_back(p);
     }
   }
@@ -122,7 +129,8 @@ void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher) {
   sweep
       ->add_option("--only", flags->only,
                    "Run (and report) only the points with this axis value, e.g. "
-                   "variant=dense or lr=0.1; repeat for several")
+                   "variant=dense or lr=0.1; repeat for several (values of one axis are "
+                   "alternatives; every axis named must match)")
       ->type_name("AXIS=VALUE");
   sweep->callback([flags, &dispatcher]() {
     Action action;

@@ -114,6 +114,15 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   return Status::Ok();
 }
 
+// The strategy's rules for a job of `world_size` ranks (seen from `rank`).
+Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank) {
+  if (world_size < 1) return Status::Ok();  // --np's own check reports it
+  FRUGAL_ASSIGN_OR_RETURN(StrategyOptions options, ToStrategyOptions(flags));
+  FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(options));
+  options.workers = AssignRoles(plan.arch, world_size, rank).workers;
+  return PlanStrategy(options).status();
+}
+
 }  // namespace
 
 void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
@@ -131,10 +140,21 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     }
     Action action;
     action.name = "train";
-    action.validate = [flags]() -> Status {
+    action.validate = [flags, cmd]() -> Status {
       FRUGAL_RETURN_IF_ERROR(ValidateTrainFlags(*flags));
+      // With --np the number of workers is known before launch: the rules that depend on it (a
+      // gossip graph over them) are checked now.
+      const CLI::Option* np = cmd->get_parent()->get_option_no_throw("--np");
+      if (np != nullptr && np->count() > 0) {
+        FRUGAL_RETURN_IF_ERROR(CheckTrainWorld(*flags, np->as<int>(), 0));
+      }
       FRUGAL_RETURN_IF_ERROR(CheckDataset(*flags));
       return ValidateFedAvgFlags(*flags);
+    };
+    // Rules that depend on the number of workers (a gossip graph over them): every rank reaches
+    // the same verdict.
+    action.check_world = [flags](const Transport& world) -> Status {
+      return CheckTrainWorld(*flags, world.size(), world.rank());
     };
     action.run = [flags](RankContext& context) { return RunTrain(context, *flags); };
     dispatcher.Select(std::move(action));

@@ -162,12 +162,18 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--arch", flags.arch,
                  "Architecture: allreduce[:ALGO] with ALGO one of ring, rd, rabenseifner, tree, "
                  "dbtree, hier, torus, mpi (MPI_Allreduce), gloo, gloo:ring_chunked, "
-                 "gloo:halving_doubling (Gloo)")
+                 "gloo:halving_doubling (Gloo); or "
+                 "gossip[:topology=T][,mixing=M][,algorithm=A][,order=cta|atc][,gamma=G]"
+                 "[,overlap=0|1] (decentralized: T ring, torus, exp, onepeer-exp, "
+                 "random-regular:degree=D, complete, file:PATH or edges:U-V/U-V/...; M uniform "
+                 "or metropolis; A dpsgd, choco, dcd, ecd (with --compress) or sgp)")
       ->capture_default_str();
   cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
       ->type_name("ALGO");
   cmd.add_option("--sync", flags.sync,
-                 "Synchronization: bsp (average gradients every step), "
+                 "Synchronization: bsp (average gradients every step; with gossip: mix with the "
+                 "neighbours every step), asp (with gossip: AD-PSGD, asynchronous pairwise "
+                 "averages), "
                  "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1] "
                  "(Local SGD: average the models every H local steps; post-local SGD from epoch "
                  "E; hierarchical: within each host every h steps), "

@@ -68,48 +68,52 @@ nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
           {"rank_accuracy_min", r.rank_accuracy_min},
           {"rank_accuracy_max", r.rank_accuracy_max},
           {"consensus_distance", r.consensus_distance},
+          {"consensus_distance_max", r.consensus_distance_max},
           {"eval_bytes_sent", r.eval_bytes_sent}};
 }
 
 nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags& flags) {
-  return {{"event", "summary"},
-          {"model", s.model},
-          {"params", s.params},
-          {"workers", s.workers},
-          {"epochs", s.epochs},
-          {"steps", s.steps},
-          {"batch_size", flags.batch_size},
-          {"global_batch", s.global_batch},
-          {"lr", flags.lr},
-          {"momentum", flags.momentum},
-          {"weight_decay", flags.weight_decay},
-          {"partition", flags.partition},
-          {"seed", flags.seed},
-          {"threads", flags.threads},
-          {"allreduce", !flags.allreduce.empty() ? flags.allreduce
-                                                 : flags.arch.substr(flags.arch.find(':') + 1)},
-          {"strategy", s.strategy},
-          {"identical_replicas", s.identical_replicas},
-          {"params_hash", fmt::format("{:08x}", s.parameter_hash)},
-          {"reducer", s.reducer},
-          {"train_loss", s.train_loss},
-          {"test_loss", s.test_loss},
-          {"test_accuracy", s.test_accuracy},
-          {"bytes_sent_per_worker", s.bytes_sent_per_worker},
-          {"bytes_counted_by", s.bytes_counted_by},
-          {"wall_seconds", s.wall_seconds},
-          {"compute_seconds", s.compute_seconds},
-          {"comm_seconds", s.comm_seconds},
-          {"eval_seconds", s.eval_seconds},
-          {"samples_per_second", s.samples_per_second},
-          {"params_consistent", s.params_consistent},
-          {"overlap", s.overlap},
-          {"od_sgd", flags.od_sgd},
-          {"skip_comm", flags.skip_comm},
-          {"stop_at_accuracy", flags.stop_at_accuracy},
-          {"step_seconds_median", s.step_seconds_median},
-          {"comm_hidden_fraction", s.comm_hidden_fraction},
-          {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};
+  nlohmann::json j = {
+      {"event", "summary"},
+      {"model", s.model},
+      {"params", s.params},
+      {"workers", s.workers},
+      {"epochs", s.epochs},
+      {"steps", s.steps},
+      {"batch_size", flags.batch_size},
+      {"global_batch", s.global_batch},
+      {"lr", flags.lr},
+      {"momentum", flags.momentum},
+      {"weight_decay", flags.weight_decay},
+      {"partition", flags.partition},
+      {"seed", flags.seed},
+      {"threads", flags.threads},
+      {"allreduce",
+       !flags.allreduce.empty() ? flags.allreduce : flags.arch.substr(flags.arch.find(':') + 1)},
+      {"strategy", s.strategy},
+      {"identical_replicas", s.identical_replicas},
+      {"params_hash", fmt::format("{:08x}", s.parameter_hash)},
+      {"reducer", s.reducer},
+      {"train_loss", s.train_loss},
+      {"test_loss", s.test_loss},
+      {"test_accuracy", s.test_accuracy},
+      {"bytes_sent_per_worker", s.bytes_sent_per_worker},
+      {"bytes_counted_by", s.bytes_counted_by},
+      {"wall_seconds", s.wall_seconds},
+      {"compute_seconds", s.compute_seconds},
+      {"comm_seconds", s.comm_seconds},
+      {"eval_seconds", s.eval_seconds},
+      {"samples_per_second", s.samples_per_second},
+      {"params_consistent", s.params_consistent},
+      {"overlap", s.overlap},
+      {"od_sgd", flags.od_sgd},
+      {"skip_comm", flags.skip_comm},
+      {"stop_at_accuracy", flags.stop_at_accuracy},
+      {"step_seconds_median", s.step_seconds_median},
+      {"comm_hidden_fraction", s.comm_hidden_fraction},
+      {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};
+  for (const auto& [name, value] : s.strategy_report) j[name] = value;
+  return j;
 }
 
 // Summary fields of gradient compression: the compressor, rank 0's compression ratio (bytes a
@@ -138,10 +142,10 @@ void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& 
 }
 
 std::string EpochTableHeader(bool spread) {
-  std::string header = fmt::format("{:>5}  {:>10}  {:>9}  {:>8}  {:>10}  {:>8}  {:>14}", "epoch",
-                                   "train_loss", "test_loss", "test_acc", "samples/s", "time",
-                                   "sent/worker");
-  if (spread) header += fmt::format("  {:>15}  {:>9}", "rank_acc", "consensus");
+  std::string header =
+      fmt::format("{:>5}  {:>10}  {:>9}  {:>8}  {:>10}  {:>8}  {:>14}", "epoch", "train_loss",
+                  "test_loss", "test_acc", "samples/s", "time", "sent/worker");
+  if (spread) header += fmt::format("  {:>15}  {:>17}", "rank_acc", "consensus mean/max");
   return header + "\n";
 }
 
@@ -151,9 +155,9 @@ std::string EpochTableRow(const frugal_torch::EpochRecord& r, bool spread) {
                                 r.samples_per_second, fmt::format("{:.1f}s", r.epoch_seconds),
                                 FormatBytes(static_cast<double>(r.bytes_sent)));
   if (spread) {
-    row += fmt::format("  {:>15}  {:>9.4f}",
-                       fmt::format("{:.4f}-{:.4f}", r.rank_accuracy_min, r.rank_accuracy_max),
-                       r.consensus_distance);
+    row += fmt::format(
+        "  {:>15}  {:>17}", fmt::format("{:.4f}-{:.4f}", r.rank_accuracy_min, r.rank_accuracy_max),
+        fmt::format("{:.4f}/{:.4f}", r.consensus_distance, r.consensus_distance_max));
   }
   return row + "\n";
 }
@@ -166,8 +170,9 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
   row("model", fmt::format("{} ({} parameters)", s.model, s.params));
   row("workers", fmt::format("{} (global batch {})", s.workers, s.global_batch));
   row("strategy", fmt::format("{}{}", s.strategy,
-                              s.identical_replicas ? "" : " (replicas differ between averages; "
-                                                          "the averaged model is evaluated)"));
+                              s.identical_replicas ? ""
+                                                   : " (replicas differ between averages; "
+                                                     "the averaged model is evaluated)"));
   row("reduction", s.reducer);
   row("epochs / steps", fmt::format("{} / {}", s.epochs, s.steps));
   row("test accuracy", fmt::format("{:.4f}", s.test_accuracy));
@@ -185,10 +190,11 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
                              "negotiation {})",
                              s.overlap, 1e3 * s.step_seconds_median, 100 * s.comm_hidden_fraction,
                              FormatBytes(static_cast<double>(s.negotiation_bytes_per_worker))));
-  row("params consistent", s.params_consistent ? "yes (all ranks hash equal)"
+  row("params consistent", s.params_consistent    ? "yes (all ranks hash equal)"
                            : s.identical_replicas ? "NO"
                                                   : "no (the strategy lets replicas differ)");
   row("params hash", fmt::format("{:08x} (rank 0)", s.parameter_hash));
+  for (const auto& [name, value] : s.strategy_report) row(name, fmt::format("{:.6g}", value));
   return out;
 }
 

@@ -32,15 +32,26 @@
 
 namespace frugal {
 
-enum class TopologyKind { kRing, kTorus, kExp, kOnePeerExp, kRandomRegular, kComplete, kFile };
+enum class TopologyKind {
+  kRing,
+  kTorus,
+  kExp,
+  kOnePeerExp,
+  kRandomRegular,
+  kComplete,
+  kFile,
+  kEdges
+};
 
 struct TopologySpec {
   TopologyKind kind = TopologyKind::kRing;
-  int degree = 0;    // kRandomRegular
-  std::string path;  // kFile
+  int degree = 0;     // kRandomRegular
+  std::string path;   // kFile
+  std::string edges;  // kEdges: "0-1/1-2/..."
 };
 
-// "ring", "torus", "exp", "onepeer-exp", "random-regular:degree=D", "complete", "file:PATH".
+// "ring", "torus", "exp", "onepeer-exp", "random-regular:degree=D", "complete", "file:PATH"
+// (undirected edges "u v", one per line) or "edges:U-V/U-V/..." (the same edges in the spec).
 // kInvalidArgument naming what is accepted.
 StatusOr<TopologySpec> ParseTopologySpec(std::string_view text);
 std::string TopologySpecName(const TopologySpec& spec);

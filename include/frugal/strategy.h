@@ -5,7 +5,9 @@
 // the overlap engine beneath it. The training loop (frugal_torch) runs the same step for every
 // strategy and asks it, at fixed points of each step, what to do:
 //
-//   before forward     AveragesGradients(p): are this step's gradients averaged across the
+//   before forward     ActsBeforeForward(p): if so, BeforeForward(p, model, runner) may start an
+//                      exchange of the model the step starts from or change it (gossip);
+//                      AveragesGradients(p): are this step's gradients averaged across the
 //                      workers (through the engine's hooks, queue, buckets, compressor) before the
 //                      optimizer applies them, or does every worker apply its own gradient?
 //   after the optimizer step
@@ -13,7 +15,8 @@
 //                      loop first applies every pending (deferred) update, then calls
 //                      AfterOptimizerStep(p, model, runner), which averages parameters or
 //                      parameter deltas in place;
-//   end of an epoch    the loop evaluates; traits().identical_replicas tells whether the ranks'
+//   end of an epoch    Settle(model, runner) completes every exchange still in flight; the loop
+//                      evaluates; traits().identical_replicas tells whether the ranks'
 //                      models are equal (one evaluation, split across ranks) or not (the averaged
 //                      model is evaluated and the spread across ranks is reported).
 //
@@ -21,8 +24,9 @@
 // optimizer is the strategy's decision (traits().worker_runs_optimizer); every strategy built so
 // far lets the workers run it.
 //
-// Every state a strategy accumulates (the last averaged model, residuals of delta compression)
-// is reachable through VisitState for checkpointing.
+// Every state a strategy accumulates (the last averaged model, residuals of delta compression,
+// gossip's copies and push-sum weights) is reachable through VisitState for checkpointing; after
+// Settle it is whole (no exchange in flight).
 //
 // Thread safety: a Strategy is used by the training thread; its exchanges run on the thread that
 // owns the transport, through the TransportRunner the loop passes in. Every wait inside is bounded
@@ -40,6 +44,7 @@
 #include <vector>
 
 #include "frugal/compressed_reducer.h"
+#include "frugal/gossip.h"
 #include "frugal/reducer.h"
 #include "frugal/status.h"
 #include "frugal/transport.h"
@@ -95,6 +100,18 @@ class Strategy {
     return Status::Ok();
   }
 
+  // True when BeforeForward(p, ...) does anything.
+  virtual bool ActsBeforeForward(const StepPoint& p) const {
+    (void)p;
+    return false;
+  }
+  // Before the forward pass of `p`, with every update of earlier steps applied: may start an
+  // exchange of the model (completed by AfterOptimizerStep) or change the model. Collective over
+  // the workers when the strategy's exchanges are.
+  virtual Status BeforeForward(const StepPoint& p, ModelBuffers& model, TransportRunner& runner) {
+    (void)p, (void)model, (void)runner;
+    return Status::Ok();
+  }
   // True when the gradients of step `p` are averaged across workers before the optimizer step.
   virtual bool AveragesGradients(const StepPoint& p) const = 0;
   // True when AfterOptimizerStep(p, ...) exchanges anything.
@@ -104,9 +121,22 @@ class Strategy {
   virtual Status AfterOptimizerStep(const StepPoint& p, ModelBuffers& model,
                                     TransportRunner& runner) = 0;
 
+  // Completes every exchange still in flight, so that the model is this rank's whole model
+  // (before an evaluation, at the end of the run). Every worker calls it after the same step.
+  virtual Status Settle(ModelBuffers& model, TransportRunner& runner) {
+    (void)model, (void)runner;
+    return Status::Ok();
+  }
+
   // Payload bytes the strategy's own exchanges sent from this rank (counted by the transport, or
   // by the reducer's model where MPI's collectives send them).
   virtual uint64_t bytes_sent() const = 0;
+
+  // Numbers for the run's summary, by name (the gossip graph's spectral gap, ...).
+  virtual void Report(
+      const std::function<void(std::string_view name, double value)>& report) const {
+    (void)report;
+  }
 
   // Every piece of state the strategy keeps across steps, by name (for checkpointing).
   virtual void VisitState(const std::function<void(std::string_view name, std::span<float>)>& visit) {
@@ -116,13 +146,14 @@ class Strategy {
 
 // ---- Specifications and the factory --------------------------------------------------------
 
-enum class ArchKind { kAllreduce };
+enum class ArchKind { kAllreduce, kGossip };
 struct ArchSpec {
   ArchKind kind = ArchKind::kAllreduce;
   std::string algorithm = "ring";  // DenseReducerAlgorithms(): frugal's or "mpi"
+  GossipSpec gossip;               // kGossip (frugal/gossip.h)
 };
 
-enum class SyncKind { kBsp, kLocal, kFedAvg };
+enum class SyncKind { kBsp, kLocal, kFedAvg, kAsp };
 struct SyncSpec {
   SyncKind kind = SyncKind::kBsp;
   // kLocal: average the parameters every `period` local steps; BSP gradient averaging before
@@ -144,9 +175,10 @@ struct SyncSpec {
   int64_t min_samples = 0;
 };
 
-// "allreduce" or "allreduce:ALGO". kInvalidArgument naming what is accepted.
+// "allreduce", "allreduce:ALGO" or "gossip[:ITEMS]" (frugal/gossip.h). kInvalidArgument naming
+// what is accepted.
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec);
-// "bsp" | "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]" |
+// "bsp" | "asp" | "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]" |
 // "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]".
 // kInvalidArgument naming what is accepted.
 StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec);
@@ -172,6 +204,9 @@ struct StrategyOptions {
   bool skip_comm = false;
   // Ranks per emulated host (0: by host name), for hierarchical Local SGD.
   int ranks_per_host = 0;
+  // The number of workers, when known (0: the rules that depend on it, such as a gossip graph's,
+  // are checked by MakeStrategy).
+  int workers = 0;
   uint64_t seed = 0;
   Duration timeout = kDefaultTimeout;
 };
@@ -180,8 +215,8 @@ struct StrategyOptions {
 struct StrategyPlan {
   ArchSpec arch;
   SyncSpec sync;
-  // Unset: the dense reducer. FedAvg: the compression of each client's upload (its reducer is
-  // dense).
+  // Unset: the dense reducer. FedAvg: the compression of each client's upload; gossip: of the
+  // gossip messages (choco, dcd, ecd). The reducer of both is dense.
   std::optional<CompressedReducerOptions> compressed;
   bool dgc = false;                                    // the compressor is DGC (momentum moved)
   double optimizer_momentum = 0;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -29,7 +30,8 @@ namespace {
 using Adjacency = std::vector<std::vector<int>>;  // [rank] -> neighbours
 
 constexpr std::string_view kAccepted =
-    "ring, torus, exp, onepeer-exp, random-regular:degree=D, complete, file:PATH";
+    "ring, torus, exp, onepeer-exp, random-regular:degree=D, complete, file:PATH, "
+    "edges:U-V/U-V/...";
 constexpr int kMaxRanks = 1 << 16;
 constexpr int kMaxDraws = 1000;
 
@@ -171,9 +173,11 @@ StatusOr<Adjacency> RandomRegular(int n, int degree, uint64_t seed) {
       fmt::format("{}: no connected graph in {} draws (seed {})", what, kMaxDraws, seed));
 }
 
-StatusOr<Adjacency> FromFile(const std::string& path, int n) {
-  std::ifstream in(path);
-  if (!in) return IoError(fmt::format("topology file:{}: cannot read the file", path));
+// The undirected edges of `in`, one "u v" per line ('#' starts a comment). `where(line)` names
+// the place of an error, `form` the form of an edge.
+StatusOr<Adjacency> EdgeList(std::istream& in, int n,
+                             const std::function<std::string(int line)>& where,
+                             std::string_view form) {
   Adjacency adj(n);
   std::string line;
   int number = 0;
@@ -186,9 +190,9 @@ StatusOr<Adjacency> FromFile(const std::string& path, int n) {
     for (std::string w; words >> w;) items.push_back(w);
     if (items.empty()) continue;
     auto bad = [&](const std::string& why) {
-      return InvalidArgumentError(fmt::format("topology file:{} line {}: {}", path, number, why));
+      return InvalidArgumentError(fmt::format("{}: {}", where(number), why));
     };
-    if (items.size() != 2) return bad(fmt::format("expected two ranks 'u v', got '{}'", line));
+    if (items.size() != 2) return bad(fmt::format("expected two ranks '{}'", form));
     int ends[2];
     for (int k = 0; k < 2; ++k) {
       const std::string& w = items[static_cast<size_t>(k)];
@@ -204,6 +208,26 @@ StatusOr<Adjacency> FromFile(const std::string& path, int n) {
     AddEdge(adj, ends[0], ends[1]);
   }
   return adj;
+}
+
+StatusOr<Adjacency> FromFile(const std::string& path, int n) {
+  std::ifstream in(path);
+  if (!in) return IoError(fmt::format("topology file:{}: cannot read the file", path));
+  return EdgeList(
+      in, n, [&](int line) { return fmt::format("topology file:{} line {}", path, line); }, "u v");
+}
+
+// "0-1/1-2": the edges separated by '/', the ends of each by '-'.
+StatusOr<Adjacency> FromEdges(const std::string& edges, int n) {
+  std::string lines = edges;
+  for (char& c : lines) {
+    if (c == '/') c = '\n';
+    if (c == '-') c = ' ';
+  }
+  std::istringstream in(lines);
+  return EdgeList(
+      in, n, [&](int edge) { return fmt::format("topology edges:{} edge {}", edges, edge); },
+      "U-V");
 }
 
 // out[phase][rank] of the one-peer exponential graph.
@@ -230,6 +254,16 @@ StatusOr<TopologySpec> ParseTopologySpec(std::string_view text) {
     spec.path = std::string(text.substr(5));
     if (spec.path.empty()) {
       return InvalidArgumentError("topology 'file:': expected file:PATH (an edge list)");
+    }
+    return spec;
+  }
+  if (text.rfind("edges:", 0) == 0) {
+    spec.kind = TopologyKind::kEdges;
+    spec.edges = std::string(text.substr(6));
+    if (spec.edges.empty() || spec.edges.find_first_not_of("0123456789-/") != std::string::npos) {
+      return InvalidArgumentError(fmt::format(
+          "topology '{}': expected edges:U-V/U-V/... (ranks, '-' within an edge, '/' between)",
+          text));
     }
     return spec;
   }
@@ -287,6 +321,8 @@ std::string TopologySpecName(const TopologySpec& spec) {
       return "complete";
     case TopologyKind::kFile:
       return "file:" + spec.path;
+    case TopologyKind::kEdges:
+      return "edges:" + spec.edges;
   }
   return "?";
 }
@@ -324,6 +360,11 @@ StatusOr<Topology> Topology::Make(const TopologySpec& spec, int n, uint64_t seed
     }
     case TopologyKind::kFile: {
       FRUGAL_ASSIGN_OR_RETURN(Adjacency adj, FromFile(spec.path, n));
+      phases = {std::move(adj)};
+      break;
+    }
+    case TopologyKind::kEdges: {
+      FRUGAL_ASSIGN_OR_RETURN(Adjacency adj, FromEdges(spec.edges, n));
       phases = {std::move(adj)};
       break;
     }

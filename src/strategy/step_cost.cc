@@ -282,6 +282,8 @@ StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegi
       cost.pattern = fmt::format("every {} steps: {}", sync.period, pattern);
       break;
     }
+    case SyncKind::kAsp:  // asynchronous gossip: --arch gossip, refused above
+      return InvalidArgumentError("frugal cost: --sync asp is not modelled");
     case SyncKind::kFedAvg: {
       FRUGAL_ASSIGN_OR_RETURN(AllreduceAlgorithm algorithm, DenseAlgorithm(in.plan));
       const uint64_t model_floats = parameter_floats + in.buffer_floats;

@@ -1,24 +1,28 @@
 // The strategy factory and the assignment of roles to ranks.
 //
-// Roles: every architecture built so far (all-reduce) makes every rank a worker, and the worker
-// group is then the world transport itself (no Split, so that peers that need the world in rank
-// order, such as MPI_Allreduce, keep it). Architectures with servers split the world by role
+// Roles: every architecture built so far (all-reduce, gossip) makes every rank a worker, and the
+// worker group is then the world transport itself (no Split, so that peers that need the world in
+// rank order, such as MPI_Allreduce, keep it). Architectures with servers split the world by role
 // (color 0 for workers, 1 for servers, key = rank).
 #include <fmt/format.h>
 
 #include "frugal/strategy.h"
+#include "strategy/gossip_strategy.h"
 #include "strategy/local_sgd.h"
 
 namespace frugal {
 
 StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyPlan& plan, Transport& workers,
                                                  GradientReducer& reducer) {
-  (void)workers;
+  if (plan.arch.kind == ArchKind::kGossip) {
+    return strategy_internal::MakeGossipStrategy(plan, workers);
+  }
   switch (plan.sync.kind) {
     case SyncKind::kBsp:
       return strategy_internal::MakeBspStrategy();
     case SyncKind::kLocal:
       return strategy_internal::MakeLocalSgdStrategy(plan, reducer);
+    case SyncKind::kAsp:
     case SyncKind::kFedAvg:
       break;
   }

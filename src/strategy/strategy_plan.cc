@@ -34,6 +34,7 @@
 
 #include "frugal/compressor.h"
 #include "frugal/strategy.h"
+#include "strategy/gossip_strategy.h"
 
 namespace frugal {
 namespace {
@@ -192,6 +193,14 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   if (options.ranks_per_host < 0) {
     return InvalidArgumentError("ranks per host must be >= 0");
   }
+  if (plan.arch.kind == ArchKind::kGossip) {
+    FRUGAL_RETURN_IF_ERROR(strategy_internal::CheckGossipPlan(options, plan));
+    return plan;
+  }
+  if (plan.sync.kind == SyncKind::kAsp) {
+    return InvalidArgumentError(
+        "--sync asp runs asynchronous gossip (AD-PSGD): it needs --arch gossip[:topology=T]");
+  }
   FRUGAL_RETURN_IF_ERROR(CheckCompression(options, plan));
   return plan;
 }
@@ -200,7 +209,8 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPla
                                                                Transport& workers,
                                                                int64_t steps_per_epoch,
                                                                const CompressorRegistry& registry) {
-  if (plan.compressed && plan.sync.kind != SyncKind::kFedAvg) {
+  if (plan.compressed && plan.sync.kind != SyncKind::kFedAvg &&
+      plan.arch.kind != ArchKind::kGossip) {
     CompressedReducerOptions compressed = *plan.compressed;
     if (plan.dgc) {
       // The momentum= item is already in the spec; only the warm-up's epoch length is added.

@@ -39,10 +39,17 @@ Status Assign(const StatusOr<T>& value, T& out) {
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
   const std::vector<std::string> algorithms = DenseReducerAlgorithms();
   const std::string accepted =
-      fmt::format("allreduce[:ALGO] with ALGO one of {}", fmt::join(algorithms, ", "));
+      fmt::format("allreduce[:ALGO] with ALGO one of {}; gossip[:topology=T,...]",
+                  fmt::join(algorithms, ", "));
   ArchSpec arch;
   const size_t colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon);
+  if (name == "gossip") {
+    arch.kind = ArchKind::kGossip;
+    FRUGAL_ASSIGN_OR_RETURN(
+        arch.gossip, ParseGossipSpec(colon == std::string_view::npos ? "" : spec.substr(colon + 1)));
+    return arch;
+  }
   if (name != "allreduce") {
     return InvalidArgumentError(
         fmt::format("--arch '{}': unknown architecture (accepted: {})", spec, accepted));
@@ -58,13 +65,18 @@ StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
   return arch;
 }
 
-std::string ArchSpecName(const ArchSpec& spec) { return "allreduce:" + spec.algorithm; }
+std::string ArchSpecName(const ArchSpec& spec) {
+  if (spec.kind == ArchKind::kGossip) return "gossip:" + GossipSpecName(spec.gossip);
+  return "allreduce:" + spec.algorithm;
+}
 
 StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
   FRUGAL_ASSIGN_OR_RETURN(CompressorParams params, ParseItems("--sync", spec));
   SyncSpec sync;
   if (params.name() == "bsp") {
     sync.kind = SyncKind::kBsp;
+  } else if (params.name() == "asp") {
+    sync.kind = SyncKind::kAsp;
   } else if (params.name() == "local") {
     sync.kind = SyncKind::kLocal;
     if (!params.Has("period")) {
@@ -102,8 +114,8 @@ StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("min-samples", 0, 1, kMaxInt), sync.min_samples));
   } else {
     return InvalidArgumentError(
-        fmt::format("--sync '{}': unknown synchronization (accepted: bsp, local:period=H[,...], "
-                    "fedavg:clients=K[,...])",
+        fmt::format("--sync '{}': unknown synchronization (accepted: bsp, asp, "
+                    "local:period=H[,...], fedavg:clients=K[,...])",
                     spec));
   }
   FRUGAL_RETURN_IF_ERROR(Annotated("--sync", params.Finish()));
@@ -114,6 +126,8 @@ std::string SyncSpecName(const SyncSpec& spec) {
   switch (spec.kind) {
     case SyncKind::kBsp:
       return "bsp";
+    case SyncKind::kAsp:
+      return "asp";
     case SyncKind::kLocal: {
       std::string name = fmt::format("local:period={}", spec.period);
       if (spec.start_epoch > 0) name += fmt::format(",start-epoch={}", spec.start_epoch);

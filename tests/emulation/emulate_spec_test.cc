@@ -62,6 +62,27 @@ TEST(ParseEmulateSpec, AcceptsTheDocumentedForms) {
   EXPECT_EQ(spec->ranks_per_host, 2);
 }
 
+TEST(ParseEmulateSpec, HostsMayHaveTheirOwnRates) {
+  auto spec = ParseEmulateSpec("hosts=4,nic=1gbit,nic.2=100mbit");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(NicRates(*spec), (std::vector<std::uint64_t>{1'000'000'000, 1'000'000'000,
+                                                         100'000'000, 1'000'000'000}));
+  EXPECT_EQ(FormatNicRates(*spec), "1gbit, host 2: 100mbit");
+  spec = ParseEmulateSpec("nic.0=10mbit,hosts=2,nic=1gbit");  // any order
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(NicRates(*spec), (std::vector<std::uint64_t>{10'000'000, 1'000'000'000}));
+  EXPECT_EQ(spec->nic_bits_per_second, 10'000'000u);  // host 0's
+  spec = ParseEmulateSpec("hosts=3,nic=1gbit/100mbit/2.5gbit");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(NicRates(*spec),
+            (std::vector<std::uint64_t>{1'000'000'000, 100'000'000, 2'500'000'000}));
+  // One rate for all: no per-host list.
+  spec = ParseEmulateSpec("hosts=3,nic=1gbit");
+  EXPECT_TRUE(spec->host_nic_bits_per_second.empty());
+  EXPECT_EQ(NicRates(*spec).size(), 3u);
+  EXPECT_EQ(FormatNicRates(*spec), "1gbit");
+}
+
 TEST(ParseEmulateSpec, RejectsBadSpecsWithAClearMessage) {
   struct Case {
     const char* text;
@@ -75,7 +96,13 @@ TEST(ParseEmulateSpec, RejectsBadSpecsWithAClearMessage) {
         Case{"hosts=65,nic=1gbit", "out of range"},
         Case{"hosts=four,nic=1gbit", "not a whole number"}, Case{"hosts=4,nic=fast", "not a rate"},
         Case{"hosts=4,nic=1gbit,ranks-per-host=0", "out of range"},
-        Case{"hosts4,nic=1gbit", "not key=value"}}) {
+        Case{"hosts4,nic=1gbit", "not key=value"},
+        Case{"hosts=4,nic=1gbit,nic.4=10mbit", "nic.4 names host 4, but hosts are 0 to 3"},
+        Case{"hosts=4,nic=1gbit,nic.1=10mbit,nic.1=20mbit", "given twice"},
+        Case{"hosts=4,nic=1gbit,nic.x=10mbit", "not a whole number"},
+        Case{"hosts=4,nic=1gbit,nic.1=slow", "not a rate"},
+        Case{"hosts=4,nic=1gbit/10mbit", "nic lists 2 rates for 4 hosts"},
+        Case{"hosts=2,nic=1gbit/", "not a rate"}}) {
     auto spec = ParseEmulateSpec(c.text);
     ASSERT_FALSE(spec.ok()) << c.text;
     EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << c.text;

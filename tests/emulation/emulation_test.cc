@@ -230,6 +230,36 @@ TEST(EmulatedNetwork, DownstreamIsShapedToo) {
   EXPECT_LE(fraction, 1.05);
 }
 
+// Hosts with rates of their own (--emulate nic.I=RATE): a transfer runs at the slower of the
+// sender's upstream and the receiver's downstream rate.
+TEST(EmulatedNetwork, EachHostHasItsOwnRate) {
+  SKIP_WITHOUT_EMULATION();
+  const std::vector<std::uint64_t> rates = {200'000'000, 50'000'000, 200'000'000};
+  auto network = EmulatedNetwork::Create(rates, Quiet());
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  EXPECT_EQ((*network)->nic_bits_per_second(1), 50'000'000u);
+  const auto& hosts = (*network)->hosts();
+  struct Transfer {
+    int from;
+    int to;
+    std::uint64_t expected;  // bits per second
+  };
+  int port = 5210;
+  for (const Transfer& t : {Transfer{0, 1, 50'000'000}, Transfer{1, 2, 50'000'000},
+                            Transfer{0, 2, 200'000'000}}) {
+    Receiver receiver = StartReceiver(hosts[t.to].name, hosts[t.to].address, port, 1);
+    pid_t sender = StartSender(hosts[t.from].name, hosts[t.to].address, port, t.expected / 8);
+    const double measured = ReadRate(receiver);
+    EXPECT_EQ(WaitChild(sender, std::chrono::seconds(30)), 0);
+    const double fraction = measured / static_cast<double>(t.expected);
+    std::printf("host %d -> host %d: %.1f Mbit/s = %.3f of the slower NIC\n", t.from, t.to,
+                measured / 1e6, fraction);
+    EXPECT_GE(fraction, 0.90) << t.from << " -> " << t.to;
+    EXPECT_LE(fraction, 1.05) << t.from << " -> " << t.to;
+    ++port;
+  }
+}
+
 TEST(EmulatedNetwork, DestroyRemovesEverything) {
   SKIP_WITHOUT_EMULATION();
   auto network = EmulatedNetwork::Create(3, 100'000'000, Quiet());

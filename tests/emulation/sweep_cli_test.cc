@@ -110,17 +110,24 @@ TEST_F(SweepCli, TrainConfigFileIsReadLikeSweepFiles) {
   }
 }
 
-// --only keeps the points with one of the given axis values; a value no point has is refused.
+// --only keeps the points with one of the given values of every axis it names; a value no point
+// has is refused.
 TEST_F(SweepCli, OnlySelectsPointsByAxisValue) {
   std::string quick = std::string(FRUGAL_SOURCE_DIR) + "/sweeps/quick.toml";
   CommandResult one = Frugal({"sweep", quick, "--dry-run", "--only", "allreduce=mpi"});
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_THAT(one.output, HasSubstr("2 points"));
   EXPECT_THAT(one.output, Not(HasSubstr("--allreduce=ring")));
-  CommandResult three =
+  CommandResult both =
       Frugal({"sweep", quick, "--dry-run", "--only", "allreduce=mpi", "--only", "lr=0.05"});
-  EXPECT_EQ(three.exit_code, 0) << three.output;
-  EXPECT_THAT(three.output, HasSubstr("3 points"));
+  EXPECT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("1 points"));
+  EXPECT_THAT(both.output, Not(HasSubstr("--lr=0.1")));
+  CommandResult either = Frugal({"sweep", quick, "--dry-run", "--only", "lr=0.05", "--only",
+                                 "lr=0.1", "--only", "allreduce=ring"});
+  EXPECT_EQ(either.exit_code, 0) << either.output;
+  EXPECT_THAT(either.output, HasSubstr("2 points"));
+  EXPECT_THAT(either.output, Not(HasSubstr("--allreduce=mpi")));
   CommandResult bad = Frugal({"sweep", quick, "--dry-run", "--only", "allreduce=tree"});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("--only allreduce=tree: no point has it"));

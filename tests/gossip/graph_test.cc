@@ -139,6 +139,36 @@ TEST(GossipTopology, EdgeFile) {
       StatusCode::kIoError);
 }
 
+// The edge list in the spec: the same graph as the file, the same checks.
+TEST(GossipTopology, EdgesInTheSpec) {
+  const Topology t = Make("edges:0-1/1-2/2-3/3-0/1-0", 4);
+  EXPECT_TRUE(t.undirected());
+  EXPECT_EQ(t.EdgeCount(), 4u);
+  EXPECT_EQ(Vec(t.Out(0, 0)), (std::vector<int>{1, 3}));
+  EXPECT_EQ(t.name(), "edges:0-1/1-2/2-3/3-0/1-0");
+  // Rank 3 a leaf of a ring over the other seven: one neighbour, the others two or three.
+  const Topology leaf = Make("edges:0-1/1-2/2-4/4-5/5-6/6-7/7-0/2-3", 8);
+  EXPECT_EQ(Vec(leaf.Out(3, 0)), (std::vector<int>{2}));
+  EXPECT_EQ(Vec(leaf.Out(2, 0)), (std::vector<int>{1, 3, 4}));
+  auto make = [](std::string_view spec, int n) {
+    return Topology::Make(ParseTopologySpec(spec).value(), n, 1).status();
+  };
+  EXPECT_NE(make("edges:0-1/1-3", 3)
+                .message()
+                .find("edges:0-1/1-3 edge 2: rank 3 but the job "
+                      "has 3 ranks"),
+            std::string::npos)
+      << make("edges:0-1/1-3", 3).ToString();
+  EXPECT_NE(make("edges:0-1/2-2", 3).message().find("edge 2: self loop at rank 2"),
+            std::string::npos);
+  EXPECT_NE(make("edges:0-1-2", 3).message().find("expected two ranks 'U-V'"), std::string::npos);
+  EXPECT_NE(make("edges:0-1", 3).message().find("not connected"), std::string::npos);
+  for (const char* bad : {"edges:", "edges:0 1", "edges:0-1,1-2", "edges:a-b"}) {
+    const Status s = ParseTopologySpec(bad).status();
+    EXPECT_NE(s.message().find("expected edges:U-V/U-V/..."), std::string::npos) << bad;
+  }
+}
+
 TEST(GossipTopology, ParseRefusesUnknownNames) {
   EXPECT_NE(ParseTopologySpec("star").status().message().find("accepted: ring, torus"),
             std::string::npos);

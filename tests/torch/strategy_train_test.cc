@@ -21,37 +21,12 @@ using frugal::Transport;
 using testing_torch::Data;
 using testing_torch::ExpectAllOk;
 
-struct RunResult {
-  std::vector<std::vector<float>> parameters;  // per rank
-  std::vector<TrainSummary> summaries;
-  std::vector<double> epoch_seconds;  // per rank, of its own training steps
-};
+using RunResult = testing_torch::StrategyRun;
 
 RunResult TrainWith(int n, const std::string& sync, const TrainOptions& options) {
-  RunResult run;
-  run.parameters.resize(n);
-  run.summaries.resize(n);
-  run.epoch_seconds.resize(n);
   frugal::StrategyOptions strategy_options;
   strategy_options.sync = sync;
-  strategy_options.momentum = options.momentum;
-  strategy_options.timeout = options.timeout;
-  const frugal::StrategyPlan plan = frugal::PlanStrategy(strategy_options).value();
-  ExpectAllOk(frugal::RunRanks(n, [&](Transport& t) -> Status {
-    FRUGAL_ASSIGN_OR_RETURN(
-        auto reducer, frugal::MakeStrategyReducer(plan, t, 0, frugal::DefaultCompressorRegistry()));
-    FRUGAL_ASSIGN_OR_RETURN(auto strategy, frugal::MakeStrategy(plan, t, *reducer));
-    TrainCallbacks callbacks;
-    const int rank = t.rank();
-    callbacks.on_final_parameters = [&, rank](const std::vector<float>& p) {
-      run.parameters[rank] = p;
-    };
-    callbacks.on_step = [&, rank](const StepProgress& p) { run.epoch_seconds[rank] = p.epoch_seconds; };
-    FRUGAL_ASSIGN_OR_RETURN(run.summaries[rank],
-                            Train(t, *reducer, *strategy, Data(), options, callbacks));
-    return Status::Ok();
-  }));
-  return run;
+  return testing_torch::TrainWithStrategy(n, strategy_options, options);
 }
 
 TrainOptions Small(bool engine) {

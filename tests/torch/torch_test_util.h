@@ -8,10 +8,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "frugal/inproc_transport.h"
 #include "frugal/reducer.h"
 #include "frugal/status.h"
+#include "frugal/strategy.h"
 #include "frugal/transport.h"
 #include "frugal_torch/data.h"
+#include "frugal_torch/trainer.h"
 
 namespace frugal_torch::testing_torch {
 
@@ -37,6 +40,43 @@ inline void ExpectAllOk(const std::vector<frugal::Status>& statuses) {
   for (size_t r = 0; r < statuses.size(); ++r) {
     EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
   }
+}
+
+// A training run of `n` ranks as threads with the strategy of `strategy_options` (whose momentum
+// and timeout are taken from `options`): every rank's final parameters, summary and the training
+// time of its last epoch.
+struct StrategyRun {
+  std::vector<std::vector<float>> parameters;  // per rank
+  std::vector<TrainSummary> summaries;
+  std::vector<double> epoch_seconds;  // per rank, of its own training steps
+};
+
+inline StrategyRun TrainWithStrategy(int n, frugal::StrategyOptions strategy_options,
+                                     const TrainOptions& options) {
+  StrategyRun run;
+  run.parameters.resize(n);
+  run.summaries.resize(n);
+  run.epoch_seconds.resize(n);
+  strategy_options.momentum = options.momentum;
+  strategy_options.timeout = options.timeout;
+  const frugal::StrategyPlan plan = frugal::PlanStrategy(strategy_options).value();
+  ExpectAllOk(frugal::RunRanks(n, [&](frugal::Transport& t) -> frugal::Status {
+    FRUGAL_ASSIGN_OR_RETURN(
+        auto reducer, frugal::MakeStrategyReducer(plan, t, 0, frugal::DefaultCompressorRegistry()));
+    FRUGAL_ASSIGN_OR_RETURN(auto strategy, frugal::MakeStrategy(plan, t, *reducer));
+    TrainCallbacks callbacks;
+    const int rank = t.rank();
+    callbacks.on_final_parameters = [&, rank](const std::vector<float>& p) {
+      run.parameters[rank] = p;
+    };
+    callbacks.on_step = [&, rank](const StepProgress& p) {
+      run.epoch_seconds[rank] = p.epoch_seconds;
+    };
+    FRUGAL_ASSIGN_OR_RETURN(run.summaries[rank],
+                            Train(t, *reducer, *strategy, Data(), options, callbacks));
+    return frugal::Status::Ok();
+  }));
+  return run;
 }
 
 }  // namespace frugal_torch::testing_torch

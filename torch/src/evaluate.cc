@@ -7,11 +7,13 @@
 // whole test set; the accuracies are exchanged (SumAcrossRanks of a one-hot vector, so every rank
 // knows all of them) for the min and max. Then the parameters and float buffers are averaged
 // exactly (frugal's ring all-reduce) into the model, every rank computes ||x_i - x_avg|| over the
-// parameters from its saved copy, the caller evaluates the averaged model as it would identical
-// replicas, and each rank's own parameters and buffers are restored. The averaging is evaluation
-// traffic, reported apart from training bytes.
+// parameters from its saved copy (exchanged as a one-hot vector too, for the mean and the max), the
+// caller evaluates the averaged model as it would identical replicas, and each rank's own
+// parameters and buffers are restored. The averaging is evaluation traffic, reported apart from
+// training bytes.
 #include "evaluate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -91,10 +93,14 @@ StatusOr<SpreadReport> EvaluateAveragedModel(Classifier& model, torch::optim::Op
   std::vector<double> distances;
   FRUGAL_RETURN_IF_ERROR(runner.Run("consensus distance", [&](frugal::Transport& t) -> Status {
     const uint64_t before = t.bytes_sent();
-    const double mine[] = {distance};
+    std::vector<double> mine(static_cast<size_t>(t.size()), 0.0);
+    mine[static_cast<size_t>(t.rank())] = distance;
     FRUGAL_ASSIGN_OR_RETURN(distances, SumAcrossRanks(t, mine, timeout));
     report.bytes_sent += t.bytes_sent() - before;
-    report.consensus_distance = distances[0] / t.size();
+    double sum = 0;
+    for (double d : distances) sum += d;
+    report.consensus_distance = sum / t.size();
+    report.consensus_distance_max = *std::max_element(distances.begin(), distances.end());
     return Status::Ok();
   }));
   return report;

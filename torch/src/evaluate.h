@@ -28,7 +28,8 @@ EvalSums Evaluate(Classifier& model, const torch::Tensor& images, const torch::T
 struct SpreadReport {
   double accuracy_min = 0;
   double accuracy_max = 0;
-  double consensus_distance = 0;
+  double consensus_distance = 0;      // mean over the ranks
+  double consensus_distance_max = 0;  // max over the ranks
   uint64_t bytes_sent = 0;
 };
 

@@ -67,6 +67,11 @@ StepDriver::~StepDriver() = default;
 
 StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
                                          const std::function<torch::Tensor()>& forward) {
+  if (strategy_.ActsBeforeForward(p)) {
+    FRUGAL_RETURN_IF_ERROR(Synchronize());
+    frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+    FRUGAL_RETURN_IF_ERROR(strategy_.BeforeForward(p, model, *this));
+  }
   const bool exchange = strategy_.AveragesGradients(p);
   const double blocked_before = blocked_seconds();
   const auto begin = Clock::now();
@@ -113,6 +118,12 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
 
 Status StepDriver::Synchronize() {
   return session_ ? session_->optimizer().Synchronize() : Status::Ok();
+}
+
+Status StepDriver::Settle() {
+  FRUGAL_RETURN_IF_ERROR(Synchronize());
+  frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+  return strategy_.Settle(model, *this);
 }
 
 Status StepDriver::Run(std::string_view what,

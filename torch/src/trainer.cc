@@ -197,7 +197,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
 
     const frugal::Stopwatch eval_watch;
     const double eval_watch_start_total = eval_seconds;
-    FRUGAL_RETURN_IF_ERROR(driver->Synchronize());
+    FRUGAL_RETURN_IF_ERROR(driver->Settle());
     internal::EvalSums eval;
     internal::SpreadReport spread;
     if (traits.identical_replicas) {
@@ -264,6 +264,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
       record.rank_accuracy_min = spread.accuracy_min;
       record.rank_accuracy_max = spread.accuracy_max;
       record.consensus_distance = spread.consensus_distance;
+      record.consensus_distance_max = spread.consensus_distance_max;
       record.eval_bytes_sent = static_cast<uint64_t>(std::llround(sums[13] / world));
     }
     summary.history.push_back(record);
@@ -287,6 +288,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     summary.overlap = std::string(frugal::OverlapModeName(options.overlap->mode));
   }
   summary.parameter_hash = ParameterHash(*model);
+  strategy.Report([&](std::string_view name, double value) {
+    summary.strategy_report.emplace_back(std::string(name), value);
+  });
   if (callbacks.on_final_parameters) {
     callbacks.on_final_parameters(internal::FlatParameters(*model));
   }

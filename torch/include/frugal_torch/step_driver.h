@@ -1,6 +1,8 @@
 // The step driver: one training step, the same for every strategy (frugal/strategy.h).
 //
 // Step(p, forward):
+//   0. if strategy.ActsBeforeForward(p): every pending update is applied, then
+//      strategy.BeforeForward(p, model, runner) may start an exchange of the model or change it;
 //   1. exchange = strategy.AveragesGradients(p);
 //   2. before forward: the engine optimizer's BeginStep(exchange) zeroes the gradients (and, under
 //      priority overlap, installs the gate that applies the previous step's pending updates as
@@ -68,6 +70,8 @@ class StepDriver final : public frugal::TransportRunner {
                                        const std::function<torch::Tensor()>& forward);
   // Applies every pending update, so that the parameters are final for this step.
   frugal::Status Synchronize();
+  // Synchronize, then Strategy::Settle: no exchange of the strategy is left in flight.
+  frugal::Status Settle();
   // TransportRunner: runs `fn` with the transport on the thread that owns it.
   frugal::Status Run(std::string_view what,
                      const std::function<frugal::Status(frugal::Transport&)>& fn) override;

@@ -97,11 +97,13 @@ struct EpochRecord {
   uint64_t bytes_sent = 0;        // per worker (mean over ranks), cumulative, training only
   // Strategies whose replicas differ (Local SGD): test_loss and test_accuracy are those of the
   // averaged model; these are the min and max test accuracy of the ranks' own models, the
-  // consensus distance mean_i ||x_i - x_avg|| of the parameters, and the bytes per worker of
-  // averaging the models for evaluation (not in bytes_sent). Zero for identical replicas.
+  // consensus distance mean_i ||x_i - x_avg|| of the parameters and its max over the ranks, and
+  // the bytes per worker of averaging the models for evaluation (not in bytes_sent). Zero for
+  // identical replicas.
   double rank_accuracy_min = 0;
   double rank_accuracy_max = 0;
   double consensus_distance = 0;
+  double consensus_distance_max = 0;
   uint64_t eval_bytes_sent = 0;
 };
 
@@ -138,6 +140,8 @@ struct TrainSummary {
   double comm_hidden_fraction = 0;
   std::string timeline_json;
   std::vector<EpochRecord> history;
+  // Strategy::Report of this rank's strategy (gossip: the spectral gap, ...), in its order.
+  std::vector<std::pair<std::string, double>> strategy_report;
 };
 
 struct TrainCallbacks {

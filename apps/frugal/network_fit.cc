@@ -1,0 +1,40 @@
+#include "network_fit.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace frugal::apps {
+
+StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("--fit {}: cannot read the file", path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("alpha_us") || !j.contains("beta_s_per_byte") ||
+        !j["alpha_us"].is_number() || !j["beta_s_per_byte"].is_number()) {
+      continue;
+    }
+    NetworkFit fit;
+    fit.alpha_s = j["alpha_us"].get<double>() * 1e-6;
+    fit.beta_s_per_byte = j["beta_s_per_byte"].get<double>();
+    const auto gamma = j.find("gamma_s_per_byte");
+    if (gamma != j.end() && gamma->is_number()) fit.gamma_s_per_byte = gamma->get<double>();
+    if (!std::isfinite(fit.alpha_s) || fit.alpha_s < 0 || !std::isfinite(fit.beta_s_per_byte) ||
+        fit.beta_s_per_byte <= 0 || !std::isfinite(fit.gamma_s_per_byte) ||
+        fit.gamma_s_per_byte < 0) {
+      return InvalidArgumentError(fmt::format(
+          "--fit {}: alpha_us and gamma_s_per_byte must be >= 0 and beta_s_per_byte > 0", path));
+    }
+    return fit;
+  }
+  return InvalidArgumentError(fmt::format(
+      "--fit {}: no record with alpha_us and beta_s_per_byte (write one with `frugal bench "
+      "allreduce --json FILE`)",
+      path));
+}
+
+}  // namespace frugal::apps

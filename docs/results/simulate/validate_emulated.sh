@@ -1,0 +1,25 @@
+#!/bin/bash
+# Validation runs of frugal simulate with per-layer times taken on the emulated hosts themselves:
+# for each host count and NIC rate, the ring all-reduce's alpha-beta fit on that network
+# (`frugal bench allreduce`) and 40 steps of cnn, dense and top-k 1% + EF, with --timeline.
+# Usage: validate_emulated.sh BUILD_DIR (run alone: the emulated network and the times).
+set -u
+build="$(cd "$1" && pwd)"
+cd "$(dirname "$0")"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+F="$build/apps/frugal/frugal"
+for n in 4 8; do
+  for nic in 100mbit 1gbit; do
+    "$F" --np $n --emulate hosts=$n,nic=$nic bench allreduce --algorithms ring \
+      --sizes 4K,64K,256K,1M,4M --iters 10 --json fit_h${n}_${nic}.jsonl > fit_h${n}_${nic}.log 2>&1
+    echo "fit h$n $nic rc=$?"
+    for comp in dense topk; do
+      extra=()
+      [ $comp = topk ] && extra=(--compress topk:ratio=0.01 --ef)
+      "$F" train --np $n --emulate hosts=$n,nic=$nic --model cnn --max-steps 40 --progress none \
+        "${extra[@]}" --timeline tl_h${n}_${nic}_${comp}.json \
+        --json tl_h${n}_${nic}_${comp}.jsonl > tl_h${n}_${nic}_${comp}.log 2>&1
+      echo "train h$n $nic $comp rc=$?"
+    done
+  done
+done

@@ -1,0 +1,60 @@
+// One round of gossip messages with the neighbours, every message in flight at once.
+//
+// Start posts a receive from each in-neighbour and a send to each out-neighbour and returns at
+// once; Finish waits for all of them. A round may stay in flight between the two calls while the
+// caller computes (the one-step overlap of D-PSGD and SGP). Receives of a known size are posted
+// by Start into buffers of that size; receives of an unknown size (compressed payloads) are
+// probed for when Finish waits, then received at their exact size.
+//
+// Bytes are counted where they are sent, by the transport. Not thread safe; Start and Finish run
+// on the thread that owns the transport, and the payloads given to Start must stay valid and
+// unchanged until Finish returns (or the exchange is destroyed).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "frugal/transport.h"
+
+namespace frugal::gossip {
+
+class NeighbourExchange {
+ public:
+  // `payloads[k]` goes to `to[k]`. `recv_bytes` > 0: every message from `from` has that size;
+  // 0: sizes are learnt by probing in Finish. A previous round must have finished.
+  void Start(Transport& t, int tag, std::span<const int> to,
+             std::span<const std::span<const std::byte>> payloads, std::span<const int> from,
+             size_t recv_bytes);
+  // Same payload to every out-neighbour.
+  void Start(Transport& t, int tag, std::span<const int> to, std::span<const std::byte> payload,
+             std::span<const int> from, size_t recv_bytes);
+
+  // Waits for every send and receive of the round. kTimeout naming the neighbours that did not
+  // answer within `timeout` (`what` names the round), kMalformed when a message of a known size
+  // arrived with another size, or the transport's error.
+  Status Finish(Transport& t, Duration timeout, const std::string& what);
+
+  bool in_flight() const { return in_flight_; }
+  // After Finish: the message from `from[k]`.
+  std::span<const std::byte> Received(size_t k) const;
+  std::span<const float> ReceivedFloats(size_t k) const;
+  int Source(size_t k) const { return from_[k]; }
+  size_t received_count() const { return from_.size(); }
+
+ private:
+  bool in_flight_ = false;
+  int tag_ = 0;
+  size_t recv_bytes_ = 0;
+  std::vector<int> to_;
+  std::vector<int> from_;
+  std::vector<std::unique_ptr<Work>> sends_;
+  std::vector<std::unique_ptr<Work>> recvs_;
+  // Float storage keeps the buffers aligned for float views; sizes_ are the bytes that arrived.
+  std::vector<std::vector<float>> buffers_;
+  std::vector<size_t> sizes_;
+};
+
+}  // namespace frugal::gossip

@@ -1,0 +1,143 @@
+// Gossip strategies through frugal_torch's training loop, ranks as threads: D-PSGD on a complete
+// graph is BSP, the bytes of a gossip run are exactly its messages, and drifting replicas report
+// their spread, the consensus distance and the spectral gap.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "frugal/inproc_transport.h"
+#include "frugal/strategy.h"
+#include "frugal_torch/trainer.h"
+#include "torch/torch_test_util.h"
+
+namespace frugal_torch {
+namespace {
+
+using RunResult = testing_torch::StrategyRun;
+
+RunResult TrainWith(int n, const std::string& arch, const std::string& sync,
+                    const std::string& compress, const TrainOptions& options) {
+  frugal::StrategyOptions strategy_options;
+  strategy_options.arch = arch;
+  strategy_options.sync = sync;
+  strategy_options.compress = compress;
+  return testing_torch::TrainWithStrategy(n, strategy_options, options);
+}
+
+TrainOptions Small() {
+  TrainOptions options;
+  options.model = "mlp";
+  options.batch_size = 16;
+  options.max_steps = 6;
+  options.seed = 5;
+  options.lr = 0.05;
+  options.momentum = 0;
+  options.timeout = std::chrono::seconds(60);
+  options.test_samples = 200;
+  options.overlap = OverlapOptions{};  // priority, as `frugal train`
+  return options;
+}
+
+double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
+  return worst;
+}
+
+double Reported(const TrainSummary& s, const std::string& name) {
+  for (const auto& [key, value] : s.strategy_report) {
+    if (key == name) return value;
+  }
+  ADD_FAILURE() << "no " << name << " in the report";
+  return -1;
+}
+
+// Plain SGD on the complete graph with uniform weights, mixing after the step: every rank takes
+// the average of x - lr g_i, which is BSP's x - lr avg(g_i) up to float rounding. The paper's
+// order (cta) adds each rank's own update after the average instead: another algorithm.
+TEST(GossipTraining, AtcOnTheCompleteGraphIsBsp) {
+  torch::set_num_threads(1);
+  const TrainOptions options = Small();
+  const RunResult bsp = TrainWith(3, "allreduce:ring", "bsp", "", options);
+  const RunResult atc =
+      TrainWith(3, "gossip:topology=complete,mixing=uniform,order=atc", "bsp", "", options);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_LT(MaxAbsDifference(atc.parameters[r], bsp.parameters[0]), 1e-5) << "rank " << r;
+  }
+  const RunResult cta = TrainWith(3, "gossip:topology=complete,mixing=uniform", "bsp", "", options);
+  EXPECT_GT(MaxAbsDifference(cta.parameters[0], bsp.parameters[0]), 1e-4);
+  EXPECT_GT(MaxAbsDifference(cta.parameters[0], cta.parameters[1]), 1e-5);
+  EXPECT_DOUBLE_EQ(Reported(atc.summaries[0], "spectral_gap"), 1.0);
+}
+
+// D-PSGD on a ring of 4: every step every rank sends its whole model to its two neighbours, and
+// nothing else is training traffic.
+TEST(GossipTraining, BytesAreExactlyTheMessages) {
+  torch::set_num_threads(1);
+  const TrainOptions options = Small();
+  const RunResult ring = TrainWith(4, "gossip:topology=ring", "bsp", "", options);
+  const TrainSummary& s = ring.summaries[0];
+  const uint64_t model_bytes = 4 * static_cast<uint64_t>(s.params);
+  EXPECT_EQ(s.bytes_sent_per_worker, 6 * 2 * model_bytes);
+  EXPECT_NEAR(Reported(s, "spectral_gap"), 2.0 / 3, 1e-9);  // eigenvalues 1, 1/3, 1/3, -1/3
+  EXPECT_EQ(Reported(s, "graph_edges"), 4);
+  // Local gossip every 3 steps: two rounds.
+  const RunResult local = TrainWith(4, "gossip:topology=ring", "local:period=3", "", options);
+  EXPECT_EQ(local.summaries[0].bytes_sent_per_worker, 2 * 2 * model_bytes);
+  // SGP on the one-peer exponential graph: one neighbour, the model and the weight per step.
+  const RunResult sgp = TrainWith(4, "gossip:algorithm=sgp", "bsp", "", options);
+  EXPECT_EQ(sgp.summaries[0].bytes_sent_per_worker, 6 * (model_bytes + 4));
+  // CHOCO with top-k 1% sends far less than D-PSGD.
+  const RunResult choco =
+      TrainWith(4, "gossip:topology=ring,algorithm=choco", "bsp", "topk:ratio=0.01", options);
+  EXPECT_LT(choco.summaries[0].bytes_sent_per_worker, s.bytes_sent_per_worker / 20);
+  EXPECT_GT(choco.summaries[0].bytes_sent_per_worker, 0u);
+}
+
+// The replicas drift: the averaged model is evaluated, the spread and the consensus distance
+// (mean and max over the ranks) are reported.
+TEST(GossipTraining, DriftingReplicasReportTheSpread) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small();
+  options.max_steps = 10;
+  for (const std::string arch : {"gossip:topology=ring", "gossip:algorithm=sgp,overlap=1"}) {
+    const RunResult run = TrainWith(4, arch, "bsp", "", options);
+    const TrainSummary& s = run.summaries[0];
+    ASSERT_EQ(s.history.size(), 1u);
+    const EpochRecord& e = s.history[0];
+    EXPECT_FALSE(s.identical_replicas);
+    EXPECT_GT(e.consensus_distance, 0) << arch;
+    EXPECT_GE(e.consensus_distance_max, e.consensus_distance) << arch;
+    EXPECT_LE(e.rank_accuracy_min, e.rank_accuracy_max) << arch;
+    EXPECT_GT(e.test_accuracy, 0.3) << arch;
+    EXPECT_GT(MaxAbsDifference(run.parameters[0], run.parameters[2]), 0) << arch;
+  }
+}
+
+// AD-PSGD under --sync asp trains without a global barrier and reports its pairwise exchanges.
+TEST(GossipTraining, AsynchronousPairwiseGossipTrains) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small();
+  options.max_steps = 10;
+  const RunResult run = TrainWith(4, "gossip:topology=ring", "asp", "", options);
+  double started = 0;
+  double served = 0;
+  for (const TrainSummary& s : run.summaries) {
+    for (const auto& [key, value] : s.strategy_report) {
+      if (key == "pair_exchanges_started") started += value;
+      if (key == "pair_exchanges_served") served += value;
+    }
+  }
+  EXPECT_EQ(started, 2 * 10);
+  EXPECT_EQ(served, started);
+  EXPECT_GT(run.summaries[0].history.back().test_accuracy, 0.3);
+}
+
+}  // namespace
+}  // namespace frugal_torch
