@@ -39,6 +39,7 @@
 #include <stdlib.h>
 
 #include <array>
+#include <atomic>
 #include <exception>
 #include <filesystem>
 
@@ -69,17 +70,19 @@ class GlooAllreduceImpl final : public GlooAllreduce {
   GlooAllreduceImpl(std::shared_ptr<gloo::rendezvous::Context> context,
                     std::unique_ptr<gloo::Algorithm> algorithm, GlooAlgorithm kind,
                     std::shared_ptr<const std::vector<std::vector<std::string>>> remote_addresses,
-                    Duration timeout)
+                    std::shared_ptr<std::atomic<bool>> broken, Duration timeout)
       : context_(std::move(context)),
         algorithm_(std::move(algorithm)),
         kind_(kind),
         remote_addresses_(std::move(remote_addresses)),
+        broken_(std::move(broken)),
         timeout_(timeout) {}
 
   Status Run() override {
     try {
       algorithm_->run();
     } catch (const std::exception& e) {
+      *broken_ = true;
       return DescribeGlooFailure(e.what(), *remote_addresses_, timeout_)
           .Annotate(fmt::format("Gloo {} allreduce", GlooAlgorithmName(kind_)));
     }
@@ -91,8 +94,33 @@ class GlooAllreduceImpl final : public GlooAllreduce {
   std::unique_ptr<gloo::Algorithm> algorithm_;
   GlooAlgorithm kind_;
   std::shared_ptr<const std::vector<std::vector<std::string>>> remote_addresses_;
+  std::shared_ptr<std::atomic<bool>> broken_;
   Duration timeout_;
 };
+
+// The slot of Farewell's messages: no all-reduce's (Gloo numbers those from 0 up).
+constexpr int kFarewellSlot = INT_MAX;
+
+// A barrier that returns only once its own messages have left. Every rank enters it after its
+// last all-reduce returned, so after it no message of an all-reduce is still on its way to or
+// from this rank. Its messages travel in a slot of their own: a rank that made fewer all-reduces
+// than another (it failed before making one) cannot receive them into a buffer of another size.
+void Farewell(gloo::Context& context) {
+  const int size = context.size;
+  std::vector<int> sent(static_cast<size_t>(size)), received(static_cast<size_t>(size));
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> sends, receives;
+  for (int r = 0; r < size; ++r) {
+    if (r == context.rank) continue;
+    auto& pair = context.getPair(r);
+    sends.push_back(
+        pair->createSendBuffer(kFarewellSlot, &sent[static_cast<size_t>(r)], sizeof(int)));
+    receives.push_back(
+        pair->createRecvBuffer(kFarewellSlot, &received[static_cast<size_t>(r)], sizeof(int)));
+  }
+  for (auto& buffer : sends) buffer->send();
+  for (auto& buffer : receives) buffer->waitRecv();
+  for (auto& buffer : sends) buffer->waitSend();
+}
 
 class GlooContextImpl final : public GlooContext {
  public:
@@ -102,6 +130,18 @@ class GlooContextImpl final : public GlooContext {
         remote_addresses_(std::make_shared<const std::vector<std::vector<std::string>>>(
             std::move(remote_addresses))),
         timeout_(timeout) {}
+
+  // Gloo's all-reduces return before their last messages have left (halving-doubling does not
+  // wait for its final notifications): closing the connections at once could cut a message a
+  // peer still waits for. Unless an all-reduce failed, the ranks first meet in a Farewell, bounded
+  // by the timeout; its failure only means a peer left first.
+  ~GlooContextImpl() override {
+    if (*broken_) return;
+    try {
+      Farewell(*context_);
+    } catch (const std::exception&) {
+    }
+  }
 
   StatusOr<std::unique_ptr<GlooAllreduce>> MakeAllreduce(GlooAlgorithm algorithm,
                                                          std::span<float> data) override {
@@ -122,12 +162,13 @@ class GlooContextImpl final : public GlooContext {
           .Annotate(fmt::format("making Gloo's {} allreduce", GlooAlgorithmName(algorithm)));
     }
     return std::unique_ptr<GlooAllreduce>(std::make_unique<GlooAllreduceImpl>(
-        context_, std::move(made), algorithm, remote_addresses_, timeout_));
+        context_, std::move(made), algorithm, remote_addresses_, broken_, timeout_));
   }
 
  private:
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::shared_ptr<const std::vector<std::vector<std::string>>> remote_addresses_;
+  std::shared_ptr<std::atomic<bool>> broken_ = std::make_shared<std::atomic<bool>>(false);
   Duration timeout_;
 };
 
