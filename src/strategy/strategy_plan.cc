@@ -30,6 +30,9 @@
 //    no compressor that only aggregates across ranks (custom aggregation: powersgd, gtopk,
 //    terngrad; majority vote: sign, signum). Its reducer, the exact aggregate over the workers,
 //    is dense.
+//  - the parameter server (--arch ps) runs the optimizer on its servers and has its own exchange:
+//    not with --od-sgd or --skip-comm (engine modes of all-reduce), not yet with --compress or
+//    Local SGD / FedAvg. Its reducer (the workers' evaluation exchanges) is the dense ring.
 #include <fmt/format.h>
 
 #include "frugal/compressor.h"
@@ -169,6 +172,23 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   return Status::Ok();
 }
 
+Status CheckParameterServer(const StrategyOptions& options, const StrategyPlan& plan) {
+  if (plan.arch.kind != ArchKind::kParameterServer) return Status::Ok();
+  const std::string arch = ArchSpecName(plan.arch);
+  if (options.od_sgd || options.skip_comm) {
+    return InvalidArgumentError(fmt::format("--{} runs over all-reduce, not --arch {}",
+                                            options.od_sgd ? "od-sgd" : "skip-comm", arch));
+  }
+  if (plan.sync.kind != SyncKind::kBsp) {
+    return InvalidArgumentError(fmt::format("--sync {} does not run over --arch {} (accepted: bsp)",
+                                            SyncSpecName(plan.sync), arch));
+  }
+  if (!options.compress.empty()) {
+    return InvalidArgumentError(fmt::format("--compress does not run over --arch {}", arch));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
@@ -193,6 +213,7 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   if (options.ranks_per_host < 0) {
     return InvalidArgumentError("ranks per host must be >= 0");
   }
+  FRUGAL_RETURN_IF_ERROR(CheckParameterServer(options, plan));
   if (plan.arch.kind == ArchKind::kGossip) {
     FRUGAL_RETURN_IF_ERROR(strategy_internal::CheckGossipPlan(options, plan));
     return plan;
@@ -221,7 +242,8 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPla
     return std::unique_ptr<GradientReducer>(std::move(reducer));
   }
   DenseReducerOptions dense;
-  dense.algorithm = plan.arch.algorithm;
+  dense.algorithm =
+      plan.arch.kind == ArchKind::kParameterServer ? std::string("ring") : plan.arch.algorithm;
   dense.timeout = plan.timeout;
   // Bucket plans are verified across ranks once, so the per-call length check is not needed.
   dense.allreduce.check_lengths = false;
