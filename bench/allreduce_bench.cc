@@ -98,9 +98,7 @@ std::vector<std::string> DefaultAllreduceNames() {
     names.emplace_back(AllreduceAlgorithmName(a));
   }
   names.emplace_back(kMpiPeerName);
-#ifdef FRUGAL_BENCH_WITH_GLOO
-  names.emplace_back(kGlooPeerName);
-#endif
+  if (GlooAvailable()) names.emplace_back(kGlooPeerName);
   return names;
 }
 
@@ -122,11 +120,9 @@ Status ValidateAllreduceBenchOptions(const AllreduceBenchOptions& options) {
   if (options.algorithms.empty()) return InvalidArgumentError("no algorithms to measure");
   std::set<std::string> seen;
   for (const auto& name : options.algorithms) {
-#ifndef FRUGAL_BENCH_WITH_GLOO
-    if (name == kGlooPeerName) {
+    if (name == kGlooPeerName && !GlooAvailable()) {
       return InvalidArgumentError("'gloo' is not available: frugal was built without Gloo");
     }
-#endif
     if (!IsPeerName(name)) {
       auto parsed = ParseAllreduceAlgorithm(name);
       if (!parsed.ok()) {
@@ -198,11 +194,9 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
     if (name == kMpiPeerName) {
       FRUGAL_ASSIGN_OR_RETURN(peers[name], MakeMpiPeer(t, options.timeout));
     } else if (name == kGlooPeerName) {
-#ifdef FRUGAL_BENCH_WITH_GLOO
       GlooPeerOptions gloo = options.gloo;
       gloo.timeout = options.timeout;
       FRUGAL_ASSIGN_OR_RETURN(peers[name], MakeGlooPeer(t, gloo));
-#endif
     }
   }
 

@@ -97,6 +97,17 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
+double Quantile(std::vector<double> values, double q) {
+  FRUGAL_CHECK(!values.empty(), "quantile of no values");
+  FRUGAL_CHECK(q >= 0 && q <= 1, "quantile ", q, " outside [0, 1]");
+  std::sort(values.begin(), values.end());
+  const double position = q * static_cast<double>(values.size() - 1);
+  const size_t below = static_cast<size_t>(position);
+  if (below + 1 >= values.size()) return values.back();
+  const double fraction = position - static_cast<double>(below);
+  return values[below] + fraction * (values[below + 1] - values[below]);
+}
+
 Status MaxToRoot(Transport& t, std::vector<double>& values, Duration timeout) {
   if (t.rank() != 0) {
     return Send(t, 0, kBenchTag, AsBytes(std::span<const double>(values)), timeout);

@@ -31,6 +31,9 @@ std::string FormatBytes(size_t bytes);
 
 // The median (mean of the two middle values for an even count). Precondition: not empty.
 double Median(std::vector<double> values);
+// The q-quantile (0 <= q <= 1), interpolated linearly between order statistics: Quantile(v, 0.5)
+// is Median(v). Precondition: not empty.
+double Quantile(std::vector<double> values, double q);
 
 // Every rank passes a vector of the same length; on return rank 0 holds the elementwise maximum
 // over ranks (the other ranks' vectors are unchanged).

@@ -1,15 +1,16 @@
-// Compressor throughput. For each compressor, `iters` rounds each time one memcpy of the input
-// (numel floats) and one Encode, then one Decode into a zeroed buffer (the zeroing is not
-// timed); the medians give encode_gbps, decode_gbps and memcpy_gbps. Interleaving memcpy with the
-// compressor keeps the ratio meaningful on a shared, noisy machine. Each round uses a new step so
-// that stochastic compressors draw fresh randomness, as in training.
+// Compressor throughput. For each compressor, `iters` timed rounds (after `warmup` untimed ones)
+// each take a sample of the memcpy baseline (memcpy_copies copies of numel floats between the
+// baseline's own warm buffers), one Encode, then one Decode into a zeroed buffer (the zeroing is
+// not timed); the medians give encode_gbps and decode_gbps, and the row's copies memcpy_gbps.
+// The ratios divide by the median of every copy of the run, one baseline for all rows, and are
+// left out, with the reason, when that baseline's spread says the machine was not still. Each
+// round uses a new step so that stochastic compressors draw fresh randomness, as in training.
 #include "compress_bench.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "bench_util.h"
 #include "frugal/compress_wire.h"
@@ -38,6 +39,10 @@ Status ValidateCompressBenchOptions(const CompressBenchOptions& options) {
         fmt::format("--numel {} is too large (at most 2^31)", options.numel));
   }
   if (options.iters < 1) return InvalidArgumentError("--iters must be at least 1");
+  if (options.memcpy_copies < 1) return InvalidArgumentError("--memcpy-copies must be at least 1");
+  if (!(options.max_baseline_spread > 0)) {
+    return InvalidArgumentError("--max-baseline-spread must be positive");
+  }
   if (options.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
   if (options.compressors.empty()) return InvalidArgumentError("--compressors: no spec given");
   if (options.rows > 0 && options.numel % options.rows != 0) {
@@ -51,7 +56,7 @@ Status ValidateCompressBenchOptions(const CompressBenchOptions& options) {
   return Status::Ok();
 }
 
-StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOptions& options) {
+StatusOr<CompressBenchResult> RunCompressBench(const CompressBenchOptions& options) {
   FRUGAL_RETURN_IF_ERROR(ValidateCompressBenchOptions(options));
   const size_t n = options.numel;
   // A gradient-like input: normal values with a few large ones and exact zeros.
@@ -67,8 +72,12 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
   for (float v : input) input_norm += double{v} * v;
   input_norm = std::sqrt(input_norm);
 
-  std::vector<float> copy(n, 0.0f), output(n, 0.0f);
+  std::vector<float> output(n, 0.0f);
   const double bytes = 4.0 * static_cast<double>(n);
+  MemcpyBaseline baseline(MemcpyBaselineOptions{.bytes = 4 * n,
+                                                .copies_per_sample = options.memcpy_copies,
+                                                .max_spread = options.max_baseline_spread,
+                                                .copy_timer = options.memcpy_timer});
   CompressorRegistry registry = DefaultCompressorRegistry();
   std::vector<CompressBenchRow> rows;
   const size_t rows_of_input = CompressBenchRows(options);
@@ -81,12 +90,11 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
     FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> c, registry.Create(spec));
     CompressContext ctx(options.seed, 0, 1);
     std::vector<std::byte> payload;
-    std::vector<double> encode_s, decode_s, memcpy_s;
+    std::vector<double> encode_s, decode_s;
+    const size_t first_copy = baseline.seconds().size();
     for (int round = 0; round < options.warmup + options.iters; ++round) {
       ctx.set_step(static_cast<uint64_t>(round));
-      Stopwatch copy_watch;
-      std::memcpy(copy.data(), input.data(), 4 * n);
-      double copy_time = copy_watch.Seconds();
+      if (round >= options.warmup) baseline.Sample();
       Stopwatch encode_watch;
       FRUGAL_RETURN_IF_ERROR(c->Encode(input, tensor, ctx, payload).Annotate(spec));
       double encode_time = encode_watch.Seconds();
@@ -95,12 +103,10 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
       FRUGAL_RETURN_IF_ERROR(c->Decode(payload, tensor, ctx, output).Annotate(spec));
       double decode_time = decode_watch.Seconds();
       if (round >= options.warmup) {
-        memcpy_s.push_back(copy_time);
         encode_s.push_back(encode_time);
         decode_s.push_back(decode_time);
       }
     }
-    if (copy[n / 2] != input[n / 2]) return InternalError("memcpy did not copy");
     CompressBenchRow row;
     row.compressor = c->spec();
     row.numel = n;
@@ -113,7 +119,10 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
     }
     row.encode_gbps = bytes / Median(encode_s) / 1e9;
     row.decode_gbps = bytes / Median(decode_s) / 1e9;
-    row.memcpy_gbps = bytes / Median(memcpy_s) / 1e9;
+    row.memcpy_gbps = bytes /
+                      Median({baseline.seconds().begin() + static_cast<std::ptrdiff_t>(first_copy),
+                              baseline.seconds().end()}) /
+                      1e9;
     double err = 0;
     for (size_t i = 0; i < n; ++i) {
       double d = double{output[i]} - input[i];
@@ -122,22 +131,47 @@ StatusOr<std::vector<CompressBenchRow>> RunCompressBench(const CompressBenchOpti
     row.rel_error = input_norm > 0 ? std::sqrt(err) / input_norm : 0;
     rows.push_back(std::move(row));
   }
-  return rows;
+  CompressBenchResult result;
+  result.baseline = baseline.Summary();
+  result.refusal = baseline.RatioRefusal();
+  if (!result.refusal) {
+    for (CompressBenchRow& row : rows) {
+      row.encode_vs_memcpy = row.encode_gbps / result.baseline.median_gbps;
+      row.decode_vs_memcpy = row.decode_gbps / result.baseline.median_gbps;
+    }
+  }
+  result.rows = std::move(rows);
+  return result;
 }
 
-std::string CompressTable(const std::vector<CompressBenchRow>& rows) {
+namespace {
+
+std::string Ratio(const std::optional<double>& ratio) {
+  return ratio ? fmt::format("{:.2f}", *ratio) : "-";
+}
+
+}  // namespace
+
+std::string CompressTable(const CompressBenchResult& result) {
   Table table({"compressor", "wire bytes", "bits/elem", "encode GB/s", "decode GB/s", "memcpy GB/s",
                "enc/memcpy", "dec/memcpy", "rel. error"},
               {true});
-  for (const auto& r : rows) {
-    table.AddRow(
-        {r.compressor, std::to_string(r.wire_bytes), fmt::format("{:.3f}", r.bits_per_element),
-         fmt::format("{:.2f}", r.encode_gbps), fmt::format("{:.2f}", r.decode_gbps),
-         fmt::format("{:.2f}", r.memcpy_gbps), fmt::format("{:.2f}", r.encode_gbps / r.memcpy_gbps),
-         fmt::format("{:.2f}", r.decode_gbps / r.memcpy_gbps), fmt::format("{:.2e}", r.rel_error)});
+  for (const auto& r : result.rows) {
+    table.AddRow({r.compressor, std::to_string(r.wire_bytes),
+                  fmt::format("{:.3f}", r.bits_per_element), fmt::format("{:.2f}", r.encode_gbps),
+                  fmt::format("{:.2f}", r.decode_gbps), fmt::format("{:.2f}", r.memcpy_gbps),
+                  Ratio(r.encode_vs_memcpy), Ratio(r.decode_vs_memcpy),
+                  fmt::format("{:.2e}", r.rel_error)});
   }
   std::string out = table.Render();
-  for (const auto& r : rows) {
+  const BaselineSummary& b = result.baseline;
+  out += fmt::format(
+      "memcpy baseline: {:.2f} GB/s, median of {} copies (p10-p90 {:.2f}-{:.2f} GB/s, spread "
+      "{:.1f}%){}\n",
+      b.median_gbps, b.copies, b.p10_gbps, b.p90_gbps, 100 * b.spread,
+      result.refusal ? "" : "; enc/memcpy and dec/memcpy divide by it");
+  if (result.refusal) out += fmt::format("no enc/memcpy, dec/memcpy: {}\n", *result.refusal);
+  for (const auto& r : result.rows) {
     if (r.entropy_coded_bytes) {
       out += fmt::format("{}: Elias-gamma coded size {} bytes ({:.3f} bits/elem)\n", r.compressor,
                          *r.entropy_coded_bytes,
@@ -147,9 +181,9 @@ std::string CompressTable(const std::vector<CompressBenchRow>& rows) {
   return out;
 }
 
-std::vector<nlohmann::json> CompressJson(const std::vector<CompressBenchRow>& rows) {
+std::vector<nlohmann::json> CompressJson(const CompressBenchResult& result) {
   std::vector<nlohmann::json> out;
-  for (const auto& r : rows) {
+  for (const auto& r : result.rows) {
     nlohmann::json j = {{"bench", "compress"},
                         {"compressor", r.compressor},
                         {"numel", r.numel},
@@ -158,12 +192,19 @@ std::vector<nlohmann::json> CompressJson(const std::vector<CompressBenchRow>& ro
                         {"encode_gbps", r.encode_gbps},
                         {"decode_gbps", r.decode_gbps},
                         {"memcpy_gbps", r.memcpy_gbps},
-                        {"encode_vs_memcpy", r.encode_gbps / r.memcpy_gbps},
-                        {"decode_vs_memcpy", r.decode_gbps / r.memcpy_gbps},
+                        {"memcpy_baseline_gbps", result.baseline.median_gbps},
+                        {"memcpy_baseline_copies", result.baseline.copies},
+                        {"memcpy_baseline_spread", result.baseline.spread},
                         {"wire_bytes", r.wire_bytes},
                         {"bits_per_element", r.bits_per_element},
                         {"rel_error", r.rel_error}};
     if (r.entropy_coded_bytes) j["entropy_coded_bytes"] = *r.entropy_coded_bytes;
+    if (result.refusal) {
+      j["ratio_refused"] = *result.refusal;
+    } else {
+      j["encode_vs_memcpy"] = *r.encode_vs_memcpy;
+      j["decode_vs_memcpy"] = *r.decode_vs_memcpy;
+    }
     out.push_back(std::move(j));
   }
   return out;

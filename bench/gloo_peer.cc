@@ -1,231 +1,47 @@
-// The Gloo peer.
-//
-// Mode. Gloo's TCP pairs either leave sending and receiving to Gloo's I/O thread (async) or do
-// both in the calling thread (sync, busypoll). In the calling-thread modes a send blocks in
-// writev until the whole message is in the kernel, and a rank reads only after its own send:
-// when two ranks send each other more than their socket buffers hold (a ring chunk of a 16 MiB
-// all-reduce can be enough), each waits for the other to read, and both stay there until the
-// socket timeout. The I/O thread reads whatever arrives, so async cannot deadlock that way: it is
-// the default, the other two are opt-in.
-//
-// Timeout. The context's timeout (the benchmark's) bounds every wait of Gloo: each pair's socket
-// timeouts in the calling-thread modes, each wait for a send or receive completion in async mode.
-// A wait that expires throws with the address Gloo keeps for the pair's remote end ("Read timeout
-// [127.0.0.1]:41234"). That is the remote end of the connection, or, when the connection was
-// accepted before this rank's own connect call ran, the listening address rank r published in
-// the rendezvous store (Gloo's connect overwrites the address it learnt on accepting). So rank r
-// goes by two addresses (RemoteAddresses): its end of the connection, which every rank publishes
-// after connecting, and its listening address for the pair, read back from the store.
-// DescribeGlooFailure maps the address in Gloo's message back to the rank and picks the code by
-// what happened: kTimeout for an expired wait, kPeerLost for a connection the other side closed
-// or reset, else kIoError.
-#include <fmt/format.h>
-#include <gloo/allreduce_halving_doubling.h>
-#include <gloo/allreduce_ring_chunked.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/transport/tcp/address.h>
-#include <gloo/transport/tcp/device.h>
-#include <stdlib.h>
+// The Gloo peer: Gloo's all-reduce (frugal/gloo.h) on the benchmark's own buffer, in place, so
+// that nothing of frugal's stands between the buffer and Gloo.
+#include <memory>
 
-#include <algorithm>
-#include <array>
-#include <climits>
-#include <exception>
-#include <filesystem>
-
-#include "frugal/collectives.h"
 #include "peers.h"
 
 namespace frugal::bench {
 namespace {
 
-std::string_view AlgorithmName(GlooAlgorithm algorithm) {
-  return algorithm == GlooAlgorithm::kRingChunked ? "ring_chunked" : "halving_doubling";
-}
-
 class GlooPeer : public AllreducePeer {
  public:
-  GlooPeer(std::shared_ptr<gloo::rendezvous::Context> context, GlooAlgorithm algorithm,
-           std::vector<std::vector<std::string>> remote_addresses, Duration timeout)
-      : context_(std::move(context)),
-        algorithm_kind_(algorithm),
-        remote_addresses_(std::move(remote_addresses)),
-        timeout_(timeout) {}
+  GlooPeer(std::unique_ptr<GlooContext> context, GlooAlgorithm algorithm)
+      : context_(std::move(context)), algorithm_kind_(algorithm) {}
 
   std::string name() const override { return "gloo"; }
 
   Status Allreduce(std::span<float> data) override {
-    if (data.size() > static_cast<size_t>(INT_MAX)) {
-      return InvalidArgumentError("Gloo peer: more than INT_MAX elements");
+    // A Gloo algorithm is bound to its buffer: make it again only when the buffer changes.
+    if (!allreduce_ || data.data() != data_ || data.size() != count_) {
+      allreduce_.reset();
+      FRUGAL_ASSIGN_OR_RETURN(allreduce_, context_->MakeAllreduce(algorithm_kind_, data));
+      data_ = data.data();
+      count_ = data.size();
     }
-    try {
-      // A Gloo algorithm is bound to its buffer: build it again only when the buffer changes.
-      if (!algorithm_ || data.data() != data_ || data.size() != count_) {
-        algorithm_.reset();
-        std::vector<float*> ptrs = {data.data()};
-        const int count = static_cast<int>(data.size());
-        if (algorithm_kind_ == GlooAlgorithm::kRingChunked) {
-          algorithm_ = std::make_unique<gloo::AllreduceRingChunked<float>>(context_, ptrs, count);
-        } else {
-          algorithm_ =
-              std::make_unique<gloo::AllreduceHalvingDoubling<float>>(context_, ptrs, count);
-        }
-        data_ = data.data();
-        count_ = data.size();
-      }
-      algorithm_->run();
-    } catch (const std::exception& e) {
-      algorithm_.reset();
-      return DescribeGlooFailure(e.what(), remote_addresses_, timeout_)
-          .Annotate(fmt::format("Gloo {} allreduce", AlgorithmName(algorithm_kind_)));
-    }
-    return Status::Ok();
+    Status status = allreduce_->Run();
+    if (!status.ok()) allreduce_.reset();
+    return status;
   }
 
  private:
-  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::unique_ptr<GlooContext> context_;
   GlooAlgorithm algorithm_kind_;
-  std::vector<std::vector<std::string>> remote_addresses_;
-  Duration timeout_;
-  std::unique_ptr<gloo::Algorithm> algorithm_;
+  std::unique_ptr<GlooAllreduce> allreduce_;
   float* data_ = nullptr;
   size_t count_ = 0;
 };
-
-// Strings of every rank, in rank order.
-StatusOr<std::vector<std::string>> GatherStrings(Transport& t, const std::string& mine,
-                                                 Duration timeout) {
-  std::vector<std::byte> all;
-  std::vector<size_t> sizes;
-  FRUGAL_RETURN_IF_ERROR(Allgatherv(t, std::as_bytes(std::span<const char>(mine)), all, sizes,
-                                    CollectiveOptions{timeout, false}));
-  std::vector<std::string> strings;
-  size_t offset = 0;
-  for (size_t size : sizes) {
-    strings.emplace_back(reinterpret_cast<const char*>(all.data()) + offset, size);
-    offset += size;
-  }
-  return strings;
-}
-
-// Every rank learns whether all ranks share one host name.
-StatusOr<bool> AllOnOneHost(Transport& t, Duration timeout) {
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> hosts, GatherStrings(t, t.hostname(), timeout));
-  return std::all_of(hosts.begin(), hosts.end(),
-                     [&](const std::string& host) { return host == hosts[0]; });
-}
-
-// remote[r]: the addresses by which Gloo may name rank r in this rank's messages (none for this
-// rank): rank r's end of the connection between us and `listening[r]`. Collective over `t`;
-// `local[r]` is this rank's end of its connection to rank r.
-StatusOr<std::vector<std::vector<std::string>>> RemoteAddresses(
-    Transport& t, const std::vector<std::string>& local, const std::vector<std::string>& listening,
-    Duration timeout) {
-  std::string joined;
-  for (const auto& address : local) joined += address + "\n";
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> all, GatherStrings(t, joined, timeout));
-  std::vector<std::vector<std::string>> remote(static_cast<size_t>(t.size()));
-  for (int r = 0; r < t.size(); ++r) {
-    if (r == t.rank()) continue;
-    // Entry t.rank() of rank r's list.
-    std::string_view list = all[static_cast<size_t>(r)];
-    for (int k = 0; k < t.rank() && !list.empty(); ++k) {
-      const size_t end = list.find('\n');
-      list = end == std::string_view::npos ? std::string_view() : list.substr(end + 1);
-    }
-    remote[static_cast<size_t>(r)] = {std::string(list.substr(0, list.find('\n'))),
-                                      listening[static_cast<size_t>(r)]};
-  }
-  return remote;
-}
 
 }  // namespace
 
 StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t,
                                                       const GlooPeerOptions& options) {
-  const CollectiveOptions sync{options.timeout, false};
-  FRUGAL_ASSIGN_OR_RETURN(bool one_host, AllOnOneHost(t, options.timeout));
-
-  // Rank 0 makes the rendezvous directory and broadcasts its path (empty: it failed).
-  std::array<char, 4096> path{};
-  std::string error;
-  if (t.rank() == 0) {
-    std::error_code ec;
-    std::filesystem::path base = options.store_dir.empty()
-                                     ? std::filesystem::temp_directory_path(ec)
-                                     : std::filesystem::path(options.store_dir);
-    std::string pattern = (base / "frugal-gloo-XXXXXX").string();
-    if (ec || pattern.size() + 1 > path.size()) {
-      error = "no usable directory for Gloo's rendezvous";
-    } else {
-      std::copy(pattern.begin(), pattern.end(), path.begin());
-      if (mkdtemp(path.data()) == nullptr) {
-        error =
-            fmt::format("cannot create a directory like '{}': {}", pattern, std::strerror(errno));
-        path.fill('\0');
-      }
-    }
-  }
-  FRUGAL_RETURN_IF_ERROR(Broadcast(t, std::as_writable_bytes(std::span<char>(path)), 0, sync));
-  const std::string store_path(path.data());
-  if (store_path.empty()) {
-    return IoError(t.rank() == 0 ? error : "rank 0 could not create Gloo's rendezvous directory");
-  }
-
-  std::shared_ptr<gloo::rendezvous::Context> context;
-  std::vector<std::string> local(static_cast<size_t>(t.size()));
-  std::vector<std::string> listening(static_cast<size_t>(t.size()));
-  Status connected = Status::Ok();
-  try {
-    gloo::transport::tcp::attr attr;
-    if (!options.iface.empty()) {
-      attr.iface = options.iface;
-    } else {
-      attr.hostname = one_host ? "127.0.0.1" : t.hostname();
-    }
-    auto device = gloo::transport::tcp::CreateDevice(attr);
-    gloo::rendezvous::FileStore store(store_path);
-    context = std::make_shared<gloo::rendezvous::Context>(t.rank(), t.size());
-    context->setTimeout(options.timeout);
-    context->connectFullMesh(store, device);
-    for (int r = 0; r < t.size(); ++r) {
-      if (r == t.rank()) continue;
-      auto& pair = context->getPair(r);
-      local[static_cast<size_t>(r)] = pair->address().str();
-      // Rank r stored the listening addresses of its pairs in rank order, skipping itself.
-      const std::vector<char> stored = store.get(std::to_string(r));
-      const size_t each = stored.size() / static_cast<size_t>(t.size() - 1);
-      const size_t index = static_cast<size_t>(t.rank() > r ? t.rank() - 1 : t.rank());
-      const auto first = stored.begin() + static_cast<std::ptrdiff_t>(index * each);
-      listening[static_cast<size_t>(r)] =
-          gloo::transport::tcp::Address(
-              std::vector<char>(first, first + static_cast<std::ptrdiff_t>(each)))
-              .str();
-      if (options.mode != GlooMode::kAsync) {
-        pair->setSync(true, options.mode == GlooMode::kBusyPoll);
-      }
-    }
-  } catch (const std::exception& e) {
-    connected = IoError(fmt::format("Gloo rendezvous in '{}': {}", store_path, e.what()));
-  }
-  // Every rank reports whether it connected; rank 0 then removes the directory.
-  std::vector<float> ok = {connected.ok() ? 0.0f : 1.0f};
-  Status agreed = Allreduce(t, ok,
-                            AllreduceOptions{.algorithm = AllreduceAlgorithm::kRing,
-                                             .timeout = options.timeout,
-                                             .check_lengths = false});
-  if (t.rank() == 0) {
-    std::error_code ec;
-    std::filesystem::remove_all(store_path, ec);
-  }
-  FRUGAL_RETURN_IF_ERROR(connected);
-  FRUGAL_RETURN_IF_ERROR(agreed);
-  if (ok[0] != 0.0f) return IoError("Gloo rendezvous failed on another rank");
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> remote,
-                          RemoteAddresses(t, local, listening, options.timeout));
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<GlooContext> context, GlooContext::Connect(t, options));
   return std::unique_ptr<AllreducePeer>(
-      std::make_unique<GlooPeer>(context, options.algorithm, std::move(remote), options.timeout));
+      std::make_unique<GlooPeer>(std::move(context), options.algorithm));
 }
 
 }  // namespace frugal::bench

@@ -107,82 +107,11 @@ StatusOr<MPI_Comm> DupWorld(Transport& t, Duration timeout) {
   return comm;
 }
 
-bool Contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
-
-// `address` ("[127.0.0.1]:4123") occurs in `text` and is not the start of a longer port.
-bool ContainsAddress(std::string_view text, std::string_view address) {
-  for (size_t at = text.find(address); at != std::string_view::npos;
-       at = text.find(address, at + 1)) {
-    const size_t end = at + address.size();
-    if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end]))) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<PingPongPeer>> MakeMpiPingPongPeer(Transport& t, Duration timeout) {
   FRUGAL_ASSIGN_OR_RETURN(MPI_Comm comm, DupWorld(t, timeout));
   return std::unique_ptr<PingPongPeer>(std::make_unique<MpiPingPongPeer>(comm));
-}
-
-StatusOr<GlooAlgorithm> ParseGlooAlgorithm(std::string_view name) {
-  if (name == "ring_chunked") return GlooAlgorithm::kRingChunked;
-  if (name == "halving_doubling") return GlooAlgorithm::kHalvingDoubling;
-  return InvalidArgumentError(
-      fmt::format("unknown Gloo algorithm '{}' (accepted: ring_chunked, halving_doubling)", name));
-}
-
-std::string_view GlooModeName(GlooMode mode) {
-  switch (mode) {
-    case GlooMode::kAsync:
-      return "async";
-    case GlooMode::kSync:
-      return "sync";
-    case GlooMode::kBusyPoll:
-      return "busypoll";
-  }
-  return "?";
-}
-
-Status DescribeGlooFailure(std::string_view what,
-                           const std::vector<std::vector<std::string>>& remote_addresses,
-                           Duration timeout) {
-  std::vector<int> ranks;
-  for (size_t r = 0; r < remote_addresses.size(); ++r) {
-    if (std::any_of(remote_addresses[r].begin(), remote_addresses[r].end(),
-                    [&](const std::string& address) {
-                      return !address.empty() && ContainsAddress(what, address);
-                    })) {
-      ranks.push_back(static_cast<int>(r));
-    }
-  }
-  std::string who = "a peer";
-  if (!ranks.empty()) {
-    who = ranks.size() == 1 ? "rank " : "ranks ";
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      who += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
-    }
-  }
-  if (Contains(what, "timeout") || Contains(what, "Timed out")) {
-    return TimeoutError(
-        fmt::format("no progress from {} within {} ms ({})", who, timeout.count(), what));
-  }
-  if (Contains(what, "closed by peer") || Contains(what, "reset by peer") ||
-      Contains(what, "Broken pipe")) {
-    return PeerLostError(fmt::format("{} is gone ({})", who, what));
-  }
-  return IoError(fmt::format("with {}: {}", who, what));
-}
-
-StatusOr<GlooMode> ParseGlooMode(std::string_view name) {
-  if (name == "async") return GlooMode::kAsync;
-  if (name == "sync") return GlooMode::kSync;
-  if (name == "busypoll") return GlooMode::kBusyPoll;
-  return InvalidArgumentError(
-      fmt::format("unknown Gloo mode '{}' (accepted: async, sync, busypoll)", name));
 }
 
 StatusOr<std::unique_ptr<AllreducePeer>> MakeMpiPeer(Transport& t, Duration timeout) {

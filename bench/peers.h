@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "frugal/gloo.h"
 #include "frugal/status.h"
 #include "frugal/transport.h"
 
@@ -43,48 +44,13 @@ class PingPongPeer {
 };
 StatusOr<std::unique_ptr<PingPongPeer>> MakeMpiPingPongPeer(Transport& t, Duration timeout);
 
-enum class GlooAlgorithm { kRingChunked, kHalvingDoubling };
-StatusOr<GlooAlgorithm> ParseGlooAlgorithm(
-    std::string_view name);  // ring_chunked, halving_doubling
-
-// Where Gloo's TCP pairs send and receive: kAsync leaves both to Gloo's I/O thread, which wakes
-// the waiting thread (Gloo's default); kSync does both in the calling thread, blocking in the
-// kernel; kBusyPoll does both in the calling thread, polling the socket. In kSync and kBusyPoll a
-// send returns only once the kernel took the whole message, so two ranks that send each other
-// more than their socket buffers hold wait for each other until the timeout (a 16 MiB ring
-// all-reduce of 2 ranks can; a send that had moved part of its message waits for the socket
-// timeout once more, so the error comes after up to twice the timeout); kAsync cannot block that
-// way and is the default. kSync has one thread wake-up less per message and is the fastest for
-// small messages on shared cores.
-enum class GlooMode { kAsync, kSync, kBusyPoll };
-StatusOr<GlooMode> ParseGlooMode(std::string_view name);  // async, sync, busypoll
-std::string_view GlooModeName(GlooMode mode);
-
-struct GlooPeerOptions {
+// Gloo's all-reduce (frugal/gloo.h) as a peer.
+struct GlooPeerOptions : GlooContextOptions {
   GlooAlgorithm algorithm = GlooAlgorithm::kRingChunked;
-  GlooMode mode = GlooMode::kAsync;
-  // Directory in which rank 0 creates the FileStore rendezvous directory (must be shared by all
-  // hosts of the job); empty: the system's temporary directory.
-  std::string store_dir;
-  // Network interface for Gloo's TCP transport; empty: loopback when every rank is on one host,
-  // else the address the host name resolves to.
-  std::string iface;
-  Duration timeout = kDefaultTimeout;
 };
 
-// Connects a Gloo context of t.size() ranks (collective over `t`): rank 0 creates a fresh
-// directory for gloo::rendezvous::FileStore and broadcasts its path, every rank connects a full
-// mesh through it, and rank 0 removes the directory once all ranks are connected (or on failure).
-// Every wait of the peer's Allreduce is bounded by options.timeout: a rank that stops taking part
-// makes the others return kTimeout naming it ("no progress from rank 2 within 2000 ms"), a rank
-// whose connection closes kPeerLost.
+// Connects a Gloo context (GlooContext::Connect) and runs Gloo's all-reduce on the buffer it is
+// given, in place; the all-reduce is made again whenever the buffer changes.
 StatusOr<std::unique_ptr<AllreducePeer>> MakeGlooPeer(Transport& t, const GlooPeerOptions& options);
-
-// The Status for an exception text of Gloo: the ranks r one of whose addresses
-// (remote_addresses[r], as Gloo prints them) the text contains are named; an expired wait is
-// kTimeout, a connection closed or reset by the other side kPeerLost, anything else kIoError.
-Status DescribeGlooFailure(std::string_view what,
-                           const std::vector<std::vector<std::string>>& remote_addresses,
-                           Duration timeout);
 
 }  // namespace frugal::bench

@@ -58,7 +58,7 @@ struct AllreduceFlags {
   int ranks_per_host = 0;
   int torus_rows = 0;
   std::string gloo_algorithm = "ring_chunked";
-  std::string gloo_mode = std::string(bench::GlooModeName(bench::GlooPeerOptions{}.mode));
+  std::string gloo_mode = std::string(GlooModeName(bench::GlooPeerOptions{}.mode));
   std::string gloo_store_dir;
   std::string gloo_iface;
   std::string json;
@@ -97,10 +97,10 @@ StatusOr<bench::AllreduceBenchOptions> ToOptions(const AllreduceFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(options.segment_bytes, bench::ParseByteSize(flags.segment));
   options.ranks_per_host = flags.ranks_per_host;
   options.torus_rows = flags.torus_rows;
-  FRUGAL_ASSIGN_OR_RETURN(options.gloo.algorithm, bench::ParseGlooAlgorithm(flags.gloo_algorithm));
+  FRUGAL_ASSIGN_OR_RETURN(options.gloo.algorithm, ParseGlooAlgorithm(flags.gloo_algorithm));
   options.gloo.store_dir = flags.gloo_store_dir;
   options.gloo.iface = flags.gloo_iface;
-  FRUGAL_ASSIGN_OR_RETURN(options.gloo.mode, bench::ParseGlooMode(flags.gloo_mode));
+  FRUGAL_ASSIGN_OR_RETURN(options.gloo.mode, ParseGlooMode(flags.gloo_mode));
   FRUGAL_RETURN_IF_ERROR(bench::ValidateAllreduceBenchOptions(options));
   return options;
 }

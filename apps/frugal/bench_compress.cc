@@ -21,6 +21,8 @@ struct CompressFlags {
   int warmup = 1;
   uint64_t seed = 1;
   size_t rows = 0;
+  int memcpy_copies = 3;
+  double max_baseline_spread = bench::kDefaultMaxBaselineSpread;
   std::string json;
 };
 
@@ -33,6 +35,8 @@ StatusOr<bench::CompressBenchOptions> ToOptions(const CompressFlags& flags) {
   options.warmup = flags.warmup;
   options.seed = flags.seed;
   options.rows = flags.rows;
+  options.memcpy_copies = flags.memcpy_copies;
+  options.max_baseline_spread = flags.max_baseline_spread;
   FRUGAL_RETURN_IF_ERROR(bench::ValidateCompressBenchOptions(options));
   if (!flags.json.empty()) {
     std::filesystem::path parent = std::filesystem::path(flags.json).parent_path();
@@ -64,6 +68,13 @@ void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher) {
                   "Shape the input as a rows x (numel/rows) matrix, as a layer's weight (0: the "
                   "largest divisor of numel up to its square root; 1: a flat vector)")
       ->capture_default_str();
+  cmd->add_option("--memcpy-copies", flags->memcpy_copies,
+                  "Timed memcpy copies of the input before each timed encode (the baseline)")
+      ->capture_default_str();
+  cmd->add_option("--max-baseline-spread", flags->max_baseline_spread,
+                  "Largest (p90 - p10) / median of the baseline's copy times for which ratios "
+                  "are printed")
+      ->capture_default_str();
   cmd->add_option("--json", flags->json, "Write one JSON object per compressor to FILE")
       ->type_name("FILE");
   cmd->callback([flags, &dispatcher] {
@@ -78,12 +89,11 @@ void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher) {
     };
     action.run = [flags](RankContext& context) -> Status {
       FRUGAL_ASSIGN_OR_RETURN(bench::CompressBenchOptions options, ToOptions(*flags));
-      FRUGAL_ASSIGN_OR_RETURN(std::vector<bench::CompressBenchRow> rows,
-                              bench::RunCompressBench(options));
-      std::fputs(bench::CompressTable(rows).c_str(), stdout);
+      FRUGAL_ASSIGN_OR_RETURN(bench::CompressBenchResult result, bench::RunCompressBench(options));
+      std::fputs(bench::CompressTable(result).c_str(), stdout);
       std::fflush(stdout);
       if (!flags->json.empty()) {
-        FRUGAL_RETURN_IF_ERROR(bench::WriteJsonLines(flags->json, bench::CompressJson(rows)));
+        FRUGAL_RETURN_IF_ERROR(bench::WriteJsonLines(flags->json, bench::CompressJson(result)));
       }
       return Status::Ok();
     };

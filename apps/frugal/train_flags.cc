@@ -165,7 +165,8 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--arch", flags.arch,
                  "Architecture: allreduce[:ALGO] with ALGO one of ring, rd, rabenseifner, tree, "
-                 "dbtree, hier, torus, mpi (MPI_Allreduce); or "
+                 "dbtree, hier, torus, mpi (MPI_Allreduce), gloo, gloo:ring_chunked, "
+                 "gloo:halving_doubling (Gloo); or "
                  "gossip[:topology=T][,mixing=M][,algorithm=A][,order=cta|atc][,gamma=G]"
                  "[,overlap=0|1] (decentralized: T ring, torus, exp, onepeer-exp, "
                  "random-regular:degree=D, complete, file:PATH or edges:U-V/U-V/...; M uniform "

@@ -101,6 +101,11 @@ class GradientReducer {
 //   MPI communicator of the job; needs MPI initialised and `t` to span MPI_COMM_WORLD in rank
 //   order (kFailedPrecondition otherwise). Bytes are those of the ring algorithm,
 //   2 (n-1)/n * 4 * count per bucket, reported as "model:ring".
+//   algorithm "gloo" or "gloo:ring_chunked", "gloo:halving_doubling": Gloo's all-reduce
+//   (frugal/gloo.h) over its own TCP pairs in GlooMode::kAsync, connected through `t` when the
+//   reducer is made (collective), every wait bounded by `timeout`; kFailedPrecondition in a
+//   build without Gloo. Each bucket goes through a staging buffer per bucket length. Bytes as for
+//   "mpi" ("model:ring"; halving_doubling sends more on a non-power-of-two number of ranks).
 // `t` must outlive the reducer. Unknown algorithm: kInvalidArgument.
 struct DenseReducerOptions {
   std::string algorithm = "ring";
@@ -111,7 +116,17 @@ struct DenseReducerOptions {
 StatusOr<std::unique_ptr<GradientReducer>> MakeDenseReducer(Transport& t,
                                                             const DenseReducerOptions& options);
 
-// Names accepted by MakeDenseReducer, for help texts: frugal's algorithms, then "mpi".
+// Names accepted by MakeDenseReducer, for help texts: frugal's algorithms, then "mpi", then, in a
+// build with Gloo, "gloo", "gloo:ring_chunked" and "gloo:halving_doubling".
 std::vector<std::string> DenseReducerAlgorithms();
+
+// Whether a name of DenseReducerAlgorithms() is another library's all-reduce (MPI_Allreduce,
+// Gloo), which moves its bytes outside frugal's transport.
+bool IsLibraryAllreduce(std::string_view algorithm);
+
+// The frugal algorithm whose messages stand for those of a dense reducer algorithm in cost
+// models: itself for frugal's, ring for "mpi" and Gloo's ring_chunked, rabenseifner for Gloo's
+// halving_doubling. kInvalidArgument for an unknown name.
+StatusOr<AllreduceAlgorithm> ModelAllreduceAlgorithm(std::string_view algorithm);
 
 }  // namespace frugal

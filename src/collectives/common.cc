@@ -24,6 +24,13 @@ size_t SegmentElems(size_t segment_bytes) {
   return std::max<size_t>(1, segment_bytes / sizeof(float));
 }
 
+uint64_t RingModelBytes(size_t count, int size, int rank) {
+  if (size <= 1) return 0;
+  const size_t skip_rs = BlockPartition(count, size, (rank + 1) % size).count;
+  const size_t skip_ag = BlockPartition(count, size, (rank + 2) % size).count;
+  return (2 * count - skip_rs - skip_ag) * sizeof(float);
+}
+
 Status WaitRecv(Work& work, size_t expected_bytes, Duration timeout) {
   FRUGAL_RETURN_IF_ERROR(work.Wait(timeout));
   if (work.bytes() != expected_bytes) {

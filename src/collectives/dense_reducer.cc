@@ -4,18 +4,34 @@
 // chosen AllreduceAlgorithm; its bytes_sent() is the growth of Transport::bytes_sent() across
 // its own calls, so it counts exactly what this reducer put on the wire.
 //
-// "mpi" is MPI_Allreduce, a peer frugal compares itself with, not one of its algorithms: it lives in
-// mpi_reducer.cc.
+// "mpi" is MPI_Allreduce and "gloo[:ALGORITHM]" Gloo's all-reduce: peers frugal compares itself
+// with, not its algorithms. They live in mpi_reducer.cc and gloo_reducer.cc.
+#include <fmt/format.h>
+
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "collectives/gloo_reducer.h"
+#include "collectives/mpi_reducer.h"
 #include "frugal/collectives.h"
 #include "frugal/reducer.h"
-#include "collectives/mpi_reducer.h"
 
 namespace frugal {
 namespace {
+
+constexpr std::string_view kGloo = "gloo";
+
+// "gloo" (ring_chunked), "gloo:ring_chunked", "gloo:halving_doubling"; nothing for other names.
+std::optional<GlooAlgorithm> GlooAlgorithmOf(std::string_view algorithm) {
+  if (algorithm == kGloo) return GlooAlgorithm::kRingChunked;
+  if (!algorithm.starts_with(std::string(kGloo) + ":")) return std::nullopt;
+  StatusOr<GlooAlgorithm> parsed = ParseGlooAlgorithm(algorithm.substr(kGloo.size() + 1));
+  if (!parsed.ok()) return std::nullopt;
+  return *parsed;
+}
 
 class AllreduceReducer final : public GradientReducer {
  public:
@@ -51,12 +67,34 @@ std::vector<std::string> DenseReducerAlgorithms() {
     names.emplace_back(AllreduceAlgorithmName(algorithm));
   }
   names.emplace_back("mpi");
+  if (GlooAvailable()) {
+    names.emplace_back(kGloo);
+    for (GlooAlgorithm algorithm : {GlooAlgorithm::kRingChunked, GlooAlgorithm::kHalvingDoubling}) {
+      names.push_back(fmt::format("{}:{}", kGloo, GlooAlgorithmName(algorithm)));
+    }
+  }
   return names;
+}
+
+bool IsLibraryAllreduce(std::string_view algorithm) {
+  return algorithm == "mpi" || GlooAlgorithmOf(algorithm).has_value();
+}
+
+StatusOr<AllreduceAlgorithm> ModelAllreduceAlgorithm(std::string_view algorithm) {
+  if (algorithm == "mpi") return AllreduceAlgorithm::kRing;
+  if (std::optional<GlooAlgorithm> gloo = GlooAlgorithmOf(algorithm)) {
+    return *gloo == GlooAlgorithm::kRingChunked ? AllreduceAlgorithm::kRing
+                                                : AllreduceAlgorithm::kRabenseifner;
+  }
+  return ParseAllreduceAlgorithm(algorithm);
 }
 
 StatusOr<std::unique_ptr<GradientReducer>> MakeDenseReducer(Transport& t,
                                                             const DenseReducerOptions& options) {
   if (options.algorithm == "mpi") return MakeMpiReducer(t, options.timeout);
+  if (std::optional<GlooAlgorithm> gloo = GlooAlgorithmOf(options.algorithm)) {
+    return MakeGlooReducer(t, *gloo, options.timeout);
+  }
   StatusOr<AllreduceAlgorithm> algorithm = ParseAllreduceAlgorithm(options.algorithm);
   if (!algorithm.ok()) {
     std::string known;

@@ -70,6 +70,12 @@ inline void ScaleForAverage(std::span<float> x, int ranks) {
   ScaleInPlace(x.data(), x.size(), 1.0f / static_cast<float>(ranks));
 }
 
+// Bytes the ring all-reduce of `count` floats over `size` ranks sends from `rank`: every block of
+// the BlockPartition but block (rank+1) mod size in the reduce-scatter phase, every block but
+// block (rank+2) mod size in the allgather phase (2 (size-1)/size of the buffer in all). The byte
+// count of reducers whose messages frugal cannot observe (MPI_Allreduce, Gloo).
+uint64_t RingModelBytes(size_t count, int size, int rank);
+
 // A scratch buffer reused by the steps of one collective call (uninitialised floats).
 class Scratch {
  public:

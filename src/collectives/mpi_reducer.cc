@@ -8,9 +8,8 @@
 // buffer and the runtime keeps both until MPI completes it, so the bucket's memory is never
 // touched again. MPI errors keep the meaning of their error class (mpi_internal::MpiError).
 // MPI picks its own algorithm and its bytes cannot be observed, so bytes_sent() adds, per bucket,
-// what the ring algorithm sends from this rank: in the reduce-scatter phase every block of the
-// BlockPartition except block (rank+1) mod n, in the allgather phase every block except block
-// (rank+2) mod n, which totals 2 (n-1)/n of the bucket; bytes_counted_by() says "model:ring".
+// what the ring algorithm sends from this rank (coll::RingModelBytes, 2 (n-1)/n of the bucket);
+// bytes_counted_by() says "model:ring".
 #include "collectives/mpi_reducer.h"
 
 #include <functional>
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/internal.h"
 #include "transport/mpi/mpi_request.h"
 
 namespace frugal {
@@ -62,7 +62,7 @@ class MpiReducer final : public GradientReducer {
             ->Wait(timeout_));
     const float scale = 1.0f / static_cast<float>(size_);
     for (size_t i = 0; i < data.size(); ++i) data[i] = staging[i] * scale;
-    bytes_sent_ += RingBytes(data.size());
+    bytes_sent_ += coll::RingModelBytes(data.size(), size_, rank_);
     return Status::Ok();
   }
 
@@ -71,12 +71,6 @@ class MpiReducer final : public GradientReducer {
   std::string bytes_counted_by() const override { return "model:ring"; }
 
  private:
-  uint64_t RingBytes(size_t count) const {
-    const size_t skip_rs = BlockPartition(count, size_, (rank_ + 1) % size_).count;
-    const size_t skip_ag = BlockPartition(count, size_, (rank_ + 2) % size_).count;
-    return (2 * count - skip_rs - skip_ag) * sizeof(float);
-  }
-
   Transport& transport_;
   MPI_Comm comm_;
   int rank_;

@@ -72,10 +72,9 @@ uint64_t WireBytes(const Compressor& c, const TensorInfo& tensor) {
   return kWireHeaderBytes + *bits / 8;
 }
 
-// The algorithm of the plan's dense all-reduces (MPI_Allreduce is counted as a ring).
+// The algorithm of the plan's dense all-reduces (another library's is counted as its model).
 StatusOr<AllreduceAlgorithm> DenseAlgorithm(const StrategyPlan& plan) {
-  if (plan.arch.algorithm == "mpi") return AllreduceAlgorithm::kRing;
-  return ParseAllreduceAlgorithm(plan.arch.algorithm);
+  return ModelAllreduceAlgorithm(plan.arch.algorithm);
 }
 
 // One tensor (or partition) through the compressed path: bytes summed over ranks, and the time

@@ -98,10 +98,11 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
     }
     return Status::Ok();
   }
-  if (plan.arch.algorithm == "mpi") {
-    return InvalidArgumentError(
-        "--compress runs over frugal's transport: --arch allreduce:mpi does not apply (use "
-        "ring, rd, rabenseifner, tree, dbtree, hier or torus)");
+  if (IsLibraryAllreduce(plan.arch.algorithm)) {
+    return InvalidArgumentError(fmt::format(
+        "--compress runs over frugal's transport: --arch allreduce:{} does not apply (use "
+        "ring, rd, rabenseifner, tree, dbtree, hier or torus)",
+        plan.arch.algorithm));
   }
   const DgcAdaptation dgc = AdaptDgcSpec(options.compress, options.momentum, 0);
   plan.dgc = dgc.is_dgc;

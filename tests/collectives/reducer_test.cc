@@ -1,13 +1,15 @@
 // Bucket planning and the dense gradient reducers against a serial average, over world sizes
-// 1..5 and every all-reduce algorithm, with ranks as threads.
+// 1..5 and every all-reduce algorithm (Gloo's included), with ranks as threads.
 #include "frugal/reducer.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "frugal/gloo.h"
 #include "frugal/inproc_transport.h"
 #include "frugal/random.h"
 
@@ -98,7 +100,9 @@ TEST(DenseReducer, EveryAlgorithmAveragesLikeASerialSum) {
       std::vector<std::vector<float>> results(static_cast<size_t>(n));
       std::vector<uint64_t> bytes(static_cast<size_t>(n));
       InProcOptions world_options;
-      world_options.ranks_per_host = 2;  // hier: several hosts
+      // hier: several hosts; another library's all-reduce connects over the host's names, which
+      // the in-process hosts do not have.
+      world_options.ranks_per_host = IsLibraryAllreduce(algorithm) ? 0 : 2;
       auto statuses = RunRanks(
           n,
           [&](Transport& t) -> Status {
@@ -110,7 +114,9 @@ TEST(DenseReducer, EveryAlgorithmAveragesLikeASerialSum) {
             FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, data));
             results[static_cast<size_t>(t.rank())] = data;
             bytes[static_cast<size_t>(t.rank())] = reducer->bytes_sent();
-            if (reducer->bytes_counted_by() != "transport") {
+            const std::string counted_by =
+                IsLibraryAllreduce(algorithm) ? "model:ring" : "transport";
+            if (reducer->bytes_counted_by() != counted_by) {
               return InternalError("counted by " + reducer->bytes_counted_by());
             }
             return Status::Ok();
@@ -134,23 +140,29 @@ TEST(DenseReducer, EveryAlgorithmAveragesLikeASerialSum) {
   }
 }
 
+// Gloo's bytes cannot be observed: its reducers count those of the ring, which the ring's
+// transport counts.
 TEST(DenseReducer, RingCountsTwoTimesNMinusOneOverNOfTheBucket) {
   const size_t count = 4000;
   const BucketInfo bucket = Plan({{"grad", count}}, kDefaultBucketCapBytes)[0];
-  std::vector<uint64_t> bytes(4);
-  auto statuses = RunRanks(4, [&](Transport& t) -> Status {
-    DenseReducerOptions options;
-    options.algorithm = "ring";
-    options.allreduce.check_lengths = false;
-    FRUGAL_ASSIGN_OR_RETURN(auto reducer, MakeDenseReducer(t, options));
-    std::vector<float> data(count, 1.0f);
-    FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, data));
-    bytes[static_cast<size_t>(t.rank())] = reducer->bytes_sent();
-    return Status::Ok();
-  });
-  for (int r = 0; r < 4; ++r) {
-    ASSERT_TRUE(statuses[r].ok()) << statuses[r].ToString();
-    EXPECT_EQ(bytes[r], 2u * 3 * (count / 4) * sizeof(float)) << r;
+  std::vector<std::string> algorithms = {"ring"};
+  if (GlooAvailable()) algorithms.insert(algorithms.end(), {"gloo", "gloo:halving_doubling"});
+  for (const std::string& algorithm : algorithms) {
+    std::vector<uint64_t> bytes(4);
+    auto statuses = RunRanks(4, [&](Transport& t) -> Status {
+      DenseReducerOptions options;
+      options.algorithm = algorithm;
+      options.allreduce.check_lengths = false;
+      FRUGAL_ASSIGN_OR_RETURN(auto reducer, MakeDenseReducer(t, options));
+      std::vector<float> data(count, 1.0f);
+      FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, data));
+      bytes[static_cast<size_t>(t.rank())] = reducer->bytes_sent();
+      return Status::Ok();
+    });
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_TRUE(statuses[r].ok()) << algorithm << ": " << statuses[r].ToString();
+      EXPECT_EQ(bytes[r], 2u * 3 * (count / 4) * sizeof(float)) << algorithm << " rank " << r;
+    }
   }
 }
 
@@ -174,8 +186,23 @@ TEST(DenseReducer, RejectsUnknownNamesAndMpiOutsideMpi) {
   });
   EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
   const std::vector<std::string> names = DenseReducerAlgorithms();
-  EXPECT_EQ(names.back(), "mpi");
   EXPECT_EQ(names.front(), "ring");
+  const size_t mpi =
+      static_cast<size_t>(std::find(names.begin(), names.end(), "mpi") - names.begin());
+  ASSERT_LT(mpi, names.size());
+  EXPECT_EQ(mpi, AllAllreduceAlgorithms().size()) << "frugal's algorithms, then the libraries'";
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(IsLibraryAllreduce(names[i]), i >= mpi) << names[i];
+  }
+  if (GlooAvailable()) {
+    EXPECT_EQ(
+        std::vector<std::string>(names.begin() + static_cast<std::ptrdiff_t>(mpi) + 1, names.end()),
+        (std::vector<std::string>{"gloo", "gloo:ring_chunked", "gloo:halving_doubling"}));
+  }
+  EXPECT_FALSE(IsLibraryAllreduce("gloo:ring"));
+  EXPECT_EQ(*ModelAllreduceAlgorithm("gloo:halving_doubling"), AllreduceAlgorithm::kRabenseifner);
+  EXPECT_EQ(*ModelAllreduceAlgorithm("mpi"), AllreduceAlgorithm::kRing);
+  EXPECT_EQ(*ModelAllreduceAlgorithm("tree"), AllreduceAlgorithm::kBinaryTree);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "frugal/gloo.h"
 #include "frugal/inproc_transport.h"
 
 namespace frugal {
@@ -52,6 +53,27 @@ TEST(StrategySpec, ParsesArchitectures) {
       << unknown.message();
   EXPECT_NE(ParseArchSpec("butterfly").status().message().find("accepted: allreduce"),
             std::string::npos);
+}
+
+// Gloo's all-reduces are dense peers like MPI_Allreduce: accepted by --arch, refused with
+// --compress, modelled as ring and Rabenseifner by the cost model.
+TEST(StrategySpec, GlooIsAnotherLibrarysAllreduce) {
+  if (!GlooAvailable()) GTEST_SKIP() << "built without Gloo";
+  EXPECT_EQ(ParseArchSpec("allreduce:gloo").value().algorithm, "gloo");
+  EXPECT_EQ(ParseArchSpec("allreduce:gloo:halving_doubling").value().algorithm,
+            "gloo:halving_doubling");
+  EXPECT_NE(ParseArchSpec("allreduce:gloo:ring").status().message().find(
+                "unknown all-reduce algorithm 'gloo:ring'"),
+            std::string::npos);
+  StrategyOptions options;
+  options.arch = "allreduce:gloo:halving_doubling";
+  EXPECT_TRUE(PlanStrategy(options).ok());
+  options.compress = "efsign";
+  const Status refused = PlanStrategy(options).status();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("--arch allreduce:gloo:halving_doubling does not apply"),
+            std::string::npos)
+      << refused.message();
 }
 
 TEST(StrategySpec, ParsesSynchronizations) {

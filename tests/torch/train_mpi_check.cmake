@@ -1,5 +1,6 @@
 # Runs `frugal train` under a real `mpirun -np 2` and checks its exit code, its table and the
-# fields of its JSON records, once with frugal's ring all-reduce and once with MPI_Allreduce.
+# fields of its JSON records, once with frugal's ring all-reduce, once with MPI_Allreduce and, in a
+# build with Gloo (-DGLOO=ON), once with each of Gloo's all-reduces.
 #   cmake -DFRUGAL=path -DMPIEXEC=mpirun -DJSON=file -P train_mpi_check.cmake
 set(mpirun ${MPIEXEC} -np 2 --oversubscribe --mca pml ob1 --mca btl tcp,vader,self --timeout 240)
 
@@ -21,8 +22,13 @@ function(check_string json key expected)
   endif()
 endfunction()
 
-# algorithm, steps, expected bytes_counted_by
-foreach(run "ring;40;transport" "mpi;6;transport+model:ring")
+# algorithm|steps|expected bytes_counted_by
+set(runs "ring|40|transport" "mpi|6|transport+model:ring")
+if(GLOO)
+  list(APPEND runs "gloo|6|transport+model:ring" "gloo:halving_doubling|6|transport+model:ring")
+endif()
+foreach(entry IN LISTS runs)
+  string(REPLACE "|" ";" run "${entry}")
   list(GET run 0 algorithm)
   list(GET run 1 steps)
   list(GET run 2 counted_by)
