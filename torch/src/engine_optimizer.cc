@@ -485,6 +485,11 @@ Status EngineSession::Collective(std::string name, std::function<Status(frugal::
   return status;
 }
 
+std::unique_ptr<frugal::Work> EngineSession::Background(
+    std::string name, std::function<Status(frugal::Transport&)> fn) {
+  return engine_->Call(std::move(name), std::move(fn));
+}
+
 double EngineSession::comm_seconds() const { return engine_->stats().comm_seconds; }
 
 double EngineSession::hidden_fraction() const { return engine_->stats().hidden_fraction(); }
