@@ -45,6 +45,17 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                           frugal_torch::LoadDataset(DatasetName(flags), DataDir(flags)));
   const RoleAssignment roles = AssignRoles(plan.arch, context.world.size(), context.world.rank());
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
+  if (roles.mine == Role::kServer) {
+    // A parameter server: the optimizer and its schedule run here, by server step.
+    ServerOptimizer optimizer;
+    optimizer.lr = frugal_torch::LearningRateOf(
+        options, frugal_torch::ShardSampler::StepsPerEpoch(data.train.count, roles.workers,
+                                                           options.batch_size));
+    optimizer.momentum = options.momentum;
+    optimizer.weight_decay = options.weight_decay;
+    optimizer.nesterov = options.nesterov;
+    return RunServerRole(context.world, plan, optimizer, context.logger);
+  }
   Transport& workers = *group.transport;
   FRUGAL_ASSIGN_OR_RETURN(
       std::unique_ptr<GradientReducer> reducer,
@@ -55,7 +66,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                               ? DefaultCompressorRegistry()
                               : WithPhaseTiming(DefaultCompressorRegistry(), phases)));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
-                          MakeStrategy(plan, workers, *reducer));
+                          MakeStrategy(plan, workers, *reducer, &context.world));
   const bool root = context.is_root();
   JsonLines json;
   if (root) FRUGAL_RETURN_IF_ERROR(json.Open(flags.json));
@@ -119,6 +130,7 @@ Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank) {
   if (world_size < 1) return Status::Ok();  // --np's own check reports it
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions options, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(options));
+  FRUGAL_RETURN_IF_ERROR(CheckWorldSize(plan, world_size));
   options.workers = AssignRoles(plan.arch, world_size, rank).workers;
   return PlanStrategy(options).status();
 }

@@ -186,7 +186,26 @@ struct EngineStats {
   std::vector<std::vector<std::string>> merge_plan;
 };
 
-class Engine {
+// What a training loop's adapter submits its gradients to: the communication engine below, which
+// replaces each buffer by the average over the workers, or a parameter-server client
+// (parameter_server.h), which pushes the gradient to the servers that run the optimizer and
+// replaces the buffer by the parameters they answer with. The adapter applies what comes back as
+// result() says. Thread safety and lifetimes are the engine's (below).
+class TensorExchange {
+ public:
+  enum class Result {
+    kAverage,     // the buffer holds the averaged gradient; the worker runs the optimizer
+    kParameters,  // the buffer holds the parameter values to use from now on
+  };
+  virtual ~TensorExchange() = default;
+  virtual Result result() const { return Result::kAverage; }
+  virtual std::unique_ptr<Work> Submit(TensorRequest request, std::span<float> data) = 0;
+  virtual std::unique_ptr<Work> Call(std::string name, std::function<Status(Transport&)> fn) = 0;
+  virtual Status Shutdown() = 0;
+  virtual EngineStats stats() const = 0;
+};
+
+class Engine final : public TensorExchange {
  public:
   // Collective over `t`: checks that every rank passes the same scheduling options
   // (kInvalidArgument on every rank naming the ranks that differ; kInvalidArgument at once for a
@@ -195,7 +214,7 @@ class Engine {
   // are used only by the engine thread until Shutdown returns.
   static StatusOr<std::unique_ptr<Engine>> Start(Transport& t, GradientReducer& reducer,
                                                  EngineOptions options);
-  ~Engine();  // Shutdown()
+  ~Engine() override;  // Shutdown()
 
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -204,18 +223,18 @@ class Engine {
   // be submitted again before its previous submission completed; submissions of a name are
   // reduced in the order they were made. Invalid requests (shape product != data.size(), empty
   // name) throw CheckError. After a failure or Shutdown the Work fails at once with that status.
-  std::unique_ptr<Work> Submit(TensorRequest request, std::span<float> data);
+  std::unique_ptr<Work> Submit(TensorRequest request, std::span<float> data) override;
 
   // Runs `fn` with the transport on the engine thread once every tensor this rank submitted
   // before it has completed; tensors submitted after it wait until it has run. Collective calls
   // in `fn` need every rank to Call in the same order, as any collective.
-  std::unique_ptr<Work> Call(std::string name, std::function<Status(Transport&)> fn);
+  std::unique_ptr<Work> Call(std::string name, std::function<Status(Transport&)> fn) override;
 
   // Stops the engine thread: pending tensors fail with kCancelled. Returns the first error the
   // engine met (OK if none). Idempotent.
-  Status Shutdown();
+  Status Shutdown() override;
 
-  EngineStats stats() const;
+  EngineStats stats() const override;
   int rank() const;
   int size() const;
   const EngineOptions& options() const;

@@ -44,7 +44,10 @@
 #include <vector>
 
 #include "frugal/compressed_reducer.h"
+#include "frugal/engine.h"
 #include "frugal/gossip.h"
+#include "frugal/logging.h"
+#include "frugal/parameter_server.h"
 #include "frugal/reducer.h"
 #include "frugal/status.h"
 #include "frugal/transport.h"
@@ -151,18 +154,34 @@ class Strategy {
   }
 
   // Every piece of state the strategy keeps across steps, by name (for checkpointing).
-  virtual void VisitState(const std::function<void(std::string_view name, std::span<float>)>& visit) {
+  virtual void VisitState(
+      const std::function<void(std::string_view name, std::span<float>)>& visit) {
     (void)visit;
+  }
+
+  // Strategies whose workers do not run the optimizer (traits().worker_runs_optimizer false) have
+  // an exchange of their own, which the loop submits every gradient to in place of the
+  // communication engine, and which answers with the parameters to use (TensorExchange::Result::
+  // kParameters). Called once, after Begin, on the thread that owns the transports; the exchange
+  // owns them until it is shut down, and is owned by the strategy. `timeline` (may be null)
+  // records its events. nullptr: the strategy's gradients go through the engine.
+  virtual StatusOr<TensorExchange*> StartExchange(Timeline* timeline) {
+    (void)timeline;
+    return nullptr;
   }
 };
 
 // ---- Specifications and the factory --------------------------------------------------------
 
-enum class ArchKind { kAllreduce, kGossip };
+enum class ArchKind { kAllreduce, kGossip, kParameterServer };
 struct ArchSpec {
   ArchKind kind = ArchKind::kAllreduce;
   std::string algorithm = "ring";  // DenseReducerAlgorithms(): frugal's or "mpi"
   GossipSpec gossip;               // kGossip (frugal/gossip.h)
+  // kParameterServer (parameter_server.h): the last `servers` ranks serve keys of at most
+  // shard_mb MB; the others are workers.
+  int servers = 0;
+  double shard_mb = 4;
 };
 
 enum class SyncKind { kBsp, kLocal, kFedAvg, kAsp };
@@ -187,8 +206,8 @@ struct SyncSpec {
   int64_t min_samples = 0;
 };
 
-// "allreduce", "allreduce:ALGO" or "gossip[:ITEMS]" (frugal/gossip.h). kInvalidArgument naming
-// what is accepted.
+// "allreduce", "allreduce:ALGO", "gossip[:ITEMS]" (frugal/gossip.h) or
+// "ps:servers=S[,shard-mb=M]". kInvalidArgument naming what is accepted.
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec);
 // "bsp" | "asp" | "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]" |
 // "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]".
@@ -230,7 +249,7 @@ struct StrategyPlan {
   // Unset: the dense reducer. FedAvg: the compression of each client's upload; gossip: of the
   // gossip messages (choco, dcd, ecd). The reducer of both is dense.
   std::optional<CompressedReducerOptions> compressed;
-  bool dgc = false;                                    // the compressor is DGC (momentum moved)
+  bool dgc = false;  // the compressor is DGC (momentum moved)
   double optimizer_momentum = 0;
   bool optimizer_nesterov = false;
   bool od_sgd = false;
@@ -258,8 +277,11 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPla
 // The strategy of the plan. `reducer` (from MakeStrategyReducer) carries its exchanges; it and
 // `workers` must outlive the strategy. kInvalidArgument if the plan cannot run (FedAvg runs in
 // its own loop and is not a per-step strategy).
+// Architectures with servers need `world`, the transport of the whole job (the workers' group is
+// split from it), on a worker rank.
 StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyPlan& plan, Transport& workers,
-                                                 GradientReducer& reducer);
+                                                 GradientReducer& reducer,
+                                                 Transport* world = nullptr);
 
 // ---- Roles ----------------------------------------------------------------------------------
 
@@ -273,14 +295,23 @@ struct RoleAssignment {
   bool all_workers() const { return workers == static_cast<int>(roles.size()); }
 };
 
-// The roles `arch` gives the ranks of a world of `world_size`.
+// The roles `arch` gives the ranks of a world of `world_size`: with a parameter server the last
+// `servers` ranks are servers, the others workers.
 RoleAssignment AssignRoles(const ArchSpec& arch, int world_size, int rank);
+// Whether the plan can run on `world_size` ranks (a parameter server needs a worker besides its
+// servers, ...): kInvalidArgument with one line otherwise.
+Status CheckWorldSize(const StrategyPlan& plan, int world_size);
+
+// A server rank's part of the run: serves the workers until they are done or the job fails
+// (RunParameterServer), with `optimizer` (the loop's SGD and learning-rate schedule).
+Status RunServerRole(Transport& world, const StrategyPlan& plan, const ServerOptimizer& optimizer,
+                     const Logger& logger);
 
 // The transport of this rank's role group: `world` itself when every rank is a worker, otherwise
 // a Split of it by role (collective over `world`; the result must not outlive it).
 struct RoleGroup {
-  Transport* transport = nullptr;          // the group to use
-  std::unique_ptr<Transport> owned;        // set when split
+  Transport* transport = nullptr;    // the group to use
+  std::unique_ptr<Transport> owned;  // set when split
 };
 StatusOr<RoleGroup> JoinRoleGroup(Transport& world, const RoleAssignment& roles, Duration timeout);
 

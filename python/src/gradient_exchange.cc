@@ -49,6 +49,11 @@ frugal::StatusOr<frugal::StrategyPlan> PlanExchange(const ExchangeOptions& optio
   if (plan.od_sgd) {
     return frugal::InvalidArgumentError("one-step delay (od_sgd) is not available from Python");
   }
+  if (plan.arch.kind == frugal::ArchKind::kParameterServer) {
+    return frugal::InvalidArgumentError(
+        fmt::format("arch={} is not available from Python (use frugal train)",
+                    frugal::ArchSpecName(plan.arch)));
+  }
   if (plan.sync.kind == frugal::SyncKind::kLocal && plan.sync.start_epoch > 0 &&
       options.steps_per_epoch <= 0) {
     return frugal::InvalidArgumentError(

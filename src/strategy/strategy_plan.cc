@@ -30,6 +30,9 @@
 //    no compressor that only aggregates across ranks (custom aggregation: powersgd, gtopk,
 //    terngrad; majority vote: sign, signum). Its reducer, the exact aggregate over the workers,
 //    is dense.
+//  - the parameter server (--arch ps) runs the optimizer on its servers and has its own exchange:
+//    not with --od-sgd or --skip-comm (engine modes of all-reduce), not yet with --compress or
+//    Local SGD / FedAvg. Its reducer (the workers' evaluation exchanges) is the dense ring.
 #include <fmt/format.h>
 
 #include "frugal/compressor.h"
@@ -104,9 +107,9 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
         SyncSpecName(plan.sync)));
   }
   if (exchanges_models && options.worker_momentum) {
-    return InvalidArgumentError(fmt::format(
-        "--worker-momentum works on gradients; --sync {} exchanges models",
-        SyncSpecName(plan.sync)));
+    return InvalidArgumentError(
+        fmt::format("--worker-momentum works on gradients; --sync {} exchanges models",
+                    SyncSpecName(plan.sync)));
   }
   // Created now: the rules below read its traits, and a bad spec is refused before anything runs.
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> compressor,
@@ -168,6 +171,23 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   return Status::Ok();
 }
 
+Status CheckParameterServer(const StrategyOptions& options, const StrategyPlan& plan) {
+  if (plan.arch.kind != ArchKind::kParameterServer) return Status::Ok();
+  const std::string arch = ArchSpecName(plan.arch);
+  if (options.od_sgd || options.skip_comm) {
+    return InvalidArgumentError(fmt::format("--{} runs over all-reduce, not --arch {}",
+                                            options.od_sgd ? "od-sgd" : "skip-comm", arch));
+  }
+  if (plan.sync.kind != SyncKind::kBsp) {
+    return InvalidArgumentError(fmt::format("--sync {} does not run over --arch {} (accepted: bsp)",
+                                            SyncSpecName(plan.sync), arch));
+  }
+  if (!options.compress.empty()) {
+    return InvalidArgumentError(fmt::format("--compress does not run over --arch {}", arch));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
@@ -192,6 +212,7 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   if (options.ranks_per_host < 0) {
     return InvalidArgumentError("ranks per host must be >= 0");
   }
+  FRUGAL_RETURN_IF_ERROR(CheckParameterServer(options, plan));
   if (plan.arch.kind == ArchKind::kGossip) {
     FRUGAL_RETURN_IF_ERROR(strategy_internal::CheckGossipPlan(options, plan));
     return plan;
@@ -220,7 +241,8 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeStrategyReducer(const StrategyPla
     return std::unique_ptr<GradientReducer>(std::move(reducer));
   }
   DenseReducerOptions dense;
-  dense.algorithm = plan.arch.algorithm;
+  dense.algorithm =
+      plan.arch.kind == ArchKind::kParameterServer ? std::string("ring") : plan.arch.algorithm;
   dense.timeout = plan.timeout;
   // Bucket plans are verified across ranks once, so the per-call length check is not needed.
   dense.allreduce.check_lengths = false;

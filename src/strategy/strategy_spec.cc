@@ -34,16 +34,38 @@ Status Assign(const StatusOr<T>& value, T& out) {
   return Status::Ok();
 }
 
+// "ps:servers=S[,shard-mb=M]".
+StatusOr<ArchSpec> ParseParameterServerSpec(std::string_view spec) {
+  FRUGAL_ASSIGN_OR_RETURN(CompressorParams params, ParseItems("--arch", spec));
+  if (!params.Has("servers")) {
+    return InvalidArgumentError(
+        fmt::format("--arch '{}': ps needs servers=S (ps:servers=S[,shard-mb=M])", spec));
+  }
+  ArchSpec arch;
+  arch.kind = ArchKind::kParameterServer;
+  arch.algorithm.clear();
+  StatusOr<int64_t> servers = params.Int("servers", 0, 1, 4096);
+  FRUGAL_RETURN_IF_ERROR(Annotated("--arch", servers.status()));
+  arch.servers = static_cast<int>(*servers);
+  StatusOr<double> mb = params.Double("shard-mb", 4, 1.0 / 1024, 1 << 20);
+  FRUGAL_RETURN_IF_ERROR(Annotated("--arch", mb.status()));
+  arch.shard_mb = *mb;
+  FRUGAL_RETURN_IF_ERROR(Annotated("--arch", params.Finish()));
+  return arch;
+}
+
 }  // namespace
 
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
   const std::vector<std::string> algorithms = DenseReducerAlgorithms();
   const std::string accepted =
-      fmt::format("allreduce[:ALGO] with ALGO one of {}; gossip[:topology=T,...]",
+      fmt::format("allreduce[:ALGO] with ALGO one of {}; gossip[:topology=T,...]; "
+                  "ps:servers=S[,shard-mb=M]",
                   fmt::join(algorithms, ", "));
   ArchSpec arch;
   const size_t colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon);
+  if (name == "ps") return ParseParameterServerSpec(spec);
   if (name == "gossip") {
     arch.kind = ArchKind::kGossip;
     FRUGAL_ASSIGN_OR_RETURN(
@@ -66,6 +88,9 @@ StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
 }
 
 std::string ArchSpecName(const ArchSpec& spec) {
+  if (spec.kind == ArchKind::kParameterServer) {
+    return fmt::format("ps:servers={},shard-mb={}", spec.servers, spec.shard_mb);
+  }
   if (spec.kind == ArchKind::kGossip) return "gossip:" + GossipSpecName(spec.gossip);
   return "allreduce:" + spec.algorithm;
 }

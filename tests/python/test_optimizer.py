@@ -170,6 +170,9 @@ def test_refused_combinations_raise_value_error(hvd):
     with pytest.raises(ValueError, match="fedavg"):
         hvd.DistributedOptimizer(sgd, named_parameters=model.named_parameters(),
                                  sync="fedavg:clients=4")
+    with pytest.raises(ValueError, match="arch=ps:servers=1.* is not available from Python"):
+        hvd.DistributedOptimizer(sgd, named_parameters=model.named_parameters(),
+                                 arch="ps:servers=1")
     with pytest.raises(ValueError, match="Adasum"):
         hvd.DistributedOptimizer(sgd, named_parameters=model.named_parameters(), op=hvd.Adasum)
 

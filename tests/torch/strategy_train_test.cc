@@ -20,6 +20,7 @@ using frugal::Status;
 using frugal::Transport;
 using testing_torch::Data;
 using testing_torch::ExpectAllOk;
+using testing_torch::MaxAbsDifference;
 
 using RunResult = testing_torch::StrategyRun;
 
@@ -41,15 +42,6 @@ TrainOptions Small(bool engine) {
   options.test_samples = 200;
   if (engine) options.overlap = OverlapOptions{};  // priority, as `frugal train`
   return options;
-}
-
-double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-  }
-  return worst;
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -34,6 +36,16 @@ inline std::unique_ptr<frugal::GradientReducer> Ring(frugal::Transport& t) {
   options.algorithm = "ring";
   options.timeout = std::chrono::seconds(30);
   return frugal::MakeDenseReducer(t, options).value();
+}
+
+// The largest |a[i] - b[i]|; the sizes must agree.
+inline double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
+  return worst;
 }
 
 inline void ExpectAllOk(const std::vector<frugal::Status>& statuses) {

@@ -103,12 +103,12 @@ struct EngineOptimizer::Gate {
   }
 };
 
-EngineOptimizer::EngineOptimizer(frugal::Engine* engine, torch::optim::Optimizer& optimizer,
+EngineOptimizer::EngineOptimizer(frugal::TensorExchange* engine, torch::optim::Optimizer& optimizer,
                                  EngineOptimizerOptions options)
     : engine_(engine), optimizer_(optimizer), options_(std::move(options)) {}
 
 frugal::StatusOr<std::unique_ptr<EngineOptimizer>> EngineOptimizer::Create(
-    frugal::Engine* engine, torch::nn::Module& module, torch::optim::Optimizer& optimizer,
+    frugal::TensorExchange* engine, torch::nn::Module& module, torch::optim::Optimizer& optimizer,
     EngineOptimizerOptions options) {
   FRUGAL_CHECK(engine != nullptr || options.skip_comm, "EngineOptimizer needs an engine");
   std::unique_ptr<EngineOptimizer> self(new EngineOptimizer(engine, optimizer, options));
@@ -122,7 +122,7 @@ frugal::StatusOr<std::unique_ptr<EngineOptimizer>> EngineOptimizer::Create(
     p->name = item.key();
     p->shape = item.value().sizes().vec();
     p->numel = static_cast<size_t>(item.value().numel());
-    const bool per_param = !options.skip_comm && options.overlap != frugal::OverlapMode::kNone;
+    const bool per_param = !options.skip_comm && !self->uses_buckets();
     for (int s = 0; s < slots && per_param; ++s) p->buffers[s].resize(p->numel);
     self->by_impl_[p->tensor.unsafeGetTensorImpl()] = self->params_.size();
     self->params_.push_back(std::move(p));
@@ -135,7 +135,7 @@ frugal::StatusOr<std::unique_ptr<EngineOptimizer>> EngineOptimizer::Create(
       p.has_hook = true;
     }
   }
-  if (!options.skip_comm && options.overlap == frugal::OverlapMode::kNone) {
+  if (raw->uses_buckets()) {
     std::vector<frugal::TensorSpec> specs;
     std::vector<size_t> order;
     for (size_t i = raw->params_.size(); i-- > 0;) {
@@ -262,8 +262,19 @@ Status EngineOptimizer::WaitWork(std::unique_ptr<frugal::Work>& work) {
   return status;
 }
 
+void EngineOptimizer::ApplyBuffer(size_t index, int slot) {
+  Param& p = *params_[index];
+  if (!pulls_parameters()) {
+    WriteGrad(p.tensor, p.buffers[slot]);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  p.tensor.copy_(torch::from_blob(p.buffers[slot].data(), p.tensor.sizes(),
+                                  torch::TensorOptions().dtype(torch::kFloat)));
+}
+
 void EngineOptimizer::UnpackParams(int slot) {
-  for (auto& p : params_) WriteGrad(p->tensor, p->buffers[slot]);
+  for (size_t i = 0; i < params_.size(); ++i) ApplyBuffer(i, slot);
 }
 
 Status EngineOptimizer::WaitParams(int slot) {
@@ -327,6 +338,11 @@ Status EngineOptimizer::ApplyOne(size_t index) {
   p.update_pending = false;
   FRUGAL_RETURN_IF_ERROR(WaitWork(p.works[0]));
   const auto begin = Clock::now();
+  if (pulls_parameters()) {
+    ApplyBuffer(index, 0);
+    if (options_.timeline) options_.timeline->Span("compute", "step", begin, Clock::now());
+    return Status::Ok();
+  }
   WriteGrad(p.tensor, p.buffers[0]);
   // Step this parameter alone: the optimizer skips parameters without a gradient. The update
   // belongs to the step that produced it, so it uses that step's learning rates, whatever the
@@ -370,7 +386,7 @@ Status EngineOptimizer::Step() {
   bool stepped = true;
   if (options_.skip_comm || !exchange_) {
     optimizer_.step();
-  } else if (options_.overlap == frugal::OverlapMode::kNone) {
+  } else if (uses_buckets()) {
     FRUGAL_RETURN_IF_ERROR(SubmitBuckets(slot));
     if (options_.od_sgd) {
       stepped = previous_in_flight_;
@@ -389,7 +405,12 @@ Status EngineOptimizer::Step() {
     for (size_t i = 0; i < params_.size(); ++i) {
       Param& p = *params_[i];
       if (!p.hooked && !p.works[slot]) {
-        std::fill(p.buffers[slot].begin(), p.buffers[slot].end(), 0.0f);
+        // No hook fired (kNone over a parameter server, or a parameter the loss does not use).
+        if (p.tensor.grad().defined()) {
+          CopyToBuffer(p.tensor.grad(), p.buffers[slot]);
+        } else {
+          std::fill(p.buffers[slot].begin(), p.buffers[slot].end(), 0.0f);
+        }
         SubmitParam(i, slot);
       }
       p.hooked = false;
@@ -412,7 +433,7 @@ Status EngineOptimizer::Step() {
     } else {
       FRUGAL_RETURN_IF_ERROR(WaitParams(slot));
       UnpackParams(slot);
-      optimizer_.step();
+      if (!pulls_parameters()) optimizer_.step();
     }
   }
   if (options_.timeline && stepped) {
@@ -430,7 +451,7 @@ Status EngineOptimizer::Synchronize() {
   if (options_.skip_comm) return Status::Ok();
   if (options_.od_sgd && previous_in_flight_) {
     const int last = Slot(step_ + 1);  // the slot of step_ - 1
-    if (options_.overlap == frugal::OverlapMode::kNone) {
+    if (uses_buckets()) {
       FRUGAL_RETURN_IF_ERROR(WaitBuckets(last));
       UnpackBuckets(last);
     } else {
@@ -445,7 +466,8 @@ Status EngineOptimizer::Synchronize() {
 
 frugal::StatusOr<std::unique_ptr<EngineSession>> EngineSession::Start(
     frugal::Transport& t, frugal::GradientReducer& reducer, torch::nn::Module& module,
-    torch::optim::Optimizer& optimizer, const OverlapOptions& overlap, frugal::Duration timeout) {
+    torch::optim::Optimizer& optimizer, const OverlapOptions& overlap, frugal::Duration timeout,
+    frugal::Strategy* strategy) {
   std::unique_ptr<EngineSession> self(new EngineSession());
   self->timeout_ = timeout;
   frugal::EngineOptions engine_options = overlap.engine;
@@ -455,46 +477,52 @@ frugal::StatusOr<std::unique_ptr<EngineSession>> EngineSession::Start(
     self->timeline_ = std::make_unique<frugal::Timeline>(t.rank());
     engine_options.timeline = self->timeline_.get();
   }
-  FRUGAL_ASSIGN_OR_RETURN(self->engine_, frugal::Engine::Start(t, reducer, engine_options));
+  if (strategy != nullptr) {
+    FRUGAL_ASSIGN_OR_RETURN(self->exchange_, strategy->StartExchange(self->timeline_.get()));
+  }
+  if (self->exchange_ == nullptr) {
+    FRUGAL_ASSIGN_OR_RETURN(self->engine_, frugal::Engine::Start(t, reducer, engine_options));
+    self->exchange_ = self->engine_.get();
+  }
   EngineOptimizerOptions options;
   options.overlap = overlap.mode;
   options.od_sgd = overlap.od_sgd;
   options.skip_comm = overlap.skip_comm;
-  options.timeout = timeout;
+  options.timeout = self->engine_ ? timeout : 2 * timeout;
   options.timeline = self->timeline_.get();
   FRUGAL_ASSIGN_OR_RETURN(self->optimizer_,
-                          EngineOptimizer::Create(self->engine_.get(), module, optimizer, options));
+                          EngineOptimizer::Create(self->exchange_, module, optimizer, options));
   return self;
 }
 
 EngineSession::~EngineSession() {
   optimizer_.reset();  // waits for its submissions
-  if (engine_) (void)engine_->Shutdown();
+  if (exchange_ != nullptr) (void)exchange_->Shutdown();
 }
 
 Status EngineSession::Collective(std::string name, std::function<Status(frugal::Transport&)> fn) {
-  std::unique_ptr<frugal::Work> work = engine_->Call(std::move(name), std::move(fn));
+  std::unique_ptr<frugal::Work> work = exchange_->Call(std::move(name), std::move(fn));
   Status status = work->Wait(timeout_);
   if (!status.ok() && !work->IsCompleted()) {
     // `fn` may refer to the caller's frames, which end when this returns: the engine must never
     // run it later. Shutdown returns once the engine thread has stopped; a queued call then
     // fails without running. Callers on several threads may time out together.
     std::lock_guard<std::mutex> lock(shutdown_mutex_);
-    (void)engine_->Shutdown();
+    (void)exchange_->Shutdown();
   }
   return status;
 }
 
 std::unique_ptr<frugal::Work> EngineSession::Background(
     std::string name, std::function<Status(frugal::Transport&)> fn) {
-  return engine_->Call(std::move(name), std::move(fn));
+  return exchange_->Call(std::move(name), std::move(fn));
 }
 
-double EngineSession::comm_seconds() const { return engine_->stats().comm_seconds; }
+double EngineSession::comm_seconds() const { return exchange_->stats().comm_seconds; }
 
-double EngineSession::hidden_fraction() const { return engine_->stats().hidden_fraction(); }
+double EngineSession::hidden_fraction() const { return exchange_->stats().hidden_fraction(); }
 
-uint64_t EngineSession::negotiation_bytes() const { return engine_->stats().negotiation_bytes; }
+uint64_t EngineSession::negotiation_bytes() const { return exchange_->stats().negotiation_bytes; }
 
 frugal::StatusOr<std::string> EngineSession::Finish() {
   FRUGAL_RETURN_IF_ERROR(optimizer_->Synchronize());
@@ -506,7 +534,7 @@ frugal::StatusOr<std::string> EngineSession::Finish() {
     }));
   }
   optimizer_.reset();
-  FRUGAL_RETURN_IF_ERROR(engine_->Shutdown());
+  FRUGAL_RETURN_IF_ERROR(exchange_->Shutdown());
   return trace;
 }
 

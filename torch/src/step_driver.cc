@@ -15,15 +15,15 @@ using frugal::StatusOr;
 namespace {
 
 std::span<float> FloatView(const torch::Tensor& t) {
-  FRUGAL_CHECK(t.scalar_type() == torch::kFloat && t.is_contiguous(), "tensor is not a "
+  FRUGAL_CHECK(t.scalar_type() == torch::kFloat && t.is_contiguous(),
+               "tensor is not a "
                "contiguous float32 tensor");
   return {t.data_ptr<float>(), static_cast<size_t>(t.numel())};
 }
 
 }  // namespace
 
-frugal::ModelBuffers ModelBuffersOf(torch::nn::Module& module,
-                                    torch::optim::Optimizer& optimizer) {
+frugal::ModelBuffers ModelBuffersOf(torch::nn::Module& module, torch::optim::Optimizer& optimizer) {
   frugal::ModelBuffers model;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     if (!item.value().requires_grad()) continue;
@@ -49,16 +49,18 @@ StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
   DistributedOptimizerOptions dist_options;
   dist_options.bucket_cap_bytes = options.bucket_cap_bytes;
   dist_options.timeout = options.timeout;
-  FRUGAL_ASSIGN_OR_RETURN(self->dist_,
-                          DistributedOptimizer::Create(t, reducer, module, optimizer, dist_options));
+  FRUGAL_ASSIGN_OR_RETURN(
+      self->dist_, DistributedOptimizer::Create(t, reducer, module, optimizer, dist_options));
   {
     frugal::ModelBuffers model = ModelBuffersOf(module, optimizer);
     FRUGAL_RETURN_IF_ERROR(strategy.Begin(model));
   }
-  if (options.overlap) {
+  // A strategy whose servers run the optimizer always exchanges through its own client.
+  if (options.overlap || !strategy.traits().worker_runs_optimizer) {
     FRUGAL_ASSIGN_OR_RETURN(self->session_,
-                            EngineSession::Start(t, reducer, module, optimizer, *options.overlap,
-                                                 options.timeout));
+                            EngineSession::Start(t, reducer, module, optimizer,
+                                                 options.overlap.value_or(OverlapOptions{}),
+                                                 options.timeout, &strategy));
   }
   return self;
 }
@@ -78,8 +80,8 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
   torch::Tensor loss;
   auto straggle = [&] {
     if (options_.straggler_factor > 1 && last_compute_seconds_ > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(
-          (options_.straggler_factor - 1) * last_compute_seconds_));
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>((options_.straggler_factor - 1) * last_compute_seconds_));
     }
   };
   double slept = 0;

@@ -348,6 +348,13 @@ Status ValidateTrainOptions(const TrainOptions& options) {
   return Status::Ok();
 }
 
+std::function<double(int64_t)> LearningRateOf(const TrainOptions& options,
+                                              int64_t steps_per_epoch) {
+  return [schedule = internal::ScheduleOf(options, steps_per_epoch)](int64_t step) {
+    return LearningRate(schedule, step);
+  };
+}
+
 StatusOr<TrainSummary> Train(frugal::Transport& t, frugal::GradientReducer& reducer,
                              frugal::Strategy& strategy, const FashionMnist& data,
                              const TrainOptions& options, const TrainCallbacks& callbacks) {

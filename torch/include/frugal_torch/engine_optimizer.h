@@ -1,7 +1,11 @@
 // Overlap of gradient communication with computation for LibTorch models, through frugal's
 // communication engine (frugal/engine.h).
 //
-// EngineOptimizer wraps a torch optimizer. Per OverlapMode:
+// EngineOptimizer wraps a torch optimizer and submits to a TensorExchange (frugal/engine.h): the
+// engine, which answers with averaged gradients, or a parameter-server client, which answers with
+// parameters (Result::kParameters: then "applying" a parameter's update means writing what came
+// back into the parameter; the torch optimizer does not run, and kNone submits every parameter
+// after backward as wfbp would). Per OverlapMode:
 //   kNone      after backward, the gradients are packed into buckets (PlanBuckets over the
 //              parameters in reverse registration order, bucket_cap_bytes) that are submitted to
 //              the engine and waited for; then the optimizer steps.
@@ -43,6 +47,7 @@
 #include "frugal/engine.h"
 #include "frugal/reducer.h"
 #include "frugal/status.h"
+#include "frugal/strategy.h"
 #include "frugal/timeline.h"
 #include "frugal/transport.h"
 #include "frugal_torch/engine_options.h"
@@ -62,7 +67,7 @@ class EngineOptimizer {
  public:
   // `engine` may be null when options.skip_comm is set.
   static frugal::StatusOr<std::unique_ptr<EngineOptimizer>> Create(
-      frugal::Engine* engine, torch::nn::Module& module, torch::optim::Optimizer& optimizer,
+      frugal::TensorExchange* engine, torch::nn::Module& module, torch::optim::Optimizer& optimizer,
       EngineOptimizerOptions options);
   ~EngineOptimizer();
 
@@ -90,8 +95,19 @@ class EngineOptimizer {
   struct Gate;
 
  private:
-  EngineOptimizer(frugal::Engine* engine, torch::optim::Optimizer& optimizer,
+  EngineOptimizer(frugal::TensorExchange* engine, torch::optim::Optimizer& optimizer,
                   EngineOptimizerOptions options);
+  // The parameters come back from the exchange (a parameter server) instead of gradients.
+  bool pulls_parameters() const {
+    return engine_ != nullptr && engine_->result() == frugal::TensorExchange::Result::kParameters;
+  }
+  bool uses_buckets() const {
+    return !options_.skip_comm && options_.overlap == frugal::OverlapMode::kNone &&
+           !pulls_parameters();
+  }
+  // Writes the buffer of `slot` of parameter `index` where it belongs: into the gradient, or
+  // into the parameter itself when the exchange pulls parameters.
+  void ApplyBuffer(size_t index, int slot);
 
   int Slot(uint64_t step) const { return options_.od_sgd ? static_cast<int>(step % 2) : 0; }
   void OnGradient(size_t index, const torch::Tensor& grad);
@@ -109,7 +125,7 @@ class EngineOptimizer {
   void InstallGate();
   void RemoveGate();
 
-  frugal::Engine* engine_;
+  frugal::TensorExchange* engine_;
   torch::optim::Optimizer& optimizer_;
   EngineOptimizerOptions options_;
   std::vector<std::unique_ptr<Param>> params_;
@@ -120,8 +136,8 @@ class EngineOptimizer {
   std::vector<std::array<std::unique_ptr<frugal::Work>, 2>> bucket_works_;
   std::unique_ptr<Gate> gate_;
   frugal::Status gate_error_;
-  bool exchange_ = true;              // this step's gradients are communicated
-  std::vector<double> pending_lrs_;   // kPriority: learning rates of the pending updates' step
+  bool exchange_ = true;             // this step's gradients are communicated
+  std::vector<double> pending_lrs_;  // kPriority: learning rates of the pending updates' step
   bool previous_in_flight_ = false;  // od_sgd: the previous step's reductions await applying
   uint64_t step_ = 0;
   double wait_seconds_ = 0;
@@ -133,9 +149,13 @@ class EngineOptimizer {
 // (Collective), and at the end gathers the timeline and stops the engine.
 class EngineSession {
  public:
+  // With a `strategy` that has an exchange of its own (Strategy::StartExchange: the parameter
+  // server), the session runs over it instead of starting the engine; its pulls may then take
+  // twice the timeout (the servers name missing ranks within one timeout).
   static frugal::StatusOr<std::unique_ptr<EngineSession>> Start(
       frugal::Transport& t, frugal::GradientReducer& reducer, torch::nn::Module& module,
-      torch::optim::Optimizer& optimizer, const OverlapOptions& overlap, frugal::Duration timeout);
+      torch::optim::Optimizer& optimizer, const OverlapOptions& overlap, frugal::Duration timeout,
+      frugal::Strategy* strategy = nullptr);
   ~EngineSession();
 
   EngineOptimizer& optimizer() { return *optimizer_; }
@@ -160,7 +180,8 @@ class EngineSession {
   frugal::Duration timeout_{};
   std::mutex shutdown_mutex_;
   std::unique_ptr<frugal::Timeline> timeline_;
-  std::unique_ptr<frugal::Engine> engine_;
+  std::unique_ptr<frugal::Engine> engine_;      // unless the strategy has its own exchange
+  frugal::TensorExchange* exchange_ = nullptr;  // engine_ or the strategy's
   std::unique_ptr<EngineOptimizer> optimizer_;
 };
 

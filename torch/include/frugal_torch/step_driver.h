@@ -19,7 +19,10 @@
 //      strategy.AfterOptimizerStep(p, model, runner) exchanges parameters on the transport's
 //      thread.
 // Without the engine (TrainOptions::overlap unset) steps 5-6 use the blocking
-// DistributedOptimizer.
+// DistributedOptimizer. A strategy whose servers run the optimizer (the parameter server) has
+// an exchange of its own (Strategy::StartExchange), which takes the engine's place in every
+// overlap mode (priority when TrainOptions::overlap is unset): the hooks push the gradients, and
+// what step 6 and the next forward's gate apply are the parameters the servers answered with.
 //
 // The driver is the TransportRunner of the strategy and of the training loop's own collectives:
 // before Start and without the engine they run on the calling thread; with the engine, on its

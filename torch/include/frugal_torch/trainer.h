@@ -72,6 +72,10 @@ struct TrainOptions {
 // kInvalidArgument naming the first bad option (unknown model, lr <= 0, ...).
 frugal::Status ValidateTrainOptions(const TrainOptions& options);
 
+// The learning rate of each 0-based step under `options`' schedule with `steps_per_epoch` steps
+// in an epoch: what the loop sets, for parameter servers that run the optimizer.
+std::function<double(int64_t)> LearningRateOf(const TrainOptions& options, int64_t steps_per_epoch);
+
 struct StepProgress {
   int64_t epoch = 0;           // 1-based
   int64_t epochs = 0;          // epochs that will run
@@ -115,9 +119,9 @@ struct TrainSummary {
   int64_t steps = 0;
   int64_t global_batch = 0;
   std::string reducer;
-  std::string strategy = "bsp";     // Strategy::name()
-  bool identical_replicas = true;   // the strategy keeps replicas identical
-  double train_loss = 0;  // of the last epoch
+  std::string strategy = "bsp";    // Strategy::name()
+  bool identical_replicas = true;  // the strategy keeps replicas identical
+  double train_loss = 0;           // of the last epoch
   double test_loss = 0;
   double test_accuracy = 0;
   uint64_t bytes_sent_per_worker = 0;  // mean over ranks, whole run

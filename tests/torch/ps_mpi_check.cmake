@@ -1,0 +1,65 @@
+# Runs `frugal train --arch ps:servers=2` under a real mpirun (2 workers + 2 servers) and the same
+# training with ring all-reduce on 2 ranks, and checks the parameter server's run: exit code,
+# identical replicas, the exact bytes of its pushes, and the same model as all-reduce BSP (its test
+# loss to float tolerance).
+#   cmake -DFRUGAL=path -DMPIEXEC=mpirun -DJSON=file -P ps_mpi_check.cmake
+set(steps 12)
+set(common train --model mlp --batch-size 32 --max-steps ${steps} --momentum 0.9 --nesterov
+    --weight-decay 0.0001 --progress none)
+
+function(run_train np json)
+  file(REMOVE "${json}")
+  execute_process(
+    COMMAND ${MPIEXEC} -np ${np} --oversubscribe --mca pml ob1 --mca btl tcp,vader,self
+            --timeout 240 ${FRUGAL} ${common} --json ${json} ${ARGN}
+    RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 240)
+  message(STATUS "np ${np} ${ARGN}: exit ${code}\nstdout:\n${out}\nstderr:\n${err}")
+  if(NOT code EQUAL 0)
+    message(FATAL_ERROR "exit code ${code}")
+  endif()
+  if(NOT out MATCHES "params consistent +yes")
+    message(FATAL_ERROR "the summary table does not say the parameters are consistent")
+  endif()
+  file(STRINGS "${json}" records)
+  list(GET records -1 summary)
+  set(summary "${summary}" PARENT_SCOPE)
+endfunction()
+
+run_train(2 "${JSON}.allreduce")
+set(allreduce "${summary}")
+run_train(4 "${JSON}" --arch ps:servers=2)
+set(ps "${summary}")
+
+string(JSON arch GET "${ps}" arch)
+if(NOT arch STREQUAL "ps:servers=2,shard-mb=4")
+  message(FATAL_ERROR "arch = '${arch}'")
+endif()
+string(JSON workers GET "${ps}" workers)
+if(NOT workers EQUAL 2)
+  message(FATAL_ERROR "workers = ${workers}, expected 2 (4 ranks, 2 of them servers)")
+endif()
+# mlp: 6 tensors under 4 MB, so 6 keys; each push is a 52-byte header and the floats.
+math(EXPR expected "${steps} * (6 * 52 + 4 * 269322)")
+string(JSON bytes GET "${ps}" bytes_sent_per_worker)
+if(NOT bytes EQUAL expected)
+  message(FATAL_ERROR "bytes_sent_per_worker = ${bytes}, expected ${expected}")
+endif()
+string(JSON a GET "${allreduce}" test_loss)
+string(JSON b GET "${ps}" test_loss)
+# CMake has no floating-point arithmetic: the losses in millionths, compared within 1e-4.
+function(micro value out)
+  if(NOT value MATCHES "^([0-9]+)\\.([0-9]*)")
+    message(FATAL_ERROR "not a plain decimal: ${value}")
+  endif()
+  set(whole "${CMAKE_MATCH_1}")
+  string(SUBSTRING "${CMAKE_MATCH_2}000000" 0 6 fraction)
+  string(REGEX REPLACE "^0+([0-9])" "\\1" fraction "${fraction}")
+  math(EXPR result "${whole} * 1000000 + ${fraction}")
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+micro("${a}" a_micro)
+micro("${b}" b_micro)
+math(EXPR difference "${a_micro} - ${b_micro}")
+if(difference GREATER 100 OR difference LESS -100)
+  message(FATAL_ERROR "test loss ${b} over the parameter server, ${a} over all-reduce")
+endif()

@@ -1,0 +1,122 @@
+// The parameter server through frugal_torch, ranks as threads: W workers train with
+// --arch ps:servers=S while S server ranks run the optimizer; with bsp the final model equals
+// all-reduce BSP's on the same W workers (to float tolerance), for 1-4 servers and every overlap
+// mode.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "frugal/inproc_transport.h"
+#include "frugal/strategy.h"
+#include "frugal_torch/data.h"
+#include "frugal_torch/trainer.h"
+#include "torch/torch_test_util.h"
+
+namespace frugal_torch {
+namespace {
+
+using frugal::Status;
+using frugal::Transport;
+using testing_torch::Data;
+using testing_torch::ExpectAllOk;
+using testing_torch::MaxAbsDifference;
+
+struct PsRun {
+  std::vector<float> parameters;  // worker 0's final model
+  std::vector<TrainSummary> summaries;
+};
+
+PsRun TrainOn(int world_size, const std::string& arch, const TrainOptions& options) {
+  frugal::StrategyOptions strategy_options;
+  strategy_options.arch = arch;
+  strategy_options.momentum = options.momentum;
+  strategy_options.timeout = options.timeout;
+  const frugal::StrategyPlan plan = frugal::PlanStrategy(strategy_options).value();
+  PsRun run;
+  run.summaries.resize(static_cast<size_t>(world_size));
+  ExpectAllOk(frugal::RunRanks(world_size, [&](Transport& world) -> Status {
+    const frugal::RoleAssignment roles = frugal::AssignRoles(plan.arch, world.size(), world.rank());
+    FRUGAL_ASSIGN_OR_RETURN(frugal::RoleGroup group,
+                            frugal::JoinRoleGroup(world, roles, plan.timeout));
+    if (roles.mine == frugal::Role::kServer) {
+      frugal::ServerOptimizer optimizer;
+      optimizer.lr = LearningRateOf(
+          options,
+          ShardSampler::StepsPerEpoch(Data().train.count, roles.workers, options.batch_size));
+      optimizer.momentum = options.momentum;
+      optimizer.weight_decay = options.weight_decay;
+      optimizer.nesterov = options.nesterov;
+      return frugal::RunServerRole(world, plan, optimizer, frugal::Logger(frugal::LogLevel::kOff));
+    }
+    Transport& workers = *group.transport;
+    FRUGAL_ASSIGN_OR_RETURN(
+        auto reducer,
+        frugal::MakeStrategyReducer(plan, workers, 0, frugal::DefaultCompressorRegistry()));
+    FRUGAL_ASSIGN_OR_RETURN(auto strategy, frugal::MakeStrategy(plan, workers, *reducer, &world));
+    TrainCallbacks callbacks;
+    if (world.rank() == 0) {
+      callbacks.on_final_parameters = [&](const std::vector<float>& p) { run.parameters = p; };
+    }
+    FRUGAL_ASSIGN_OR_RETURN(run.summaries[static_cast<size_t>(world.rank())],
+                            Train(workers, *reducer, *strategy, Data(), options, callbacks));
+    return Status::Ok();
+  }));
+  return run;
+}
+
+TrainOptions Small() {
+  TrainOptions options;
+  options.model = "mlp";
+  options.batch_size = 16;
+  options.max_steps = 5;
+  options.seed = 3;
+  options.lr = 0.05;
+  options.momentum = 0.9;
+  options.weight_decay = 1e-4;
+  options.nesterov = true;
+  options.timeout = std::chrono::seconds(60);
+  options.test_samples = 200;
+  options.overlap = OverlapOptions{};
+  return options;
+}
+
+TEST(ParameterServerTraining, BspEqualsAllreduceBspOverOneToFourServers) {
+  torch::set_num_threads(1);
+  constexpr int kWorkers = 2;
+  TrainOptions options = Small();
+  const PsRun allreduce = TrainOn(kWorkers, "allreduce:ring", options);
+  ASSERT_FALSE(allreduce.parameters.empty());
+  for (int servers : {1, 2, 3, 4}) {
+    // Small parts, so that tensors are cut and spread over the servers.
+    const std::string arch = "ps:servers=" + std::to_string(servers) + ",shard-mb=0.01";
+    const PsRun ps = TrainOn(kWorkers + servers, arch, options);
+    ASSERT_FALSE(ps.parameters.empty()) << arch;
+    EXPECT_LT(MaxAbsDifference(ps.parameters, allreduce.parameters), 2e-5) << arch;
+    const TrainSummary& summary = ps.summaries[0];
+    EXPECT_TRUE(summary.params_consistent) << arch;
+    EXPECT_EQ(summary.workers, kWorkers) << arch;
+    EXPECT_GT(summary.bytes_sent_per_worker, 0u) << arch;
+    EXPECT_NEAR(summary.test_loss, allreduce.summaries[0].test_loss, 1e-4) << arch;
+  }
+}
+
+TEST(ParameterServerTraining, EveryOverlapModeGivesTheSameModel) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small();
+  options.overlap.reset();  // the parameter server's client runs with priority overlap then
+  const PsRun reference = TrainOn(3, "ps:servers=1", options);
+  ASSERT_FALSE(reference.parameters.empty());
+  for (frugal::OverlapMode mode : {frugal::OverlapMode::kNone, frugal::OverlapMode::kWfbp,
+                                   frugal::OverlapMode::kFusion, frugal::OverlapMode::kPriority}) {
+    options.overlap = OverlapOptions{};
+    options.overlap->mode = mode;
+    const PsRun run = TrainOn(3, "ps:servers=1", options);
+    EXPECT_EQ(run.parameters, reference.parameters) << frugal::OverlapModeName(mode);
+  }
+}
+
+}  // namespace
+}  // namespace frugal_torch
