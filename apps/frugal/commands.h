@@ -35,6 +35,7 @@
 #include "frugal/status.h"
 #include "frugal/transport.h"
 #include "launcher.h"
+#include "restarts.h"
 
 namespace CLI {
 class App;
@@ -67,6 +68,8 @@ struct Action {
   std::function<StatusOr<int>(const GlobalOptions& global)> run_local;
   // Instead of `run`, on each rank without MPI: returns the exit code.
   std::function<StatusOr<int>(const GlobalOptions& global)> run_rank;
+  // Commands that can continue from a checkpoint after a failure (--max-restarts, restarts.h).
+  std::optional<RestartPoint> restart;
 };
 
 // Receives the Action of the subcommand given on the command line.

@@ -45,6 +45,11 @@ void AddLaunchOptions(CLI::App& app, LaunchOptions& options) {
                  "Run the --np ranks on emulated hosts with rate-limited NICs (needs root), e.g. "
                  "hosts=4,nic=100mbit[,ranks-per-host=R]")
       ->type_name("SPEC");
+  app.add_option("--max-restarts", options.max_restarts,
+                 "With --np: when the job fails, relaunch it from its last checkpoint "
+                 "(--checkpoint-dir), at most N times")
+      ->check(CLI::Range(0, 1000))
+      ->type_name("N");
 }
 
 bool RunningUnderMpi() {

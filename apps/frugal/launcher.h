@@ -23,9 +23,13 @@ struct LaunchOptions {
   std::string hostfile;  // passed to mpirun as --hostfile
   // --emulate hosts=H,nic=RATE[,ranks-per-host=R]: run the ranks on emulated hosts (emulate_job.h).
   std::string emulate;
+  // --max-restarts N: relaunch a failed job from its last checkpoint, at most N times
+  // (restarts.h).
+  int max_restarts = 0;
 };
 
-// Adds --np, --hostfile and --emulate to `app` (global flags, accepted after a subcommand too).
+// Adds --np, --hostfile, --emulate and --max-restarts to `app` (global flags, accepted after a
+// subcommand too).
 void AddLaunchOptions(CLI::App& app, LaunchOptions& options);
 
 // True when this process is a rank started by mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK set).

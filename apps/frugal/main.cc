@@ -200,13 +200,30 @@ int Main(int argc, char** argv) {
     }
     return *code;
   }
+  if (global.launch.max_restarts > 0) {
+    // The launcher restarts the job: it must start mpirun itself, and the command must save
+    // checkpoints to resume from.
+    if (global.launch.np <= 0 || RunningUnderMpi()) {
+      PrintError("--max-restarts needs --np N: frugal starts mpirun itself to restart the job");
+      return kExitUsage;
+    }
+    if (!action.restart || action.restart->checkpoint_dir.empty()) {
+      PrintError(
+          fmt::format("--max-restarts needs a command that saves checkpoints ('{}' "
+                      "with --checkpoint-dir)",
+                      action.name));
+      return kExitUsage;
+    }
+  }
   if (global.launch.np > 0 && !RunningUnderMpi()) {
     if (!global.launch.hostfile.empty() &&
         !std::filesystem::is_regular_file(global.launch.hostfile)) {
       PrintError(fmt::format("--hostfile {}: no such file", global.launch.hostfile));
       return kExitUsage;
     }
-    auto code = RelaunchUnderMpirun(global.launch, argc, argv, logger);
+    auto code = global.launch.max_restarts > 0
+                    ? RunWithRestarts(global.launch, *action.restart, argc, argv, logger)
+                    : RelaunchUnderMpirun(global.launch, argc, argv, logger);
     if (!code.ok()) {
       PrintError(code.status().ToString());
       return kExitFailure;

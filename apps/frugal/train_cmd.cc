@@ -23,12 +23,23 @@
 #include "frugal_torch/dataset.h"
 #include "frugal_torch/trainer.h"
 #include "launcher.h"
+#include "train_faults.h"
 #include "train_fedavg.h"
 #include "train_flags.h"
 #include "train_report.h"
 
 namespace frugal::apps {
 namespace {
+
+// The ranks of the job: under mpirun its size, otherwise --np (or a single process).
+int WorldSizeToLaunch(const CLI::App& cmd) {
+  if (RunningUnderMpi()) {
+    const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    return size != nullptr ? std::atoi(size) : 1;
+  }
+  const CLI::Option* np = cmd.get_parent()->get_option_no_throw("--np");
+  return np != nullptr && np->count() > 0 ? np->as<int>() : 1;
+}
 
 Status RunTrain(RankContext& context, const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy_options, ToStrategyOptions(flags));
@@ -43,8 +54,13 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   }
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::FashionMnist data,
                           frugal_torch::LoadDataset(DatasetName(flags), DataDir(flags)));
-  const RoleAssignment roles = AssignRoles(plan.arch, context.world.size(), context.world.rank());
-  FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
+  // --inject: this rank's faults; drop and corrupt act on what its transport sends.
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> fault_specs, ParseFaultSpecs(flags.injects));
+  const RestartNotes notes = RestartNotes::FromEnvironment(context.world.rank());
+  RankFaults faults(fault_specs, context.world.rank(), notes);
+  Transport& world = faults.Wrap(context.world);
+  const RoleAssignment roles = AssignRoles(plan.arch, world.size(), world.rank());
+  FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(world, roles, plan.timeout));
   if (roles.mine == Role::kServer) {
     // A parameter server: the optimizer and its schedule run here, by server step.
     ServerOptimizer optimizer;
@@ -54,7 +70,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     optimizer.momentum = options.momentum;
     optimizer.weight_decay = options.weight_decay;
     optimizer.nesterov = options.nesterov;
-    return RunServerRole(context.world, plan, optimizer, context.logger);
+    return RunServerRole(world, plan, optimizer, context.logger);
   }
   Transport& workers = *group.transport;
   FRUGAL_ASSIGN_OR_RETURN(
@@ -66,15 +82,17 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
                               ? DefaultCompressorRegistry()
                               : WithPhaseTiming(DefaultCompressorRegistry(), phases)));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
-                          MakeStrategy(plan, workers, *reducer, &context.world));
+                          MakeStrategy(plan, workers, *reducer, &world));
   const bool root = context.is_root();
   JsonLines json;
-  if (root) FRUGAL_RETURN_IF_ERROR(json.Open(flags.json));
+  // A resumed run continues the records of the run it resumes.
+  if (root) FRUGAL_RETURN_IF_ERROR(json.Open(flags.json, /*append=*/!flags.resume.empty()));
 
   const bool spread = !strategy->traits().identical_replicas;
   Progress progress(root ? ProgressMode(flags.progress) : Progress::Mode::kNone);
   Status json_status;
   frugal_torch::TrainCallbacks callbacks;
+  callbacks.before_step = faults.Hook();
   if (root) {
     std::printf("frugal train: %s, %d worker%s x batch %lld, %s, %s, lr %g, momentum %g\n",
                 options.model.c_str(), workers.size(), workers.size() > 1 ? "s" : "",
@@ -89,6 +107,9 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     }
     std::fflush(stdout);
     callbacks.on_step = [&progress](const frugal_torch::StepProgress& p) { progress.Step(p); };
+    callbacks.on_skipped_step = [](const std::string& why) {
+      std::fprintf(stderr, "frugal: %s (--nan-policy skip)\n", why.c_str());
+    };
     bool header_printed = false;
     callbacks.on_epoch = [&, header_printed](const frugal_torch::EpochRecord& r) mutable {
       if (!header_printed) std::fputs(EpochTableHeader(spread).c_str(), stdout);
@@ -125,9 +146,12 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   return Status::Ok();
 }
 
-// The strategy's rules for a job of `world_size` ranks (seen from `rank`).
+// The strategy's rules for a job of `world_size` ranks (seen from `rank`), and the ranks --inject
+// names.
 Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank) {
   if (world_size < 1) return Status::Ok();  // --np's own check reports it
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags.injects));
+  FRUGAL_RETURN_IF_ERROR(CheckFaultRanks(faults, world_size));
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions options, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(options));
   FRUGAL_RETURN_IF_ERROR(CheckWorldSize(plan, world_size));
@@ -163,12 +187,27 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       FRUGAL_RETURN_IF_ERROR(CheckDataset(*flags));
       return ValidateFedAvgFlags(*flags);
     };
-    // Rules that depend on the number of workers (a gossip graph over them): every rank reaches
-    // the same verdict.
+    // --resume: the checkpoint is read where rank 0 writes (and before anything is launched).
+    action.check_files = [flags, cmd]() -> Status {
+      return CheckResume(*flags, WorldSizeToLaunch(*cmd), /*rank=*/-1);
+    };
+    // Rules that depend on the number of workers (a gossip graph over them, the ranks --inject
+    // names): every rank reaches the same verdict.
     action.check_world = [flags](const Transport& world) -> Status {
       return CheckTrainWorld(*flags, world.size(), world.rank());
     };
-    action.run = [flags](RankContext& context) { return RunTrain(context, *flags); };
+    action.run = [flags](RankContext& context) {
+      Status status = RunTrain(context, *flags);
+      if (!status.ok()) {
+        // For the launcher's restarts (restarts.h): the line this rank prints.
+        RestartNotes::FromEnvironment(context.world.rank())
+            .Failure(fmt::format("rank {}: train: {}", context.world.rank(), status.ToString()));
+      }
+      return status;
+    };
+    if (!flags->checkpoint_dir.empty()) {
+      action.restart = RestartPoint{flags->checkpoint_dir, flags->json};
+    }
     dispatcher.Select(std::move(action));
   });
 }

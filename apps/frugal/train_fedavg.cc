@@ -15,6 +15,7 @@
 #include "frugal/fedavg.h"
 #include "frugal_torch/data.h"
 #include "frugal_torch/dataset.h"
+#include "train_faults.h"
 #include "train_report.h"
 
 namespace frugal::apps {
@@ -94,9 +95,14 @@ Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const Strat
                                                      workers.rank(), workers.size()));
   const bool root = context.is_root();
   JsonLines json;
-  if (root) FRUGAL_RETURN_IF_ERROR(json.Open(flags.json));
+  // A resumed run continues the records of the run it resumes.
+  if (root) FRUGAL_RETURN_IF_ERROR(json.Open(flags.json, /*append=*/!flags.resume.empty()));
   Status json_status;
   frugal_torch::FedAvgCallbacks callbacks;
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> fault_specs, ParseFaultSpecs(flags.injects));
+  const RestartNotes notes = RestartNotes::FromEnvironment(context.world.rank());
+  RankFaults faults(fault_specs, context.world.rank(), notes);
+  callbacks.before_round = faults.Hook();
   const SyncSpec& spec = plan.sync;
   if (root) {
     std::printf(

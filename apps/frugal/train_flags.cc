@@ -6,11 +6,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "frugal/checkpoint.h"
+#include "frugal/compressor.h"
 #include "frugal/engine.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/data.h"
@@ -19,6 +22,7 @@
 #include "frugal_torch/text_corpus.h"
 #include "frugal_torch/trainer.h"
 #include "toml_file.h"
+#include "train_faults.h"
 
 namespace frugal::apps {
 namespace {
@@ -194,6 +198,9 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--stop-at-accuracy", flags.stop_at_accuracy,
                  "Stop after the first epoch whose test accuracy reaches this (0: never)")
       ->capture_default_str();
+  cmd.add_option("--test-samples", flags.test_samples,
+                 "Evaluate on the first N test images only (0: all 10000)")
+      ->capture_default_str();
   cmd.add_option("--bucket-cap-mb", flags.bucket_cap_mb, "Gradient fusion bucket cap in MB")
       ->capture_default_str();
   cmd.add_option("--timeout-ms", flags.timeout_ms,
@@ -256,6 +263,27 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--aggregate", flags.aggregate,
                  "--compress: auto, allreduce, allgather, twophase, vote or custom")
+      ->capture_default_str();
+  cmd.add_option("--checkpoint-dir", flags.checkpoint_dir,
+                 "Save checkpoints under DIR (each rank its file, committed by a manifest)")
+      ->type_name("DIR");
+  cmd.add_option("--checkpoint-every", flags.checkpoint_every,
+                 "Save a checkpoint every N steps, or after every epoch's evaluation (epoch; the "
+                 "default with --checkpoint-dir); --sync fedavg: rounds")
+      ->type_name("N|epoch");
+  cmd.add_option("--keep", flags.keep, "Checkpoints kept (the newest)")->capture_default_str();
+  cmd.add_option("--resume", flags.resume,
+                 "Resume the newest checkpoint under DIR (or the checkpoint DIR) with the same "
+                 "flags: the run ends as if it had not been interrupted")
+      ->type_name("DIR");
+  cmd.add_option("--inject", flags.injects,
+                 "A fault on demand (repeatable): kill|stop|drop|corrupt:rank=R,step=S, "
+                 "slow:rank=R,factor=F, nan:rank=R,step=S[,tensor=NAME]; first attempt only")
+      ->type_name("SPEC");
+  cmd.add_option("--nan-policy", flags.nan_policy,
+                 "A gradient that is not finite: abort (that rank ends the job, naming the step "
+                 "and the tensor; the NaN reaches no peer) or skip (every rank skips the step's "
+                 "update; needs --overlap none)")
       ->capture_default_str();
   cmd.add_option("--progress", flags.progress,
                  "bar (redrawn line), lines (one line per 10%), none, or auto (bar on a terminal)")
@@ -330,6 +358,103 @@ StatusOr<StrategyOptions> ToStrategyOptions(const TrainFlags& flags) {
   return options;
 }
 
+CheckpointIdentity CheckpointIdentityOf(const TrainFlags& flags, const StrategyPlan& plan) {
+  std::string compressor = "none";
+  if (plan.compressed) {
+    auto made = DefaultCompressorRegistry().Create(plan.compressed->spec);
+    compressor = made.ok() ? (*made)->spec() : plan.compressed->spec;
+  }
+  std::string milestones;
+  for (double m : flags.lr_milestones)
+    milestones += fmt::format("{}{}", milestones.empty() ? "" : ",", m);
+  return {{"model", flags.model},
+          {"dataset", DatasetName(flags)},
+          {"batch_size", fmt::format("{}", flags.batch_size)},
+          {"seed", fmt::format("{}", flags.seed)},
+          {"arch", ArchSpecName(plan.arch)},
+          {"sync", SyncSpecName(plan.sync)},
+          {"compress", compressor},
+          {"ef", fmt::format("{}", flags.ef)},
+          {"worker_momentum", fmt::format("{}", flags.worker_momentum)},
+          {"compress_min_bytes", fmt::format("{}", flags.compress_min_bytes)},
+          {"aggregate", flags.aggregate},
+          {"lr", fmt::format("{}", flags.lr)},
+          {"momentum", fmt::format("{}", flags.momentum)},
+          {"weight_decay", fmt::format("{}", flags.weight_decay)},
+          {"nesterov", fmt::format("{}", flags.nesterov)},
+          {"lr_schedule", flags.lr_schedule},
+          {"warmup_epochs", fmt::format("{}", flags.warmup_epochs)},
+          {"lr_milestones", milestones},
+          {"lr_gamma", fmt::format("{}", flags.lr_gamma)},
+          {"partition", flags.partition},
+          {"overlap", flags.overlap},
+          {"fusion", flags.fusion},
+          {"fusion_threshold_mb", fmt::format("{}", flags.fusion_threshold_mb)},
+          {"partition_mb", fmt::format("{}", flags.partition_mb)},
+          {"bucket_cap_mb", fmt::format("{}", flags.bucket_cap_mb)},
+          {"od_sgd", fmt::format("{}", flags.od_sgd)},
+          {"skip_comm", fmt::format("{}", flags.skip_comm)},
+          {"threads", fmt::format("{}", flags.threads)}};
+}
+
+namespace {
+
+StatusOr<frugal_torch::CheckpointOptions> ToCheckpointOptions(const TrainFlags& flags,
+                                                              const StrategyPlan& plan) {
+  frugal_torch::CheckpointOptions options;
+  options.dir = flags.checkpoint_dir;
+  options.keep = flags.keep;
+  options.resume = flags.resume;
+  if (!flags.checkpoint_every.empty() && flags.checkpoint_dir.empty()) {
+    return InvalidArgumentError("--checkpoint-every needs --checkpoint-dir");
+  }
+  if (flags.checkpoint_every == "epoch" ||
+      (flags.checkpoint_every.empty() && !flags.checkpoint_dir.empty())) {
+    options.every_epoch = true;
+  } else if (!flags.checkpoint_every.empty()) {
+    char* end = nullptr;
+    const long long n = std::strtoll(flags.checkpoint_every.c_str(), &end, 10);
+    if (*end != '\0' || n < 1) {
+      return InvalidArgumentError(
+          fmt::format("--checkpoint-every '{}': expected a number of steps >= 1 or 'epoch'",
+                      flags.checkpoint_every));
+    }
+    options.every_steps = n;
+  }
+  if (plan.arch.kind == ArchKind::kParameterServer &&
+      (!flags.checkpoint_dir.empty() || !flags.resume.empty())) {
+    return InvalidArgumentError(
+        "--checkpoint-dir and --resume do not cover --arch ps: the servers' shards are not saved");
+  }
+  if (flags.od_sgd && options.every_steps > 0) {
+    return InvalidArgumentError(
+        "--od-sgd saves checkpoints at the end of epochs only (--checkpoint-every epoch): within "
+        "an epoch a step's update is still in flight");
+  }
+  if (!flags.checkpoint_dir.empty() && std::filesystem::exists(flags.checkpoint_dir) &&
+      !std::filesystem::is_directory(flags.checkpoint_dir)) {
+    return InvalidArgumentError(
+        fmt::format("--checkpoint-dir {}: not a directory", flags.checkpoint_dir));
+  }
+  options.identity = CheckpointIdentityOf(flags, plan);
+  FRUGAL_RETURN_IF_ERROR(frugal_torch::ValidateCheckpointOptions(options));
+  return options;
+}
+
+}  // namespace
+
+Status CheckResume(const TrainFlags& flags, int world_size, int rank) {
+  if (flags.resume.empty()) return Status::Ok();
+  FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(flags));
+  FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
+  const CheckpointIdentity identity = CheckpointIdentityOf(flags, plan);
+  const Status status = rank >= 0
+                            ? OpenCheckpoint(flags.resume, rank, world_size, identity).status()
+                            : VerifyCheckpoint(flags.resume, world_size, identity).status();
+  if (status.ok()) return status;
+  return InvalidArgumentError(fmt::format("--resume {}: {}", flags.resume, status.message()));
+}
+
 StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
                                                     const StrategyPlan& plan) {
   frugal_torch::TrainOptions options;
@@ -342,6 +467,27 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
   options.nesterov = plan.optimizer_nesterov;
   options.weight_decay = flags.weight_decay;
   FRUGAL_ASSIGN_OR_RETURN(options.stragglers, ParseStragglers(flags.stragglers));
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags.injects));
+  for (const FaultSpec& f : faults) {
+    if (f.kind == FaultKind::kCorrupt && !plan.compressed) {
+      return InvalidArgumentError(fmt::format(
+          "--inject '{}' corrupts a compressed payload's header: it needs --compress", f.text));
+    }
+    if (plan.sync.kind == SyncKind::kFedAvg &&
+        (f.kind == FaultKind::kNan || f.kind == FaultKind::kCorrupt ||
+         f.kind == FaultKind::kDrop)) {
+      return InvalidArgumentError(fmt::format(
+          "--inject '{}' applies to per-step strategies, not to --sync fedavg", f.text));
+    }
+  }
+  FRUGAL_RETURN_IF_ERROR(AddTrainFaults(faults, options));
+  FRUGAL_ASSIGN_OR_RETURN(options.nan_policy, frugal_torch::ParseNanPolicy(flags.nan_policy));
+  if (options.nan_policy == frugal_torch::NanPolicy::kSkip &&
+      (plan.sync.kind == SyncKind::kFedAvg || flags.overlap != "none" || flags.od_sgd)) {
+    return InvalidArgumentError(
+        "--nan-policy skip needs --overlap none without --od-sgd, and a per-step strategy: the "
+        "ranks agree on a step before any of its gradients is sent");
+  }
   FRUGAL_ASSIGN_OR_RETURN(options.schedule, frugal_torch::ParseLrScheduleKind(flags.lr_schedule));
   options.warmup_epochs = flags.warmup_epochs;
   options.lr_milestones = flags.lr_milestones;
@@ -351,6 +497,7 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
   options.threads = flags.threads;
   options.max_steps = flags.max_steps;
   options.stop_at_accuracy = flags.stop_at_accuracy;
+  options.test_samples = flags.test_samples;
   if (!(flags.bucket_cap_mb > 0) || flags.bucket_cap_mb > 1e6) {
     return InvalidArgumentError("--bucket-cap-mb must be in (0, 1e6]");
   }
@@ -365,6 +512,7 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
   }
   FRUGAL_RETURN_IF_ERROR(CheckJsonPath(flags.json));
   FRUGAL_RETURN_IF_ERROR(ToOverlapOptions(flags, options));
+  FRUGAL_ASSIGN_OR_RETURN(options.checkpoint, ToCheckpointOptions(flags, plan));
   return options;
 }
 

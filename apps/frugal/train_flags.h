@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "frugal/checkpoint.h"
 #include "frugal/status.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/data.h"
@@ -37,6 +38,7 @@ struct TrainFlags {
   int threads = 1;
   int64_t max_steps = 0;
   double stop_at_accuracy = 0;
+  int64_t test_samples = 0;
   double bucket_cap_mb = 25;
   int timeout_ms = 20000;
   std::string dataset;   // empty: the model's (frugal_torch/dataset.h)
@@ -62,6 +64,14 @@ struct TrainFlags {
   bool worker_momentum = false;
   size_t compress_min_bytes = 65536;
   std::string aggregate = "auto";
+  // Checkpoints (frugal_torch/checkpoint_options.h).
+  std::string checkpoint_dir;
+  std::string checkpoint_every;  // N (steps) or "epoch"; empty: "epoch" with a directory
+  int keep = 2;
+  std::string resume;
+  // Faults on demand (inject_spec.h).
+  std::vector<std::string> injects;
+  std::string nan_policy = "abort";
 };
 
 void AddTrainFlags(CLI::App& cmd, TrainFlags& flags);
@@ -90,6 +100,17 @@ Status ValidateTrainFlags(const TrainFlags& flags);
 // package's).
 std::string DatasetName(const TrainFlags& flags);
 std::string DataDir(const TrainFlags& flags);
+
+// What must be equal for a run to resume another's checkpoint: every flag that changes the
+// numbers a run computes (model, strategy, compressor, optimizer, schedule, batch, seed, overlap,
+// buckets, threads), normalised (--arch and --sync as the factory names them).
+CheckpointIdentity CheckpointIdentityOf(const TrainFlags& flags, const StrategyPlan& plan);
+
+// --resume DIR before a run of `world_size` ranks starts: the checkpoint exists, fits this run
+// and its files are intact; with rank >= 0 only that rank's file is read (every rank checks its
+// own), otherwise every rank's. kInvalidArgument ("--resume DIR: ...", one line naming the file
+// and the field) for any refusal.
+Status CheckResume(const TrainFlags& flags, int world_size, int rank);
 
 // The dataset must be installed: kNotFound naming the package otherwise.
 Status CheckDataset(const TrainFlags& flags);

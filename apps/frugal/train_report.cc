@@ -40,10 +40,10 @@ Progress::Mode ProgressMode(const std::string& flag) {
   return tty ? Progress::Mode::kBar : Progress::Mode::kLines;
 }
 
-Status JsonLines::Open(const std::string& path) {
+Status JsonLines::Open(const std::string& path, bool append) {
   path_ = path;
   if (path.empty()) return Status::Ok();
-  out_.open(path, std::ios::trunc);
+  out_.open(path, append ? std::ios::app : std::ios::trunc);
   return out_ ? Status::Ok() : IoError(fmt::format("cannot write {}", path));
 }
 
@@ -111,7 +111,13 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
       {"stop_at_accuracy", flags.stop_at_accuracy},
       {"step_seconds_median", s.step_seconds_median},
       {"comm_hidden_fraction", s.comm_hidden_fraction},
-      {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker}};
+      {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker},
+      {"resumed_from_step",
+       s.resumed_from_step >= 0 ? nlohmann::json(s.resumed_from_step) : nlohmann::json(nullptr)},
+      {"checkpoints", s.checkpoints},
+      {"checkpoint_seconds", s.checkpoint_seconds},
+      {"checkpoint_bytes", s.checkpoint_bytes},
+      {"skipped_steps", s.skipped_steps}};
   for (const auto& [name, value] : s.strategy_report) j[name] = value;
   return j;
 }
@@ -194,6 +200,15 @@ std::string SummaryTable(const frugal_torch::TrainSummary& s) {
                            : s.identical_replicas ? "NO"
                                                   : "no (the strategy lets replicas differ)");
   row("params hash", fmt::format("{:08x} (rank 0)", s.parameter_hash));
+  if (s.resumed_from_step >= 0) row("resumed", fmt::format("at step {}", s.resumed_from_step));
+  if (s.skipped_steps > 0) {
+    row("skipped steps", fmt::format("{} (a gradient was not finite)", s.skipped_steps));
+  }
+  if (s.checkpoints > 0) {
+    row("checkpoints",
+        fmt::format("{} saved, {:.2f} s in all, {} per rank (rank 0's last)", s.checkpoints,
+                    s.checkpoint_seconds, FormatBytes(static_cast<double>(s.checkpoint_bytes))));
+  }
   for (const auto& [name, value] : s.strategy_report) row(name, fmt::format("{:.6g}", value));
   return out;
 }

@@ -73,8 +73,8 @@ Progress::Mode ProgressMode(const std::string& flag);
 // --json FILE: one JSON object per line, flushed after each. Not open (no --json): writes nothing.
 class JsonLines {
  public:
-  // Truncates `path` (empty: no output); kIoError if it cannot be written.
-  Status Open(const std::string& path);
+  // Truncates `path`, or appends to it (empty: no output); kIoError if it cannot be written.
+  Status Open(const std::string& path, bool append = false);
   Status Write(const nlohmann::json& record);
 
  private:

@@ -44,6 +44,7 @@
 #include "frugal/check.h"
 #include "frugal/collectives.h"
 #include "frugal/random.h"
+#include "frugal/state_visitor.h"
 #include "frugal/status.h"
 #include "frugal/transport.h"
 
@@ -134,9 +135,14 @@ struct TensorInfo {
 };
 
 // Base of any per-tensor state a compressor keeps between steps (residuals, momentum, Q).
+// VisitState names what must survive a restart (state_visitor.h): a compressor's state type
+// overrides it for everything a later step reads (residuals, momenta, warm-started factors);
+// scratch buffers and caches that a step recomputes visit nothing. A resumed run is only
+// bit-identical to an uninterrupted one if every such value is visited.
 class TensorState {
  public:
   virtual ~TensorState() = default;
+  virtual void VisitState(StateVisitor& visitor) {}
 };
 
 // The error-feedback residual (slot kErrorFeedbackSlot, and kServerErrorFeedbackSlot for the
@@ -144,6 +150,7 @@ class TensorState {
 struct ResidualState : TensorState {
   std::vector<float> residual;     // e, numel values (zeros before the first step)
   std::vector<float> compensated;  // scratch: p = g + e of the last step
+  void VisitState(StateVisitor& visitor) override { visitor.FloatVector("residual", residual); }
 };
 
 inline constexpr std::string_view kErrorFeedbackSlot = "ef";
@@ -180,6 +187,7 @@ class CompressContext {
     auto it = states_.find(key);
     if (it == states_.end()) {
       it = states_.emplace(std::move(key), Entry{tensor.numel, std::make_unique<S>()}).first;
+      if (!pending_.empty()) RestorePending(it->first, *it->second.state, tensor.numel);
     }
     FRUGAL_CHECK_EQ(it->second.numel, tensor.numel, "tensor '", tensor.name,
                     "' changed size; compressor state slot '", slot, "'");
@@ -195,21 +203,34 @@ class CompressContext {
     return it == states_.end() ? nullptr : dynamic_cast<S*>(it->second.state.get());
   }
 
-  // Drops the state of one tensor (every slot), or of all tensors.
+  // Drops the state of one tensor (every slot), or of all tensors (restored records too).
   void Erase(std::string_view tensor_name);
-  void Clear() { states_.clear(); }
+  void Clear() {
+    states_.clear();
+    pending_.clear();
+  }
   size_t num_states() const { return states_.size(); }
 
+  // Checkpoints (state_visitor.h). Saving: every state that visits something, as
+  // "<tensor>/<slot>/..." with its numel, and the records a load left that no State() call has
+  // taken yet. Loading: keeps the records; State() restores a state from them when it creates it
+  // and throws CheckError (naming the tensor, the slot and the field) when they do not fit it:
+  // another numel, a missing field or one the state does not have.
+  void VisitState(StateVisitor& visitor);
+
  private:
+  using SlotKey = std::pair<std::string, std::string>;
   struct Entry {
     size_t numel = 0;
     std::unique_ptr<TensorState> state;
   };
+  void RestorePending(const SlotKey& key, TensorState& state, size_t numel);
   uint64_t seed_;
   int rank_;
   int world_size_;
   uint64_t step_ = 0;
-  std::map<std::pair<std::string, std::string>, Entry> states_;
+  std::map<SlotKey, Entry> states_;
+  std::map<SlotKey, StateRecords> pending_;  // loaded, not yet created
 };
 
 // How compressed payloads move between ranks.

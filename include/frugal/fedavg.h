@@ -98,6 +98,10 @@ class FederatedAveraging {
   uint64_t bytes_sent() const { return bytes_sent_; }
   // Every client state this worker keeps, as "client/<id>/<tensor>" -> its residual.
   void VisitState(const std::function<void(std::string_view, std::span<float>)>& visit);
+  // The same for checkpoints (state_visitor.h): the bytes sent so far and each client's
+  // compressor state as "clients/<id>/<tensor>/<slot>/..."; loading makes the clients' contexts and
+  // restores their state when their uploads first need it. Between rounds.
+  void VisitState(StateVisitor& visitor);
 
  private:
   FederatedAveraging(const StrategyPlan& plan, GradientReducer& reducer,

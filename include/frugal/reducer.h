@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "frugal/collectives.h"
+#include "frugal/state_visitor.h"
 #include "frugal/status.h"
 #include "frugal/transport.h"
 
@@ -86,6 +87,11 @@ class GradientReducer {
   // the named standard algorithm sends.
   virtual uint64_t bytes_sent() const = 0;
   virtual std::string bytes_counted_by() const = 0;
+
+  // The state the reducer keeps from one step to the next (compressor state, error-feedback
+  // residuals, worker momentum), for checkpoints (state_visitor.h). On the thread that owns the
+  // reducer, between reductions. The dense reducers keep none.
+  virtual void VisitState(StateVisitor& visitor) {}
 };
 
 // The dense reducer: exact average of every bucket.

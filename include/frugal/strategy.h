@@ -26,7 +26,8 @@
 //
 // Every state a strategy accumulates (the last averaged model, residuals of delta compression,
 // gossip's copies and push-sum weights) is reachable through VisitState for checkpointing; after
-// Settle it is whole (no exchange in flight).
+// Settle it is whole (no exchange in flight). The reducer's own state (the compressors') is
+// visited through GradientReducer::VisitState.
 //
 // Thread safety: a Strategy is used by the training thread; its exchanges run on the thread that
 // owns the transport, through the TransportRunner the loop passes in. Every wait inside is bounded
@@ -157,6 +158,19 @@ class Strategy {
   virtual void VisitState(
       const std::function<void(std::string_view name, std::span<float>)>& visit) {
     (void)visit;
+  }
+
+  // The strategy's state for checkpoints, through a StateVisitor (state_visitor.h): what a resume
+  // restores for the run to continue bit for bit. Checkpoints call this one, on the thread that
+  // owns the transport, between steps, after Begin; loading overwrites the state in place.
+  // The default hands every buffer of the overload above to visitor.Floats, so a strategy whose
+  // state is float buffers that exist, with their final size, from Begin on needs nothing else.
+  // A strategy that keeps more - counters, clocks, versions, buffers whose size the run decides,
+  // state made on demand - overrides this one instead: visitor.U64/I64/F64 for numbers,
+  // FloatVector for buffers that the saved state sizes, Scope/Children/TakeSubtree for state made
+  // on demand (CompressContext::VisitState does this for per-tensor compressor state).
+  virtual void VisitState(StateVisitor& visitor) {
+    VisitState([&](std::string_view name, std::span<float> data) { visitor.Floats(name, data); });
   }
 
   // Strategies whose workers do not run the optimizer (traits().worker_runs_optimizer false) have

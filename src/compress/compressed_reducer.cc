@@ -131,6 +131,23 @@ class CompressedReducerImpl final : public CompressedReducer {
   const Stats& stats() const override { return stats_; }
   const Compressor& compressor() const override { return *compressor_; }
 
+  // compressor/<tensor>/<slot>/... and worker_momentum/<entry>.
+  void VisitState(StateVisitor& visitor) override {
+    {
+      StateVisitor::Scope scope(visitor, "compressor");
+      ctx_.VisitState(visitor);
+    }
+    if (options_.worker_momentum <= 0) return;
+    StateVisitor::Scope scope(visitor, "worker_momentum");
+    if (visitor.loading()) {
+      for (const std::string& name : visitor.Children()) {
+        visitor.FloatVector(EscapeStateName(name), momentum_[name]);
+      }
+    } else {
+      for (auto& [name, m] : momentum_) visitor.FloatVector(EscapeStateName(name), m);
+    }
+  }
+
  private:
   bool Small(const BucketEntry& e) const { return 4 * e.count < options_.min_bytes; }
 

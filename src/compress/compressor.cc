@@ -35,13 +35,56 @@ CompressContext::CompressContext(uint64_t seed, int rank, int world_size)
 }
 
 void CompressContext::Erase(std::string_view tensor_name) {
-  for (auto it = states_.begin(); it != states_.end();) {
-    if (it->first.first == tensor_name) {
-      it = states_.erase(it);
-    } else {
-      ++it;
+  std::erase_if(states_, [&](const auto& item) { return item.first.first == tensor_name; });
+  std::erase_if(pending_, [&](const auto& item) { return item.first.first == tensor_name; });
+}
+
+// Saved as <tensor>/<slot>/numel plus the state's own fields; pending records go back as loaded.
+void CompressContext::VisitState(StateVisitor& visitor) {
+  if (visitor.loading()) {
+    for (const std::string& tensor : visitor.Children()) {
+      StateVisitor::Scope t(visitor, tensor);
+      for (const std::string& slot : visitor.Children()) {
+        StateVisitor::Scope s(visitor, slot);
+        pending_[SlotKey(tensor, slot)] = visitor.TakeSubtree();
+      }
     }
+    return;
   }
+  std::map<SlotKey, StateRecords> saved = pending_;
+  for (auto& [key, entry] : states_) {
+    StateSaver saver;
+    entry.state->VisitState(saver);
+    FRUGAL_INTERNAL_ASSERT(saver.ok(), saver.status().ToString());
+    if (saver.records().empty()) continue;  // scratch
+    uint64_t numel = entry.numel;
+    saver.U64("numel", numel);
+    FRUGAL_INTERNAL_ASSERT(saver.ok(), "state slot '", key.second, "' has a field named numel");
+    saved[key] = std::move(saver.records());
+  }
+  for (const auto& [key, records] : saved) {
+    StateVisitor::Scope t(visitor, key.first);
+    StateVisitor::Scope s(visitor, key.second);
+    visitor.PutSubtree(records);
+  }
+}
+
+void CompressContext::RestorePending(const SlotKey& key, TensorState& state, size_t numel) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  const StateRecords records = std::move(it->second);
+  pending_.erase(it);
+  StateLoader loader(records);
+  uint64_t saved_numel = 0;
+  loader.U64("numel", saved_numel);
+  FRUGAL_CHECK(loader.ok() && saved_numel == numel, "checkpoint state of tensor '", key.first,
+               "' (slot '", key.second, "'): ",
+               loader.ok() ? fmt::format("{} elements saved, the tensor has {}", saved_numel, numel)
+                           : loader.status().message());
+  state.VisitState(loader);
+  const Status status = loader.Finish();
+  FRUGAL_CHECK(status.ok(), "checkpoint state of tensor '", key.first, "' (slot '", key.second,
+               "'): ", status.message());
 }
 
 std::string_view AggregationPathName(AggregationPath path) {

@@ -49,9 +49,17 @@ struct MatrixView {
   int r = 0;
 };
 
+// q is warm-started from one step to the next; p is recomputed from it but kept as well.
 struct PowerSgdState : TensorState {
   std::vector<float> p, q;
   bool has_q = false;
+  void VisitState(StateVisitor& visitor) override {
+    visitor.FloatVector("p", p);
+    visitor.FloatVector("q", q);
+    uint64_t has = has_q ? 1 : 0;
+    visitor.U64("has_q", has);
+    has_q = has != 0;
+  }
 };
 
 class PowerSgdCompressor final : public SparseCompressorBase {

@@ -24,6 +24,7 @@ namespace {
 
 struct MomentumState : TensorState {
   std::vector<float> momentum;
+  void VisitState(StateVisitor& visitor) override { visitor.FloatVector("momentum", momentum); }
 };
 
 class SignCompressor final : public QuantizerBase {

@@ -14,6 +14,10 @@ inline constexpr std::string_view kDgcSlot = "dgc";
 // u: momentum, v: accumulated velocity, both zero at the indices sent last.
 struct DgcState : TensorState {
   std::vector<float> u, v;
+  void VisitState(StateVisitor& visitor) override {
+    visitor.FloatVector("u", u);
+    visitor.FloatVector("v", v);
+  }
 };
 
 }  // namespace frugal::sparse

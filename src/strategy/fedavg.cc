@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "frugal/check.h"
 #include "strategy/model_average.h"
@@ -149,6 +150,31 @@ Status FederatedAveraging::EndRound(ModelBuffers& model) {
   for (size_t i = 0; i < global_.size(); ++i) global_[i] += sums_[i] / weights;
   LoadGlobal(model);
   return Status::Ok();
+}
+
+void FederatedAveraging::VisitState(StateVisitor& visitor) {
+  visitor.U64("bytes_sent", bytes_sent_);
+  StateVisitor::Scope scope(visitor, "clients");
+  if (visitor.loading()) {
+    for (const std::string& id : visitor.Children()) {
+      char* end = nullptr;
+      const long long client = std::strtoll(id.c_str(), &end, 10);
+      StateVisitor::Scope c(visitor, id);
+      if (id.empty() || *end != '\0' || client < 0 || client >= spec_.clients ||
+          ClientRank(client, workers_) != rank_) {
+        visitor.Reject(
+            fmt::format("not a client this worker plays (of {} clients)", spec_.clients));
+        return;
+      }
+      clients_.try_emplace(client, seed_, static_cast<int>(client), static_cast<int>(spec_.clients))
+          .first->second.VisitState(visitor);
+    }
+    return;
+  }
+  for (auto& [client, ctx] : clients_) {
+    StateVisitor::Scope c(visitor, std::to_string(client));
+    ctx.VisitState(visitor);
+  }
 }
 
 void FederatedAveraging::VisitState(

@@ -26,9 +26,11 @@
 
 #include "evaluate.h"
 #include "frugal/timer.h"
+#include "frugal_torch/checkpoint.h"
 #include "frugal_torch/distributed.h"
 #include "frugal_torch/models.h"
 #include "frugal_torch/step_driver.h"
+#include "run_checkpoints.h"
 #include "train_util.h"
 
 namespace frugal_torch {
@@ -55,6 +57,34 @@ class IntegerBuffers {
  private:
   std::vector<torch::Tensor> buffers_;
   std::vector<torch::Tensor> initial_;
+};
+
+// The training thread owns the transport: collectives run where they are called.
+class DirectRunner final : public frugal::TransportRunner {
+ public:
+  explicit DirectRunner(frugal::Transport& t) : t_(t) {}
+  Status Run(std::string_view, const std::function<Status(frugal::Transport&)>& fn) override {
+    return fn(t_);
+  }
+
+ private:
+  frugal::Transport& t_;
+};
+
+// The round loop's position for checkpoints: rounds done and the run's running totals.
+struct RoundPosition {
+  int64_t rounds = 0;
+  int64_t steps = 0;
+  uint64_t bytes_up = 0;
+  uint64_t bytes_down = 0;
+  double samples = 0;
+  void VisitState(frugal::StateVisitor& v) {
+    v.I64("rounds", rounds);
+    v.I64("steps", steps);
+    v.U64("bytes_up", bytes_up);
+    v.U64("bytes_down", bytes_down);
+    v.F64("samples", samples);
+  }
 };
 
 struct ClientResult {
@@ -115,6 +145,7 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
                                         const FedAvgCallbacks& callbacks) {
   FRUGAL_RETURN_IF_ERROR(ValidateTrainOptions(options));
   FRUGAL_RETURN_IF_ERROR(ValidateFedAvgOptions(options));
+  FRUGAL_RETURN_IF_ERROR(ValidateCheckpointOptions(options.checkpoint));
   torch::set_num_threads(options.threads);
   const int rank = t.rank();
   const int world = t.size();
@@ -167,13 +198,38 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
                                  ? "transport"
                                  : "transport+" + reducer.bytes_counted_by();
 
+  // Checkpoints (checkpoint.h) between rounds: the global model, the clients' compressor state
+  // and the round loop's position.
+  DirectRunner runner(t);
+  internal::RunCheckpoints checkpoints(options.checkpoint, runner, options.timeout);
+  auto visit_run = [&](frugal::StateVisitor& v, RoundPosition& position) {
+    VisitModelState(*model, stateless, v);
+    VisitTorchRng(v);
+    {
+      frugal::StateVisitor::Scope scope(v, "loop");
+      position.VisitState(v);
+    }
+    frugal::StateVisitor::Scope scope(v, "strategy");
+    fedavg.VisitState(v);
+  };
+  RoundPosition resumed;
+  if (checkpoints.resuming()) {
+    FRUGAL_RETURN_IF_ERROR(
+        checkpoints.Resume(rank, world, [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
+            .status());
+  }
+  summary.steps = resumed.steps;
+  result.bytes_up = resumed.bytes_up;
+  result.bytes_down = resumed.bytes_down;
+
   const frugal::Stopwatch wall;
   double compute_seconds = 0;
   double comm_seconds = 0;
   double eval_seconds = 0;
-  double samples_total = 0;
+  double samples_total = resumed.samples;
   double train_seconds_total = 0;
-  for (int64_t round = 0; round < options.epochs; ++round) {
+  for (int64_t round = resumed.rounds; round < options.epochs; ++round) {
+    if (callbacks.before_round) callbacks.before_round(round);
     const double lr = LearningRate(schedule, round);
     const std::vector<int64_t> sampled = fedavg.Sample(round);
     const frugal::Stopwatch round_watch;
@@ -248,6 +304,14 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
     summary.steps += record.steps;
     result.rounds.push_back(record);
     if (callbacks.on_round) callbacks.on_round(record);
+    if (checkpoints.DueAfterEpoch(round + 1)) {
+      RoundPosition position{round + 1, summary.steps, result.bytes_up, result.bytes_down,
+                             samples_total};
+      FRUGAL_RETURN_IF_ERROR(checkpoints
+                                 .Save(static_cast<uint64_t>(position.rounds),
+                                       [&](frugal::StateVisitor& v) { visit_run(v, position); })
+                                 .status());
+    }
     // Every worker holds the same record, so every worker leaves after the same round.
     if (options.stop_at_accuracy > 0 && record.test_accuracy >= options.stop_at_accuracy) break;
   }
@@ -260,6 +324,10 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   }
   summary.wall_seconds = wall.Seconds();
   summary.epochs = static_cast<int64_t>(result.rounds.size());
+  summary.resumed_from_step = checkpoints.resuming() ? resumed.rounds : -1;
+  summary.checkpoints = checkpoints.saves();
+  summary.checkpoint_seconds = checkpoints.seconds();
+  summary.checkpoint_bytes = checkpoints.bytes();
   summary.samples_per_second = samples_total / std::max(train_seconds_total, 1e-9);
   if (!result.rounds.empty()) {
     const RoundRecord& last = result.rounds.back();

@@ -2,9 +2,13 @@
 #include "frugal_torch/step_driver.h"
 
 #include <c10/util/string_utils.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <thread>
+
+#include "frugal/collectives.h"
+#include "nan_guard.h"
 
 namespace frugal_torch {
 
@@ -55,6 +59,16 @@ StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
     frugal::ModelBuffers model = ModelBuffersOf(module, optimizer);
     FRUGAL_RETURN_IF_ERROR(strategy.Begin(model));
   }
+  if (options.nan_policy == NanPolicy::kSkip && options.overlap &&
+      (options.overlap->mode != frugal::OverlapMode::kNone || options.overlap->od_sgd)) {
+    return frugal::InvalidArgumentError(
+        "--nan-policy skip needs --overlap none without --od-sgd: the ranks agree on a step "
+        "before any of its gradients is sent");
+  }
+  // Before the engine's hooks, so that a gradient is checked before it is submitted.
+  FRUGAL_ASSIGN_OR_RETURN(
+      self->nan_guard_, internal::NanGuard::Create(module, options.nan_policy == NanPolicy::kAbort,
+                                                   options.inject_nan));
   // A strategy whose servers run the optimizer always exchanges through its own client.
   if (options.overlap || !strategy.traits().worker_runs_optimizer) {
     FRUGAL_ASSIGN_OR_RETURN(self->session_,
@@ -65,7 +79,54 @@ StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
   return self;
 }
 
+StepDriver::StepDriver(frugal::Transport& t, frugal::Strategy& strategy, torch::nn::Module& module,
+                       torch::optim::Optimizer& optimizer, StepDriverOptions options)
+    : t_(t), strategy_(strategy), module_(module), optimizer_(optimizer), options_(options) {}
+
 StepDriver::~StepDriver() = default;
+
+// Whether the step's update is applied, after its backward (see step_driver.h, 5b).
+StatusOr<bool> StepDriver::CheckGradients(const frugal::StepPoint& p, bool exchange) {
+  const std::string* bad = nan_guard_->bad_tensor();
+  const int rank = t_.rank();
+  if (options_.nan_policy == NanPolicy::kAbort) {
+    if (bad == nullptr) return true;
+    return frugal::FailedPreconditionError(
+        fmt::format("step {}: the gradient of '{}' on rank {} is not finite (--nan-policy abort: "
+                    "it was not sent to any rank)",
+                    p.step, *bad, rank));
+  }
+  if (!exchange) {
+    if (bad == nullptr) return true;
+    skipped_ = fmt::format(
+        "step {}: the gradient of '{}' on rank {} is not finite: the rank "
+        "skipped its local update",
+        p.step, *bad, rank);
+    return false;
+  }
+  std::string mine = bad == nullptr ? std::string("0") : "1" + *bad;
+  std::vector<std::byte> all;
+  std::vector<size_t> sizes;
+  FRUGAL_RETURN_IF_ERROR(Run("nan check", [&](frugal::Transport& t) {
+    frugal::CollectiveOptions collective;
+    collective.timeout = options_.timeout;
+    return frugal::Allgatherv(t, std::as_bytes(std::span<const char>(mine.data(), mine.size())),
+                              all, sizes, collective);
+  }));
+  size_t at = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    const char* report = reinterpret_cast<const char*>(all.data() + at);
+    if (sizes[r] > 0 && report[0] == '1') {
+      skipped_ = fmt::format(
+          "step {}: the gradient of '{}' on rank {} is not finite: every rank "
+          "skipped the update",
+          p.step, std::string(report + 1, sizes[r] - 1), r);
+      return false;
+    }
+    at += sizes[r];
+  }
+  return true;
+}
 
 StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
                                          const std::function<torch::Tensor()>& forward) {
@@ -75,6 +136,8 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
     FRUGAL_RETURN_IF_ERROR(strategy_.BeforeForward(p, model, *this));
   }
   const bool exchange = strategy_.AveragesGradients(p);
+  skipped_.reset();
+  nan_guard_->BeginStep(static_cast<int64_t>(p.step));
   const double blocked_before = blocked_seconds();
   const auto begin = Clock::now();
   torch::Tensor loss;
@@ -95,7 +158,8 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
     FRUGAL_RETURN_IF_ERROR(eo.Backward(loss));
     last_compute_seconds_ = std::chrono::duration<double>(Clock::now() - begin).count() - slept -
                             (blocked_seconds() - blocked_before);
-    FRUGAL_RETURN_IF_ERROR(eo.Step());
+    FRUGAL_ASSIGN_OR_RETURN(const bool apply, CheckGradients(p, exchange));
+    if (apply) FRUGAL_RETURN_IF_ERROR(eo.Step());
   } else {
     dist_->ZeroGrad();
     loss = forward();
@@ -104,11 +168,9 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
     slept = std::chrono::duration<double>(Clock::now() - sleep_begin).count();
     loss.backward();
     last_compute_seconds_ = std::chrono::duration<double>(Clock::now() - begin).count() - slept;
-    if (exchange) {
-      FRUGAL_RETURN_IF_ERROR(dist_->Step());
-    } else {
-      optimizer_.step();
-    }
+    FRUGAL_ASSIGN_OR_RETURN(const bool apply, CheckGradients(p, exchange));
+    if (apply && exchange) FRUGAL_RETURN_IF_ERROR(dist_->Step());
+    if (apply && !exchange) optimizer_.step();
   }
   if (strategy_.ExchangesAfterStep(p)) {
     FRUGAL_RETURN_IF_ERROR(Synchronize());
@@ -137,6 +199,17 @@ std::unique_ptr<frugal::Work> StepDriver::RunInBackground(
     std::string_view what, std::function<Status(frugal::Transport&)> fn) {
   if (!session_) return nullptr;
   return session_->Background(std::string(what), std::move(fn));
+}
+
+void StepDriver::VisitState(frugal::StateVisitor& visitor) {
+  {
+    frugal::StateVisitor::Scope scope(visitor, "dist");
+    dist_->VisitState(visitor);
+  }
+  if (session_) {
+    frugal::StateVisitor::Scope scope(visitor, "engine");
+    session_->optimizer().VisitState(visitor);
+  }
 }
 
 double StepDriver::blocked_seconds() const {

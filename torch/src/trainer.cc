@@ -37,9 +37,11 @@
 #include "evaluate.h"
 #include "frugal/collectives.h"
 #include "frugal/timer.h"
+#include "frugal_torch/checkpoint.h"
 #include "frugal_torch/distributed.h"
 #include "frugal_torch/models.h"
 #include "frugal_torch/step_driver.h"
+#include "run_checkpoints.h"
 #include "train_util.h"
 
 namespace frugal_torch {
@@ -50,6 +52,21 @@ using frugal::StatusOr;
 
 using internal::ImagesTensor;
 using internal::LabelsTensor;
+
+// The loop's position for checkpoints: steps done, the running sums of the epoch under way and
+// the training bytes sent so far.
+struct LoopPosition {
+  int64_t step = 0;
+  double loss_sum = 0;
+  double samples = 0;
+  uint64_t bytes = 0;
+  void VisitState(frugal::StateVisitor& v) {
+    v.I64("step", step);
+    v.F64("loss_sum", loss_sum);
+    v.F64("samples", samples);
+    v.U64("bytes", bytes);
+  }
+};
 
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -62,6 +79,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
                                  frugal::Strategy& strategy, const FashionMnist& data,
                                  const TrainOptions& options, const TrainCallbacks& callbacks) {
   FRUGAL_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  FRUGAL_RETURN_IF_ERROR(ValidateCheckpointOptions(options.checkpoint));
   torch::set_num_threads(options.threads);
   const int rank = t.rank();
   const int world = t.size();
@@ -91,6 +109,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   driver_options.timeout = timeout;
   for (const Straggler& s : options.stragglers) {
     if (s.rank == rank) driver_options.straggler_factor = s.factor;
+  }
+  driver_options.nan_policy = options.nan_policy;
+  for (const NanFault& f : options.nan_faults) {
+    if (f.rank == rank) driver_options.inject_nan = f;
   }
   // From here on the transport belongs to the driver (its engine thread, when there is one):
   // the loop's collectives run through driver->Run.
@@ -134,28 +156,67 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   const uint64_t reducer_bytes_start = reducer.bytes_sent();
   // Bytes of evaluating drifting replicas (averaging them for the evaluation): not training.
   uint64_t eval_bytes = 0;
+  // Everything of this rank a checkpoint holds (checkpoint.h), with the loop's position.
+  internal::RunCheckpoints checkpoints(options.checkpoint, *driver, timeout);
+  auto visit_run = [&](frugal::StateVisitor& v, LoopPosition& position) {
+    VisitModelState(*model, optimizer, v);
+    VisitTorchRng(v);
+    const std::pair<const char*, std::function<void()>> parts[] = {
+        {"loop", [&] { position.VisitState(v); }},
+        {"driver", [&] { driver->VisitState(v); }},
+        {"strategy", [&] { strategy.VisitState(v); }},
+        {"reducer", [&] { reducer.VisitState(v); }}};
+    for (const auto& [scope, visit] : parts) {
+      frugal::StateVisitor::Scope s(v, scope);
+      visit();
+    }
+  };
+  LoopPosition resumed;
+  if (checkpoints.resuming()) {
+    FRUGAL_RETURN_IF_ERROR(
+        checkpoints.Resume(rank, world, [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
+            .status());
+  }
   // Read on the thread that owns the transport (the engine thread when there is one); the
   // engine's negotiation messages are reported on their own.
   auto bytes_so_far = [&]() {
-    uint64_t bytes =
-        t.bytes_sent() - transport_bytes_start - driver->negotiation_bytes() - eval_bytes;
+    uint64_t bytes = resumed.bytes + t.bytes_sent() - transport_bytes_start -
+                     driver->negotiation_bytes() - eval_bytes;
     if (count_reducer_bytes) bytes += reducer.bytes_sent() - reducer_bytes_start;
     return bytes;
+  };
+  // A checkpoint holds no exchange in flight: pending updates are applied and the strategy
+  // settles (a no-op unless it overlaps its exchanges with the next steps).
+  auto save = [&](LoopPosition position) -> Status {
+    FRUGAL_RETURN_IF_ERROR(driver->Settle());
+    FRUGAL_ASSIGN_OR_RETURN(
+        const uint64_t exchanged,
+        checkpoints.Save(static_cast<uint64_t>(position.step), [&](frugal::StateVisitor& v) {
+          position.bytes = bytes_so_far();
+          visit_run(v, position);
+        }));
+    eval_bytes += exchanged;
+    return Status::Ok();
   };
 
   const frugal::Stopwatch wall;
   double compute_seconds = 0;
   double eval_seconds = 0;
-  int64_t global_step = 0;
+  int64_t global_step = resumed.step;
+  const int64_t first_epoch = global_step / steps_per_epoch + 1;
   model->train();
-  for (int64_t epoch = 1; epoch <= epochs_to_run; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch <= epochs_to_run; ++epoch) {
     const std::vector<int64_t> order = sampler.EpochOrder(epoch - 1);
-    const int64_t steps_this_epoch = std::min(steps_per_epoch, total_steps - global_step);
+    const int64_t steps_this_epoch =
+        std::min(steps_per_epoch, total_steps - (epoch - 1) * steps_per_epoch);
     const frugal::Stopwatch epoch_watch;
-    double loss_sum = 0;
-    double samples = 0;
+    const bool resumed_epoch = epoch == first_epoch && checkpoints.resuming();
+    double loss_sum = resumed_epoch ? resumed.loss_sum : 0;
+    double samples = resumed_epoch ? resumed.samples : 0;
     double lr = options.lr;
-    for (int64_t step = 0; step < steps_this_epoch; ++step) {
+    for (int64_t step = resumed_epoch ? global_step % steps_per_epoch : 0; step < steps_this_epoch;
+         ++step) {
+      if (callbacks.before_step) callbacks.before_step(global_step);
       const frugal::Stopwatch step_watch;
       const double comm_before = driver->blocked_seconds();
       std::vector<int64_t> batch = ShardSampler::BatchOf(order, step, options.batch_size);
@@ -174,6 +235,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
       FRUGAL_ASSIGN_OR_RETURN(torch::Tensor loss, driver->Step(point, [&] {
         return torch::nn::functional::cross_entropy(model->forward(x), y);
       }));
+      if (const std::string* why = driver->skipped()) {
+        ++summary.skipped_steps;
+        if (callbacks.on_skipped_step) callbacks.on_skipped_step(*why);
+      }
       loss_sum += loss.item<double>();
       samples += static_cast<double>(batch.size());
       ++global_step;
@@ -191,6 +256,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
         progress.epoch_seconds = epoch_watch.Seconds();
         progress.samples_per_second = samples * world / std::max(progress.epoch_seconds, 1e-9);
         callbacks.on_step(progress);
+      }
+      if (checkpoints.DueAfterStep(global_step, step + 1 == steps_this_epoch)) {
+        FRUGAL_RETURN_IF_ERROR(save({global_step, loss_sum, samples, 0}));
       }
     }
     const double epoch_seconds = epoch_watch.Seconds();
@@ -275,6 +343,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     summary.comm_hidden_fraction = sums[11] / world;
     summary.negotiation_bytes_per_worker = static_cast<uint64_t>(std::llround(sums[12] / world));
     if (callbacks.on_epoch) callbacks.on_epoch(record);
+    if (checkpoints.DueAfterEpoch(global_step))
+      FRUGAL_RETURN_IF_ERROR(save({global_step, 0, 0, 0}));
     // Every rank holds the same record, so every rank leaves the loop after the same epoch.
     if (options.stop_at_accuracy > 0 && record.test_accuracy >= options.stop_at_accuracy) break;
   }
@@ -297,6 +367,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   summary.wall_seconds = wall.Seconds();
   summary.epochs = static_cast<int64_t>(summary.history.size());
   summary.steps = global_step;
+  summary.resumed_from_step = checkpoints.resuming() ? resumed.step : -1;
+  summary.checkpoints = checkpoints.saves();
+  summary.checkpoint_seconds = checkpoints.seconds();
+  summary.checkpoint_bytes = checkpoints.bytes();
   if (!summary.history.empty()) {
     const EpochRecord& last = summary.history.back();
     summary.train_loss = last.train_loss;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "frugal/reducer.h"
+#include "frugal/state_visitor.h"
 #include "frugal/status.h"
 #include "frugal/timer.h"
 #include "frugal/transport.h"
@@ -85,6 +86,8 @@ class DistributedOptimizer {
   // Index into the module's trainable parameters of each entry of each bucket.
   const std::vector<std::vector<size_t>>& bucket_parameters() const { return bucket_params_; }
   uint64_t step() const { return step_; }
+  // The step counter, for checkpoints (frugal/state_visitor.h).
+  void VisitState(frugal::StateVisitor& visitor) { visitor.U64("step", step_); }
   // Seconds spent in ReduceBucket since construction.
   double comm_seconds() const { return comm_seconds_; }
   torch::optim::Optimizer& optimizer() { return optimizer_; }

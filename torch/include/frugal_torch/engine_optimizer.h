@@ -46,6 +46,7 @@
 
 #include "frugal/engine.h"
 #include "frugal/reducer.h"
+#include "frugal/state_visitor.h"
 #include "frugal/status.h"
 #include "frugal/strategy.h"
 #include "frugal/timeline.h"
@@ -87,6 +88,9 @@ class EngineOptimizer {
   frugal::Status Synchronize();
 
   uint64_t step() const { return step_; }
+  // The step counter, for checkpoints (frugal/state_visitor.h). After Synchronize, nothing else
+  // of a step is pending; with od_sgd that is only so at the end of an epoch.
+  void VisitState(frugal::StateVisitor& visitor) { visitor.U64("step", step_); }
   // Seconds the training thread spent blocked on communication.
   double wait_seconds() const { return wait_seconds_; }
   const EngineOptimizerOptions& options() const { return options_; }

@@ -60,6 +60,8 @@ struct FedAvgSummary {
 };
 
 struct FedAvgCallbacks {
+  // As round `round` (0-based) begins.
+  std::function<void(int64_t round)> before_round;
   std::function<void(const ClientPartition&)> on_partition;
   std::function<void(const RoundRecord&)> on_round;
   std::function<void(const std::vector<float>&)> on_final_parameters;

@@ -15,6 +15,13 @@
 //   6. the optimizer step (the engine optimizer's Step: wait for the averages as the overlap mode
 //      says, or defer them to the next forward under priority; without exchange, the rank's own
 //      gradient is applied at once);
+//   5b. non-finite gradients (nan_policy.h): a hook registered before the engine's checks every
+//      gradient as backward produces it. kAbort: a non-finite gradient is replaced by zeros before
+//      it is submitted and Step returns kFailedPrecondition naming the rank, the step and the
+//      tensor. kSkip: when the step's gradients are averaged, the ranks agree (one Allgatherv of
+//      each rank's finding, on the transport's thread) before any is sent; if any rank has one,
+//      no rank applies the step's update (skipped() says why); a step without averaging is
+//      skipped by the rank alone;
 //   7. if strategy.ExchangesAfterStep(p): every pending update is applied, then
 //      strategy.AfterOptimizerStep(p, model, runner) exchanges parameters on the transport's
 //      thread.
@@ -45,6 +52,11 @@
 #include "frugal_torch/distributed.h"
 #include "frugal_torch/engine_optimizer.h"
 #include "frugal_torch/engine_options.h"
+#include "frugal_torch/nan_policy.h"
+
+namespace frugal_torch::internal {
+class NanGuard;
+}
 
 namespace frugal_torch {
 
@@ -53,6 +65,10 @@ struct StepDriverOptions {
   size_t bucket_cap_bytes = frugal::kDefaultBucketCapBytes;
   double straggler_factor = 1;  // > 1: this rank is a straggler
   frugal::Duration timeout = frugal::kDefaultTimeout;
+  // Non-finite gradients (nan_policy.h); kSkip needs the gradients to be sent after backward
+  // (overlap unset or OverlapMode::kNone, without od_sgd). `inject_nan`: this rank's NaN fault.
+  NanPolicy nan_policy = NanPolicy::kAbort;
+  std::optional<NanFault> inject_nan;
 };
 
 // The model's parameters, batch-norm buffers and SGD momentum buffers as named float buffers
@@ -91,13 +107,19 @@ class StepDriver final : public frugal::TransportRunner {
   // thread (inside Run).
   uint64_t negotiation_bytes() const;
   bool uses_engine() const { return session_ != nullptr; }
+  // Why the last step's update was skipped (--nan-policy skip), or nullptr when it was applied.
+  const std::string* skipped() const { return skipped_ ? &*skipped_ : nullptr; }
+  // The step counters of the blocking optimizer and of the engine's (frugal/state_visitor.h):
+  // "dist/step", "engine/step". Between steps, after Synchronize.
+  void VisitState(frugal::StateVisitor& visitor);
   // Collective: applies pending updates, gathers the timeline and stops the engine.
   frugal::StatusOr<std::string> Finish();
 
  private:
   StepDriver(frugal::Transport& t, frugal::Strategy& strategy, torch::nn::Module& module,
-             torch::optim::Optimizer& optimizer, StepDriverOptions options)
-      : t_(t), strategy_(strategy), module_(module), optimizer_(optimizer), options_(options) {}
+             torch::optim::Optimizer& optimizer, StepDriverOptions options);
+
+  frugal::StatusOr<bool> CheckGradients(const frugal::StepPoint& p, bool exchange);
 
   frugal::Transport& t_;
   frugal::Strategy& strategy_;
@@ -106,6 +128,8 @@ class StepDriver final : public frugal::TransportRunner {
   StepDriverOptions options_;
   std::unique_ptr<DistributedOptimizer> dist_;
   std::unique_ptr<EngineSession> session_;
+  std::unique_ptr<internal::NanGuard> nan_guard_;
+  std::optional<std::string> skipped_;
   double last_compute_seconds_ = 0;  // forward + backward of the last step (stragglers)
 };
 

@@ -22,8 +22,10 @@
 #include "frugal/status.h"
 #include "frugal/strategy.h"
 #include "frugal/transport.h"
+#include "frugal_torch/checkpoint_options.h"
 #include "frugal_torch/data.h"
 #include "frugal_torch/engine_options.h"
+#include "frugal_torch/nan_policy.h"
 #include "frugal_torch/schedule.h"
 
 namespace frugal_torch {
@@ -67,6 +69,12 @@ struct TrainOptions {
   // Slow ranks (--straggler): each sleeps (factor - 1) x its last forward + backward time
   // between forward and backward, so that its gradients appear that much later.
   std::vector<Straggler> stragglers;
+  // Checkpoints and resuming (checkpoint_options.h): a resumed run continues to the same epochs /
+  // max_steps target and ends as the run that was never interrupted.
+  CheckpointOptions checkpoint;
+  // Non-finite gradients (nan_policy.h), and NaNs put into gradients on purpose (each on its rank).
+  NanPolicy nan_policy = NanPolicy::kAbort;
+  std::vector<NanFault> nan_faults;
 };
 
 // kInvalidArgument naming the first bad option (unknown model, lr <= 0, ...).
@@ -143,13 +151,25 @@ struct TrainSummary {
   double step_seconds_median = 0;
   double comm_hidden_fraction = 0;
   std::string timeline_json;
-  std::vector<EpochRecord> history;
+  std::vector<EpochRecord> history;  // of the epochs this run finished (after a resume: from it)
+  // Checkpoints: the step this run resumed at (-1: it started afresh), the checkpoints it saved,
+  // this rank's seconds saving them (flushing to disk included) and the size of its last file.
+  int64_t resumed_from_step = -1;
+  int64_t checkpoints = 0;
+  double checkpoint_seconds = 0;
+  uint64_t checkpoint_bytes = 0;
+  // Steps whose update this rank skipped (--nan-policy skip).
+  int64_t skipped_steps = 0;
   // Strategy::Report of this rank's strategy (gossip: the spectral gap, ...), in its order.
   std::vector<std::pair<std::string, double>> strategy_report;
 };
 
 struct TrainCallbacks {
+  // As step `step` (0-based over the run) begins, before anything of it is computed.
+  std::function<void(int64_t step)> before_step;
   std::function<void(const StepProgress&)> on_step;
+  // A step's update was skipped (--nan-policy skip): why, naming the step, the rank and the tensor.
+  std::function<void(const std::string&)> on_skipped_step;
   std::function<void(const EpochRecord&)> on_epoch;
   // After the last epoch: every parameter of the final model, flattened in registration order.
   std::function<void(const std::vector<float>&)> on_final_parameters;

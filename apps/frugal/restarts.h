@@ -1,0 +1,67 @@
+// Automatic restarts (`--max-restarts N`): the launcher runs the job, and when it fails relaunches
+// it from the last committed checkpoint, at most N times.
+//
+// The ranks of a job the launcher supervises leave notes in the checkpoint directory (the
+// launcher names it in the environment variable FRUGAL_RESTART_NOTES, which mpirun passes to every
+// rank with -x):
+//   .progress-rank-<r>   the steps (FedAvg: rounds) rank r had completed when it began its last
+//                        one, rewritten as each begins;
+//   .failure-rank-<r>    the one line rank r printed when it failed (or was killed by --inject).
+// After a failed attempt the launcher takes the cause from the earliest failure note, the steps
+// reached from the largest progress note, and the checkpoint to resume from FindCheckpoint; it
+// logs one line per restart (cause, checkpoint, steps to redo), removes the notes and relaunches
+// the same command without its --inject faults, without --max-restarts, and with --resume DIR.
+// An attempt that ends with 129, 130 or 143 (the job was interrupted: SIGHUP, SIGINT, SIGTERM) is
+// not restarted. At the end it prints how many restarts there were and how many steps were done
+// again, and appends {"event":"restarts",...} to the --json file when there is one.
+//
+// Not thread safe: the main thread of the `frugal` command.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frugal/logging.h"
+#include "frugal/status.h"
+#include "launcher.h"
+
+namespace frugal::apps {
+
+inline constexpr char kRestartNotesEnv[] = "FRUGAL_RESTART_NOTES";
+
+// What a command that can restart tells the launcher.
+struct RestartPoint {
+  std::string checkpoint_dir;  // where its ranks save checkpoints (--checkpoint-dir)
+  std::string json;            // its --json file, or empty
+};
+
+// The relaunched command: `command` (this executable and its arguments) without --inject and
+// --max-restarts items (in either the "--flag value" or the "--flag=value" form) and without
+// --resume, then `--resume dir` when `resume` is set.
+std::vector<std::string> RestartCommand(const std::vector<std::string>& command,
+                                        const std::optional<std::string>& resume);
+
+// A rank's notes (only when the launcher asked for them: FRUGAL_RESTART_NOTES is set).
+class RestartNotes {
+ public:
+  // From the environment; inactive without FRUGAL_RESTART_NOTES.
+  static RestartNotes FromEnvironment(int rank);
+  bool active() const { return !dir_.empty(); }
+  // The rank begins a step having completed `completed` steps.
+  void Progress(int64_t completed) const;
+  // The rank fails with `line` (what it prints).
+  void Failure(const std::string& line) const;
+
+ private:
+  std::string dir_;
+  int rank_ = 0;
+};
+
+// Runs the job (plain mpirun, --hostfile or --emulate, as RelaunchUnderMpirun would) and restarts
+// it as described above. Returns the exit code of the last attempt.
+StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& restart, int argc,
+                              char** argv, const Logger& logger);
+
+}  // namespace frugal::apps

@@ -1,0 +1,58 @@
+// What the --inject faults (inject_spec.h) do in `frugal train`: each rank takes the faults that
+// name it.
+//   kill, stop     as the step begins, the rank prints one line naming itself, the fault and the
+//                  step on stderr, then raises SIGKILL or SIGSTOP;
+//   slow           a straggler (TrainOptions::stragglers), like --straggler R:F;
+//   nan            TrainOptions::nan_faults: the step driver puts a NaN into the gradient;
+//   drop, corrupt  the rank's transport is wrapped (fault_transport.h) and the fault armed as the
+//                  step begins: the first message sent from then on is lost, or the first
+//                  compressed payload (one that starts with a valid wire header, compress_wire.h)
+//                  gets a bit of its header flipped, so that the receiver refuses it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "frugal/fault_transport.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+#include "frugal_torch/trainer.h"
+#include "inject_spec.h"
+#include "restarts.h"
+
+namespace frugal::apps {
+
+// kInvalidArgument when a fault names a rank the job does not have.
+Status CheckFaultRanks(const std::vector<FaultSpec>& faults, int world_size);
+
+// Adds the slow faults to options.stragglers (kInvalidArgument when --straggler slows the same
+// rank) and the nan faults to options.nan_faults.
+Status AddTrainFaults(const std::vector<FaultSpec>& faults, frugal_torch::TrainOptions& options);
+
+// The faults of one rank that act while it runs.
+class RankFaults {
+ public:
+  // `notes`: where a killed or stopped rank notes why (restarts.h); must outlive this object.
+  RankFaults(const std::vector<FaultSpec>& faults, int rank, const RestartNotes& notes);
+
+  // `world`, or a wrapper of it that carries this rank's drop or corrupt fault (owned by this
+  // object, which must outlive its use).
+  Transport& Wrap(Transport& world);
+  // As step (FedAvg: round) `step` begins: notes the progress, kills or stops the rank, or arms
+  // its transport fault.
+  void BeforeStep(int64_t step);
+  // The hook for the training loop's callbacks; empty when the rank has nothing to do.
+  std::function<void(int64_t)> Hook();
+
+ private:
+  int rank_;
+  const RestartNotes& notes_;
+  std::vector<FaultSpec> mine_;
+  std::shared_ptr<TransportFault> transport_fault_;
+  int64_t arm_at_ = -1;
+  std::unique_ptr<Transport> wrapped_;
+};
+
+}  // namespace frugal::apps

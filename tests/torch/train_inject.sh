@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Tier-3 fault tests of `frugal train --inject` under a real mpirun (3 ranks, rank 1 hit at step 5),
+# each outcome asserted on frugal's own lines, never on mpirun's:
+#   kill       the job ends non-zero within 30 s; frugal's line names rank 1 and the step;
+#   stop       the job ends non-zero within 30 s; a line of another rank names rank 1;
+#   drop       one message of rank 1 is lost: the job ends non-zero within 30 s, a line of
+#              another rank names rank 1;
+#   corrupt    one compressed payload of rank 1 has its header changed on the wire: a receiver
+#              refuses it naming rank 1 as the sender;
+#   nan-abort  a NaN in rank 1's gradient of fc2.weight: the job ends non-zero with one line
+#              naming rank 1, step 5 and fc2.weight;
+#   nan-skip   the same with --nan-policy skip: every rank skips step 5's update (one line says
+#              so), the run ends with identical replicas and a finite loss;
+#   slow       rank 1 three times slower: the run ends as the run without the fault.
+#   train_inject.sh FRUGAL MPIRUN MODE
+set -uo pipefail
+frugal=$1 mpirun=$2 mode=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+base=(--model mlp --batch-size 32 --max-steps 12 --progress none --timeout-ms 5000)
+run() {
+  local start_ms=$(($(date +%s%N) / 1000000))
+  "$mpirun" -np 3 --oversubscribe --mca pml ob1 --mca btl tcp,vader,self --timeout 120 \
+    "$frugal" train "${base[@]}" "$@" >"$work/out" 2>"$work/err"
+  code=$?
+  elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
+  echo "exit $code after $elapsed_ms ms"
+  echo "--- frugal's lines on stderr:"
+  grep -E '^([EW][0-9:.]+ \[rank [0-9]+\]|frugal: )' "$work/err"
+}
+fail() {
+  echo "FAIL: $*"
+  echo "--- stdout:"; cat "$work/out"; echo "--- stderr:"; cat "$work/err"
+  exit 1
+}
+# frugal's own lines (its log and its error lines), without the injecting rank's announcement.
+frugal_lines() {
+  grep -E '^([EW][0-9:.]+ \[rank [0-9]+\]|frugal: )' "$work/err" | grep -v -- '--inject'
+}
+ends_naming_rank1() {
+  [ "$code" -ne 0 ] || fail "exit code 0"
+  [ "$elapsed_ms" -le 30000 ] || fail "took more than 30 s"
+  frugal_lines | grep -q "rank 1" || fail "no line of frugal's names rank 1"
+}
+summary_field() {
+  grep '"event":"summary"' "$work/summary.json" | grep -o "\"$1\":[^,}]*" | cut -d: -f2-
+}
+
+case "$mode" in
+  kill)
+    run --inject kill:rank=1,step=5
+    [ "$code" -ne 0 ] || fail "exit code 0"
+    [ "$elapsed_ms" -le 30000 ] || fail "took more than 30 s"
+    grep -q '^frugal: rank 1: --inject kill:rank=1,step=5: killing (SIGKILL) this rank at step 5$' \
+      "$work/err" || fail "no line of frugal's names the killed rank and the step"
+    ;;
+  stop)
+    run --inject stop:rank=1,step=5
+    ends_naming_rank1
+    ;;
+  drop)
+    run --inject drop:rank=1,step=5
+    ends_naming_rank1
+    ;;
+  corrupt)
+    run --compress topk:ratio=0.01 --ef --compress-min-bytes 1024 --inject corrupt:rank=1,step=5
+    ends_naming_rank1
+    frugal_lines | grep -q "payload of rank 1: topk payload: payload header is corrupted" ||
+      fail "no receiver refused rank 1's payload"
+    ;;
+  nan-abort)
+    run --inject nan:rank=1,step=5,tensor=fc2.weight
+    [ "$code" -ne 0 ] || fail "exit code 0"
+    [ "$elapsed_ms" -le 30000 ] || fail "took more than 30 s"
+    frugal_lines | grep -q "step 5: the gradient of 'fc2.weight' on rank 1 is not finite" ||
+      fail "no line names the rank, the step and the tensor"
+    ;;
+  nan-skip)
+    run --overlap none --nan-policy skip --inject nan:rank=1,step=5 --json "$work/summary.json"
+    [ "$code" -eq 0 ] || fail "exit code $code"
+    [ "$(grep -c 'skipped the update' "$work/err")" -eq 1 ] || fail "not one line about the skip"
+    grep -q "^frugal: step 5: the gradient of 'fc1.weight' on rank 1 is not finite: every rank skipped the update" \
+      "$work/err" || fail "the skip is not named"
+    [ "$(summary_field skipped_steps)" = 1 ] || fail "skipped_steps is not 1"
+    [ "$(summary_field params_consistent)" = true ] || fail "the replicas differ"
+    [ "$(summary_field steps)" = 12 ] || fail "steps is not 12"
+    loss=$(summary_field test_loss)
+    case "$loss" in *nan* | *inf* | null) fail "test loss $loss" ;; esac
+    ;;
+  slow)
+    # --overlap none: with priority overlap and 3 ranks the bucket composition follows timing.
+    run --overlap none --json "$work/summary.json"
+    [ "$code" -eq 0 ] || fail "the plain run failed"
+    plain=$(summary_field params_hash)
+    run --overlap none --inject slow:rank=1,factor=3 --json "$work/summary.json"
+    [ "$code" -eq 0 ] || fail "the slow run failed"
+    [ "$(summary_field params_hash)" = "$plain" ] || fail "the slow run ended elsewhere"
+    ;;
+  *)
+    echo "unknown mode $mode"
+    exit 2
+    ;;
+esac
+echo PASS

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Tier-3 test of --max-restarts: `frugal train --np 3` with rank 1 killed at step 27 (--inject)
+# and checkpoints every 8 steps is relaunched once by frugal from the checkpoint of step 24, logs
+# the restart with its cause, counts the 3 steps redone, and ends with the parameters and test
+# loss of the run that was never interrupted.
+#   train_restart.sh FRUGAL [hostfile]    (with "hostfile": through --hostfile, 3 local slots)
+set -uo pipefail
+frugal=$1 variant=${2:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+flags=(--np 3 --model mlp --batch-size 1024 --epochs 2 --overlap none --progress none)
+if [ "$variant" = hostfile ]; then
+  echo "localhost slots=3" >"$work/hosts"
+  flags+=(--hostfile "$work/hosts")
+fi
+fail() {
+  echo "FAIL: $*"
+  echo "--- stderr:"; cat "$work/err"
+  exit 1
+}
+summary_field() {  # FILE KEY: the value of KEY in the last summary record of FILE
+  grep '"event":"summary"' "$1" | tail -1 | grep -o "\"$2\":[^,}]*" | cut -d: -f2-
+}
+
+"$frugal" train "${flags[@]}" --json "$work/whole.json" >"$work/out" 2>"$work/err" ||
+  fail "the uninterrupted run failed"
+
+"$frugal" train "${flags[@]}" --checkpoint-dir "$work/ckpt" --checkpoint-every 8 \
+  --max-restarts 1 --inject kill:rank=1,step=27 --json "$work/restarted.json" \
+  >"$work/out" 2>"$work/err"
+code=$?
+echo "exit $code"; grep '^frugal: ' "$work/err"
+[ "$code" -eq 0 ] || fail "exit code $code"
+expected="frugal: restart 1/1 after: rank 1: --inject kill:rank=1,step=27: killing (SIGKILL) this rank at step 27; resuming checkpoint $work/ckpt/ckpt-000000000024 at step 24 (3 step(s) to redo)"
+grep -qxF "$expected" "$work/err" || fail "no restart line naming the cause, the checkpoint and the steps"
+grep -qx "frugal: 1 restart(s), 3 step(s) redone" "$work/err" || fail "no summary of the restarts"
+grep '"event":"restarts"' "$work/restarted.json" | grep -q '"restarts":1,"steps_redone":3' ||
+  fail "no restarts record in --json"
+ls "$work"/ckpt/.progress-* "$work"/ckpt/.failure-* >/dev/null 2>&1 && fail "notes were left behind"
+for key in params_hash test_loss test_accuracy steps; do
+  whole=$(summary_field "$work/whole.json" $key)
+  restarted=$(summary_field "$work/restarted.json" $key)
+  echo "$key: uninterrupted $whole, restarted $restarted"
+  [ -n "$whole" ] && [ "$whole" = "$restarted" ] || fail "$key differs"
+done
+echo PASS
