@@ -84,10 +84,22 @@ struct ModelBuffers {
 
 // Runs `fn` with the transport on the thread that owns it and returns its Status: directly on
 // the calling thread before the engine starts, on the engine thread while it runs.
+//
+// RunInBackground queues `fn` on the transport's thread and returns at once, with a Work that
+// completes with fn's Status (a strategy keeps its messages moving while the training thread
+// computes: Open MPI moves a message only while some thread calls MPI). `fn` must end by itself
+// within a bounded time, and what it uses must outlive the Work. Calls run in the order they were
+// made, Run's included. A runner without a thread of its own (before the engine starts) returns
+// nullptr: nothing runs in the background.
 class TransportRunner {
  public:
   virtual ~TransportRunner() = default;
   virtual Status Run(std::string_view what, const std::function<Status(Transport&)>& fn) = 0;
+  virtual std::unique_ptr<Work> RunInBackground(std::string_view what,
+                                                std::function<Status(Transport&)> fn) {
+    (void)what, (void)fn;
+    return nullptr;
+  }
 };
 
 class Strategy {

@@ -11,6 +11,8 @@
 //                         round (mixed with the neighbours' as the algorithm says);
 //   Settle(t, x)          completes every exchange still in flight, so that x is the rank's
 //                         whole model (before an evaluation); the next round goes on from there.
+//   Progress(t)           between the calls above, while the local step computes: moves what is
+//                         in flight along without blocking; true when nothing is left in flight.
 //
 // Round r uses phase r mod period of the topology and keys the compressors' random streams.
 // All exchanges go over `t`, whose ranks are the topology's ranks; bytes are counted by `t`.
@@ -75,6 +77,10 @@ class Algorithm {
   virtual Status Settle(Transport& t, std::span<float> x) {
     (void)t, (void)x;
     return Status::Ok();
+  }
+  virtual bool Progress(Transport& t) {
+    (void)t;
+    return true;
   }
   // Every vector the algorithm keeps across rounds, by name.
   virtual void VisitState(const StateVisitor& visit) { (void)visit; }

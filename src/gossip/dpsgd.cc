@@ -5,7 +5,8 @@
 //
 //   order=cta (combine then adapt; the paper's x_{r+1} = W x_r - lr g(x_r)):
 //     BeforeStep  snapshot = x_i^r; send it to every out-neighbour, post the receives of the
-//                 in-neighbours' snapshots (in flight during forward and backward);
+//                 in-neighbours' snapshots (in flight during forward and backward, moved along
+//                 by Progress, which the strategy polls from the transport's thread);
 //     AfterStep   x holds snapshot + update; wait for the round, then
 //                 x_i <- sum_j W_ij x_j^r + (x - snapshot),
 //   order=atc (adapt then combine, x_{r+1} = W (x_r - lr g(x_r))):
@@ -59,6 +60,8 @@ class Dpsgd final : public Algorithm {
     Start(t, round);
     return Status::Ok();
   }
+
+  bool Progress(Transport&) override { return exchange_.Progress(); }
 
   Status AfterStep(Transport& t, uint64_t round, std::span<float> x) override {
     if (options_.atc) {

@@ -103,6 +103,17 @@ Status NeighbourExchange::Finish(Transport& t, Duration timeout, const std::stri
   return Status::Ok();
 }
 
+bool NeighbourExchange::Progress() {
+  if (!in_flight_) return true;
+  bool done = true;
+  for (auto* works : {&recvs_, &sends_}) {
+    for (std::unique_ptr<Work>& work : *works) {
+      if (work && !work->IsCompleted()) done = false;
+    }
+  }
+  return done;
+}
+
 std::span<const std::byte> NeighbourExchange::Received(size_t k) const {
   return std::as_bytes(std::span<const float>(buffers_[k])).first(sizes_[k]);
 }

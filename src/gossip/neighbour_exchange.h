@@ -37,6 +37,11 @@ class NeighbourExchange {
   // arrived with another size, or the transport's error.
   Status Finish(Transport& t, Duration timeout, const std::string& what);
 
+  // Non-blocking: tests every send and posted receive of the round (which moves the messages
+  // along: Open MPI progresses while it is called); true when all of them have completed or no
+  // round is in flight. Receives of an unknown size are left to Finish.
+  bool Progress();
+
   bool in_flight() const { return in_flight_; }
   // After Finish: the message from `from[k]`.
   std::span<const std::byte> Received(size_t k) const;

@@ -89,6 +89,8 @@ class PushSum final : public Algorithm {
     return Status::Ok();
   }
 
+  bool Progress(Transport&) override { return rounds_[0].Progress() && rounds_[1].Progress(); }
+
   Status Settle(Transport& t, std::span<float> x) override {
     if (!options_.overlap || !previous_round_valid_) return Status::Ok();
     NeighbourExchange& last = rounds_[previous_round_ % 2];

@@ -12,6 +12,13 @@
 //                   the algorithm's round on the packed model after the local step, unpacked;
 //   Settle          completes what is in flight (SGP's overlapped round, AD-PSGD's requests).
 //
+// Messages left in flight by an exchange (D-PSGD cta's model during the step, SGP's overlapped
+// shares) move only while the transport's thread calls MPI. So after such an exchange the
+// strategy queues a background call on that thread (TransportRunner::RunInBackground) that
+// polls Algorithm::Progress every kProgressInterval until nothing is left in flight, the
+// strategy's timeout passes, or the next exchange begins (stop_; that exchange waits for the
+// call to end first, so the algorithm is never used by two threads at once).
+//
 // Rounds: --sync bsp and asp run round s after step s; --sync local:period=H runs round j after
 // local step (j + 1) H - 1, so a time-varying graph moves on one phase per exchange.
 // Bytes: the growth of the transport's count across the strategy's own exchanges.
@@ -20,13 +27,19 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <optional>
+#include <thread>
 
+#include "frugal/timer.h"
 #include "gossip/algorithm.h"
 #include "strategy/model_average.h"
 
 namespace frugal::strategy_internal {
 namespace {
+
+constexpr auto kProgressInterval = std::chrono::microseconds(200);
 
 class GossipStrategy final : public Strategy {
  public:
@@ -67,6 +80,11 @@ class GossipStrategy final : public Strategy {
         algorithm_ = gossip::MakePushSum(options);
         break;
     }
+  }
+
+  ~GossipStrategy() override {
+    stop_.store(true, std::memory_order_release);
+    if (progress_) (void)progress_->Wait(plan_.timeout + std::chrono::seconds(1));
   }
 
   std::string name() const override {
@@ -144,19 +162,44 @@ class GossipStrategy final : public Strategy {
     return (p.step + 1) / period - 1;
   }
 
-  // Runs `fn` on the packed model and unpacks the result, counting the bytes sent.
+  // Runs `fn` on the packed model and unpacks the result, counting the bytes sent; then keeps
+  // what it left in flight moving in the background.
   Status Exchange(ModelBuffers& model, TransportRunner& runner, std::string_view what,
                   const std::function<Status(Transport&)>& fn) {
+    FRUGAL_RETURN_IF_ERROR(StopProgress());
     const std::vector<NamedBuffer> parts = Parts(model);
     Pack(parts, flat_);
+    bool in_flight = false;
     FRUGAL_RETURN_IF_ERROR(runner.Run(what, [&](Transport& t) -> Status {
       const uint64_t before = t.bytes_sent();
       Status status = fn(t);
       bytes_ += t.bytes_sent() - before;
+      in_flight = status.ok() && !algorithm_->Progress(t);
       return status;
     }));
     Unpack(flat_, parts);
+    if (in_flight) {
+      progress_ = runner.RunInBackground("gossip in flight", [this](Transport& t) -> Status {
+        const auto deadline = Clock::now() + plan_.timeout;
+        // On expiry the next exchange's wait names the neighbours that did not answer.
+        while (!stop_.load(std::memory_order_acquire) && !algorithm_->Progress(t) &&
+               Clock::now() < deadline) {
+          std::this_thread::sleep_for(kProgressInterval);
+        }
+        return Status::Ok();
+      });
+    }
     return Status::Ok();
+  }
+
+  // Ends the background call of the previous exchange (at most one poll interval away).
+  Status StopProgress() {
+    if (!progress_) return Status::Ok();
+    stop_.store(true, std::memory_order_release);
+    Status status = progress_->Wait(plan_.timeout + std::chrono::seconds(1));
+    progress_.reset();
+    stop_.store(false, std::memory_order_release);
+    return status.Annotate("gossip: the background progress of the previous exchange");
   }
 
   StrategyPlan plan_;
@@ -164,6 +207,8 @@ class GossipStrategy final : public Strategy {
   std::unique_ptr<gossip::Algorithm> algorithm_;
   std::vector<float> flat_;
   uint64_t bytes_ = 0;
+  std::unique_ptr<Work> progress_;  // the background call of the last exchange, if any
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace

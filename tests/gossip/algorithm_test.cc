@@ -3,16 +3,21 @@
 // is fixed (D-PSGD, local, SGP), to float tolerance where the reference keeps copies and the
 // ranks running sums (CHOCO, DCD, ECD). Then what gossip alone does (contraction at the rate of
 // the spectral gap, the average kept), push-sum's invariants and AD-PSGD's.
+#include "gossip/algorithm.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "frugal/inproc_transport.h"
+#include "frugal/timer.h"
 #include "gossip/gossip_reference.h"
+#include "gossip/neighbour_exchange.h"
 
 namespace frugal::gossip_test {
 namespace {
@@ -162,6 +167,38 @@ TEST(GossipIdentity, CompressedAlgorithmsWithoutCompressionAreDpsgd) {
   const ReferenceConfig atc = ConfigOf({"", "topology=ring,order=atc"});
   EXPECT_GT(MaxRelativeError(RunDistributed(half, 5, 10).models[0], RunReference(atc, 5, 10)[0]),
             1e-3);
+}
+
+// A round left in flight completes by Progress alone (the background call of the strategy polls
+// it while the step computes): with rendezvous sends nothing completes before the peer has
+// started its round; after that, polling Progress completes both sides, and Finish only reads.
+TEST(NeighbourExchange, ProgressCompletesARoundWithoutFinish) {
+  InProcWorld world(2, InProcOptions{.rendezvous_bytes = 64});
+  std::promise<void> checked;
+  std::shared_future<void> rank0_checked = checked.get_future().share();
+  std::vector<float> out[2] = {std::vector<float>(100, 1.0f), std::vector<float>(100, 2.0f)};
+  const std::vector<Status> statuses = RunRanks(world, [&](Transport& t) -> Status {
+    const int me = t.rank();
+    const int peer = 1 - me;
+    gossip::NeighbourExchange exchange;
+    EXPECT_TRUE(exchange.Progress());  // nothing in flight
+    if (me == 1) rank0_checked.wait();
+    exchange.Start(t, gossip::kMixTag, std::vector<int>{peer},
+                   std::as_bytes(std::span<const float>(out[me])), std::vector<int>{peer},
+                   out[me].size() * sizeof(float));
+    if (me == 0) {
+      EXPECT_FALSE(exchange.Progress());  // rank 1 has not started
+      checked.set_value();
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (!exchange.Progress() && Clock::now() < deadline) {
+    }
+    EXPECT_TRUE(exchange.Progress()) << "rank " << me;
+    FRUGAL_RETURN_IF_ERROR(exchange.Finish(t, Duration(0), "round"));
+    EXPECT_EQ(exchange.ReceivedFloats(0)[99], peer + 1.0f);
+    return Status::Ok();
+  });
+  for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 // ---- Gossip alone ------------------------------------------------------------------------------

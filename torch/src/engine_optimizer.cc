@@ -513,6 +513,11 @@ Status EngineSession::Collective(std::string name, std::function<Status(frugal::
   return status;
 }
 
+std::unique_ptr<frugal::Work> EngineSession::Background(
+    std::string name, std::function<Status(frugal::Transport&)> fn) {
+  return exchange_->Call(std::move(name), std::move(fn));
+}
+
 double EngineSession::comm_seconds() const { return exchange_->stats().comm_seconds; }
 
 double EngineSession::hidden_fraction() const { return exchange_->stats().hidden_fraction(); }

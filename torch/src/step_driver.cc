@@ -195,6 +195,12 @@ Status StepDriver::Run(std::string_view what,
   return session_ ? session_->Collective(std::string(what), fn) : fn(t_);
 }
 
+std::unique_ptr<frugal::Work> StepDriver::RunInBackground(
+    std::string_view what, std::function<Status(frugal::Transport&)> fn) {
+  if (!session_) return nullptr;
+  return session_->Background(std::string(what), std::move(fn));
+}
+
 void StepDriver::VisitState(frugal::StateVisitor& visitor) {
   {
     frugal::StateVisitor::Scope scope(visitor, "dist");

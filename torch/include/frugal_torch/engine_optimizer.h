@@ -167,6 +167,9 @@ class EngineSession {
   // within the timeout the engine is shut down before this returns, so `fn` (which may refer to
   // the caller's frames) never runs afterwards; later calls fail.
   frugal::Status Collective(std::string name, std::function<frugal::Status(frugal::Transport&)> fn);
+  // Queues `fn` on the engine thread and returns at once (TransportRunner::RunInBackground).
+  std::unique_ptr<frugal::Work> Background(std::string name,
+                                           std::function<frugal::Status(frugal::Transport&)> fn);
   // Seconds the engine spent reducing, and the share of it hidden behind computation.
   double comm_seconds() const;
   double hidden_fraction() const;

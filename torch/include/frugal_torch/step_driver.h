@@ -94,6 +94,9 @@ class StepDriver final : public frugal::TransportRunner {
   // TransportRunner: runs `fn` with the transport on the thread that owns it.
   frugal::Status Run(std::string_view what,
                      const std::function<frugal::Status(frugal::Transport&)>& fn) override;
+  // With the engine, queues `fn` on its thread; without, nullptr.
+  std::unique_ptr<frugal::Work> RunInBackground(
+      std::string_view what, std::function<frugal::Status(frugal::Transport&)> fn) override;
 
   // Seconds the training thread was blocked on gradient communication, the seconds the engine
   // (or the blocking reducer) spent reducing, and the share of it hidden behind computation.
