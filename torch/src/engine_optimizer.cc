@@ -490,9 +490,9 @@ frugal::StatusOr<std::unique_ptr<EngineSession>> EngineSession::Start(
   options.skip_comm = overlap.skip_comm;
   // The loop waits a little longer than the engine's own waits, so that when a peer does not
   // answer it returns the engine's failure, which names that peer.
-  options.timeout =
-      self->engine_ ? timeout + std::min<frugal::Duration>(timeout / 2, std::chrono::seconds(2))
-                    : 2 * timeout;
+  options.timeout = self->engine_
+                        ? timeout + std::min<frugal::Duration>(timeout / 2, std::chrono::seconds(2))
+                        : 2 * timeout;
   options.timeline = self->timeline_.get();
   FRUGAL_ASSIGN_OR_RETURN(self->optimizer_,
                           EngineOptimizer::Create(self->exchange_, module, optimizer, options));
