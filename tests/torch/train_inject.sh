@@ -2,9 +2,10 @@
 # Tier-3 fault tests of `frugal train --inject` under a real mpirun (3 ranks, rank 1 hit at step 5),
 # each outcome asserted on frugal's own lines, never on mpirun's:
 #   kill       the job ends non-zero within 30 s; frugal's line names rank 1 and the step;
-#   stop       the job ends non-zero within 30 s; a line of another rank names rank 1;
-#   drop       one message of rank 1 is lost: the job ends non-zero within 30 s, a line of
-#              another rank names rank 1;
+#   stop       the job ends non-zero within 30 s; the error line of another rank names rank 1
+#              (with priority overlap and with --overlap none);
+#   drop       one message of rank 1 is lost: the job ends non-zero within 30 s, the error line
+#              of another rank names rank 1 (both overlaps);
 #   corrupt    one compressed payload of rank 1 has its header changed on the wire: a receiver
 #              refuses it naming rank 1 as the sender;
 #   nan-abort  a NaN in rank 1's gradient of fc2.weight: the job ends non-zero with one line
@@ -38,10 +39,13 @@ fail() {
 frugal_lines() {
   grep -E '^([EW][0-9:.]+ \[rank [0-9]+\]|frugal: )' "$work/err" | grep -v -- '--inject'
 }
+# The job fails within 30 s and the error line of a rank that stopped names rank 1 (the ranks
+# print "frugal: rank R: train: ..." as they end).
 ends_naming_rank1() {
   [ "$code" -ne 0 ] || fail "exit code 0"
   [ "$elapsed_ms" -le 30000 ] || fail "took more than 30 s"
-  frugal_lines | grep -q "rank 1" || fail "no line of frugal's names rank 1"
+  frugal_lines | grep -E '^frugal: rank [02]: train: ' | grep -q "rank 1" ||
+    fail "no rank's error line names rank 1"
 }
 summary_field() {
   grep '"event":"summary"' "$work/summary.json" | grep -o "\"$1\":[^,}]*" | cut -d: -f2-
@@ -58,9 +62,13 @@ case "$mode" in
   stop)
     run --inject stop:rank=1,step=5
     ends_naming_rank1
+    run --overlap none --inject stop:rank=1,step=5
+    ends_naming_rank1
     ;;
   drop)
     run --inject drop:rank=1,step=5
+    ends_naming_rank1
+    run --overlap none --inject drop:rank=1,step=5
     ends_naming_rank1
     ;;
   corrupt)

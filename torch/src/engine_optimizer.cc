@@ -488,7 +488,11 @@ frugal::StatusOr<std::unique_ptr<EngineSession>> EngineSession::Start(
   options.overlap = overlap.mode;
   options.od_sgd = overlap.od_sgd;
   options.skip_comm = overlap.skip_comm;
-  options.timeout = self->engine_ ? timeout : 2 * timeout;
+  // The loop waits a little longer than the engine's own waits, so that when a peer does not
+  // answer it returns the engine's failure, which names that peer.
+  options.timeout = self->engine_
+                        ? timeout + std::min<frugal::Duration>(timeout / 2, std::chrono::seconds(2))
+                        : 2 * timeout;
   options.timeline = self->timeline_.get();
   FRUGAL_ASSIGN_OR_RETURN(self->optimizer_,
                           EngineOptimizer::Create(self->exchange_, module, optimizer, options));

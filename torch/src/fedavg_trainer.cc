@@ -71,19 +71,22 @@ class DirectRunner final : public frugal::TransportRunner {
   frugal::Transport& t_;
 };
 
-// The round loop's position for checkpoints: rounds done and the run's running totals.
+// The round loop's position for checkpoints: rounds done, the run's running totals and the last
+// round's evaluation.
 struct RoundPosition {
   int64_t rounds = 0;
   int64_t steps = 0;
   uint64_t bytes_up = 0;
   uint64_t bytes_down = 0;
   double samples = 0;
+  internal::LastEvaluation last;
   void VisitState(frugal::StateVisitor& v) {
     v.I64("rounds", rounds);
     v.I64("steps", steps);
     v.U64("bytes_up", bytes_up);
     v.U64("bytes_down", bytes_down);
     v.F64("samples", samples);
+    last.VisitState(v);
   }
 };
 
@@ -228,7 +231,11 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   double eval_seconds = 0;
   double samples_total = resumed.samples;
   double train_seconds_total = 0;
-  for (int64_t round = resumed.rounds; round < options.epochs; ++round) {
+  // After the round that reached --stop-at-accuracy nothing is left.
+  internal::LastEvaluation last = resumed.last;
+  const int64_t first_round =
+      last.ReachedTarget(options.stop_at_accuracy) ? options.epochs : resumed.rounds;
+  for (int64_t round = first_round; round < options.epochs; ++round) {
     if (callbacks.before_round) callbacks.before_round(round);
     const double lr = LearningRate(schedule, round);
     const std::vector<int64_t> sampled = fedavg.Sample(round);
@@ -304,9 +311,11 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
     summary.steps += record.steps;
     result.rounds.push_back(record);
     if (callbacks.on_round) callbacks.on_round(record);
+    last = {round + 1, record.train_loss, record.test_loss, record.test_accuracy,
+            record.bytes_sent};
     if (checkpoints.DueAfterEpoch(round + 1)) {
-      RoundPosition position{round + 1, summary.steps, result.bytes_up, result.bytes_down,
-                             samples_total};
+      RoundPosition position{round + 1,         summary.steps, result.bytes_up,
+                             result.bytes_down, samples_total, last};
       FRUGAL_RETURN_IF_ERROR(checkpoints
                                  .Save(static_cast<uint64_t>(position.rounds),
                                        [&](frugal::StateVisitor& v) { visit_run(v, position); })
@@ -329,13 +338,7 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   summary.checkpoint_seconds = checkpoints.seconds();
   summary.checkpoint_bytes = checkpoints.bytes();
   summary.samples_per_second = samples_total / std::max(train_seconds_total, 1e-9);
-  if (!result.rounds.empty()) {
-    const RoundRecord& last = result.rounds.back();
-    summary.train_loss = last.train_loss;
-    summary.test_loss = last.test_loss;
-    summary.test_accuracy = last.test_accuracy;
-    summary.bytes_sent_per_worker = last.bytes_sent;
-  }
+  last.ReportIn(summary);
   return result;
 }
 

@@ -10,6 +10,22 @@ namespace frugal_torch::internal {
 using frugal::Status;
 using frugal::StatusOr;
 
+void LastEvaluation::VisitState(frugal::StateVisitor& v) {
+  frugal::StateVisitor::Scope scope(v, "last");
+  v.I64("done", done);
+  v.F64("train_loss", train_loss);
+  v.F64("test_loss", test_loss);
+  v.F64("test_accuracy", test_accuracy);
+  v.U64("bytes_sent", bytes_sent);
+}
+
+void LastEvaluation::ReportIn(TrainSummary& summary) const {
+  summary.train_loss = train_loss;
+  summary.test_loss = test_loss;
+  summary.test_accuracy = test_accuracy;
+  summary.bytes_sent_per_worker = bytes_sent;
+}
+
 StatusOr<uint64_t> RunCheckpoints::Resume(int rank, int world_size,
                                           const std::function<void(frugal::StateVisitor&)>& visit) {
   FRUGAL_ASSIGN_OR_RETURN(

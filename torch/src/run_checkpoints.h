@@ -15,8 +15,27 @@
 #include "frugal/status.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/checkpoint.h"
+#include "frugal_torch/trainer.h"
 
 namespace frugal_torch::internal {
+
+// The last evaluation of a run (scope "last/" of the loop's position): a run that resumes with
+// nothing left to train (its checkpoint is the run's last, or followed the epoch that reached
+// --stop-at-accuracy) reports it instead of evaluating again.
+struct LastEvaluation {
+  int64_t done = 0;  // epochs (FedAvg: rounds) evaluated so far
+  double train_loss = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  uint64_t bytes_sent = 0;  // per worker, over the run
+  void VisitState(frugal::StateVisitor& v);
+  // Whether a run resuming after this evaluation stops at once (--stop-at-accuracy).
+  bool ReachedTarget(double stop_at_accuracy) const {
+    return done > 0 && stop_at_accuracy > 0 && test_accuracy >= stop_at_accuracy;
+  }
+  // The summary's losses, accuracy and bytes, from this evaluation.
+  void ReportIn(TrainSummary& summary) const;
+};
 
 class RunCheckpoints {
  public:

@@ -58,18 +58,20 @@ using frugal::StatusOr;
 using internal::ImagesTensor;
 using internal::LabelsTensor;
 
-// The loop's position for checkpoints: steps done, the running sums of the epoch under way and
-// the training bytes sent so far.
+// The loop's position for checkpoints: steps done, the running sums of the epoch under way, the
+// training bytes sent so far and the last epoch's evaluation (last.done: the epochs evaluated).
 struct LoopPosition {
   int64_t step = 0;
   double loss_sum = 0;
   double samples = 0;
   uint64_t bytes = 0;
+  internal::LastEvaluation last;
   void VisitState(frugal::StateVisitor& v) {
     v.I64("step", step);
     v.F64("loss_sum", loss_sum);
     v.F64("samples", samples);
     v.U64("bytes", bytes);
+    last.VisitState(v);
   }
 };
 
@@ -208,7 +210,12 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   double compute_seconds = 0;
   double eval_seconds = 0;
   int64_t global_step = resumed.step;
-  const int64_t first_epoch = global_step / steps_per_epoch + 1;
+  // A checkpoint after an epoch's evaluation resumes with the next epoch; one within an epoch
+  // resumes that epoch at its step. After the epoch that reached --stop-at-accuracy nothing is
+  // left.
+  internal::LastEvaluation last = resumed.last;
+  const int64_t first_epoch =
+      last.ReachedTarget(options.stop_at_accuracy) ? epochs_to_run + 1 : last.done + 1;
   model->train();
   const bool shared_epochs = strategy.SharesEpochs();
   for (int64_t epoch = first_epoch; epoch <= epochs_to_run; ++epoch) {
@@ -221,7 +228,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     double loss_sum = resumed_epoch ? resumed.loss_sum : 0;
     double samples = resumed_epoch ? resumed.samples : 0;
     double lr = options.lr;
-    int64_t step = resumed_epoch ? global_step % steps_per_epoch : 0;
+    int64_t step = resumed_epoch ? global_step - (epoch - 1) * steps_per_epoch : 0;
     for (;; ++step) {
       if (shared_epochs ? strategy.EpochDone(static_cast<uint64_t>(epoch_end))
                         : step >= steps_this_epoch) {
@@ -270,7 +277,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
         callbacks.on_step(progress);
       }
       if (checkpoints.DueAfterStep(global_step, step + 1 == steps_this_epoch)) {
-        FRUGAL_RETURN_IF_ERROR(save({global_step, loss_sum, samples, 0}));
+        FRUGAL_RETURN_IF_ERROR(save({global_step, loss_sum, samples, 0, last}));
       }
     }
     steps_this_epoch = step;
@@ -360,8 +367,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     summary.comm_hidden_fraction = sums[11] / world;
     summary.negotiation_bytes_per_worker = static_cast<uint64_t>(std::llround(sums[12] / world));
     if (callbacks.on_epoch) callbacks.on_epoch(record);
-    if (checkpoints.DueAfterEpoch(global_step))
-      FRUGAL_RETURN_IF_ERROR(save({global_step, 0, 0, 0}));
+    last = {epoch, record.train_loss, record.test_loss, record.test_accuracy, record.bytes_sent};
+    if (checkpoints.DueAfterEpoch(global_step)) {
+      FRUGAL_RETURN_IF_ERROR(save({global_step, 0, 0, 0, last}));
+    }
     // Every rank holds the same record, so every rank leaves the loop after the same epoch.
     if (options.stop_at_accuracy > 0 && record.test_accuracy >= options.stop_at_accuracy) break;
   }
@@ -393,12 +402,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   summary.checkpoints = checkpoints.saves();
   summary.checkpoint_seconds = checkpoints.seconds();
   summary.checkpoint_bytes = checkpoints.bytes();
+  last.ReportIn(summary);
   if (!summary.history.empty()) {
-    const EpochRecord& last = summary.history.back();
-    summary.train_loss = last.train_loss;
-    summary.test_loss = last.test_loss;
-    summary.test_accuracy = last.test_accuracy;
-    summary.bytes_sent_per_worker = last.bytes_sent;
     double samples = 0;
     double seconds = 0;
     for (const EpochRecord& r : summary.history) {
