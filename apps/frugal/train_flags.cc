@@ -270,6 +270,11 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--compress-min-bytes", flags.compress_min_bytes,
                  "--compress: tensors smaller than this stay dense")
       ->capture_default_str();
+  cmd.add_option("--compress-pull", flags.compress_pull,
+                 "--arch ps: compress the servers' answers (the change of the parameters) with "
+                 "SPEC, with the servers' error feedback (DoubleSqueeze); --compress compresses "
+                 "the pushes")
+      ->type_name("SPEC");
   cmd.add_option("--aggregate", flags.aggregate,
                  "--compress: auto, allreduce, allgather, twophase, vote or custom")
       ->capture_default_str();
@@ -357,6 +362,7 @@ StatusOr<StrategyOptions> ToStrategyOptions(const TrainFlags& flags) {
   options.worker_momentum = flags.worker_momentum;
   options.compress_min_bytes = flags.compress_min_bytes;
   options.aggregate = flags.aggregate;
+  options.compress_pull = flags.compress_pull;
   options.momentum = flags.momentum;
   options.nesterov = flags.nesterov;
   options.od_sgd = flags.od_sgd;

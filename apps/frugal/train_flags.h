@@ -65,6 +65,7 @@ struct TrainFlags {
   bool worker_momentum = false;
   size_t compress_min_bytes = 65536;
   std::string aggregate = "auto";
+  std::string compress_pull;  // --arch ps: the servers' answers
   // Checkpoints (frugal_torch/checkpoint_options.h).
   std::string checkpoint_dir;
   std::string checkpoint_every;  // N (steps) or "epoch"; empty: "epoch" with a directory

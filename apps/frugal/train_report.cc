@@ -151,8 +151,11 @@ void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& 
                            const TrainFlags& flags, const StrategyPlan& plan,
                            const GradientReducer& reducer) {
   const auto* compressed = dynamic_cast<const CompressedReducer*>(&reducer);
-  j["compressor"] = compressed != nullptr ? nlohmann::json(compressed->compressor().spec())
-                                          : nlohmann::json(nullptr);
+  j["compressor"] = compressed != nullptr         ? nlohmann::json(compressed->compressor().spec())
+                    : !plan.push_compress.empty() ? nlohmann::json(plan.push_compress)
+                                                  : nlohmann::json(nullptr);
+  j["compress_pull"] =
+      plan.pull_compress.empty() ? nlohmann::json(nullptr) : nlohmann::json(plan.pull_compress);
   const double ratio = compressed != nullptr ? compressed->compression_ratio() : 0;
   j["compression_ratio"] = ratio > 0 ? nlohmann::json(ratio) : nlohmann::json(nullptr);
   const CompressedReducerOptions* options =
@@ -161,7 +164,7 @@ void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& 
                                       : nlohmann::json(nullptr);
   j["compress_min_bytes"] = flags.compress_min_bytes;
   j["worker_momentum"] = options != nullptr && options->worker_momentum > 0;
-  j["error_feedback"] = options != nullptr && options->error_feedback;
+  j["error_feedback"] = (options != nullptr && options->error_feedback) || plan.push_error_feedback;
   j["implied"] = plan.implied;
   nlohmann::json epochs = nlohmann::json::array();
   for (const frugal_torch::EpochRecord& r : s.history) epochs.push_back(r.bytes_sent);

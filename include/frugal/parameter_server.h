@@ -84,6 +84,18 @@ struct ParameterServerConfig {
   LagOptions lag;     // kLag
   StalenessPolicy staleness_policy = StalenessPolicy::kNone;
   uint64_t drop_above = 0;  // kDrop: the largest staleness applied
+  // Compression (src/ps/codec.h), empty specs for dense traffic. push_compress: a compressor spec
+  // (CompressorRegistry) for the pushes; with push_error_feedback each worker keeps the residual
+  // of every key (what compression dropped is added to its next push). pull_compress: the servers
+  // answer with the change of the parameters since the version the workers hold, compressed, and
+  // keep per key the workers' copy x_hat (x - x_hat is the servers' error-feedback residual,
+  // DoubleSqueeze); every worker must pull every version (kBsp, kLag) and start from the same
+  // parameters. Compressors that combine ranks' payloads (custom aggregation, majority vote)
+  // cannot code a key on their own: Connect and RunParameterServer refuse them (kInvalidArgument).
+  std::string push_compress;
+  bool push_error_feedback = false;
+  std::string pull_compress;
+  uint64_t seed = 0;  // of the compressors' random streams
   Duration timeout = kDefaultTimeout;
 
   int workers() const { return static_cast<int>(worker_ranks.size()); }
@@ -140,6 +152,11 @@ struct ServerReport {
   std::vector<std::string> key_names;
   std::vector<std::vector<float>> key_values;
 };
+
+// kInvalidArgument (one line naming the flag and the spec) when the configuration's compression
+// cannot run: a spec the registry refuses, a compressor that combines ranks' payloads, compressed
+// pulls under ssp, asp or backup. Connect and RunParameterServer check the same.
+Status CheckParameterServerCompression(const ParameterServerConfig& config);
 
 // Runs the server loop of this rank (one of config.server_ranks) over `world` until every worker
 // has sent done (OK) or the job fails (the Status names the ranks and keys; every worker is told).

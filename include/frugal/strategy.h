@@ -259,6 +259,9 @@ struct StrategyOptions {
   bool worker_momentum = false;
   size_t compress_min_bytes = 65536;
   std::string aggregate = "auto";
+  // --arch ps: the compression of the servers' answers (with the servers' error feedback);
+  // `compress` and `error_feedback` are those of the pushes. Empty: dense.
+  std::string compress_pull;
   // The optimizer as asked for; DGC and worker momentum take its momentum over.
   double momentum = 0;
   bool nesterov = false;
@@ -294,6 +297,11 @@ struct StrategyPlan {
   Duration timeout = kDefaultTimeout;
   StalenessPolicy staleness_policy = StalenessPolicy::kNone;
   uint64_t drop_above = 0;
+  // --arch ps: the compressor specs of the pushes (with the workers' error feedback when
+  // push_error_feedback) and of the pulls; empty: dense.
+  std::string push_compress;
+  bool push_error_feedback = false;
+  std::string pull_compress;
   // Options the plan added on its own, as flags ("--aggregate allgather", "--worker-momentum",
   // "--ef"): the defaults of 1-bit compressors (strategy_plan.cc). Empty when none were.
   std::vector<std::string> implied;

@@ -24,6 +24,8 @@
 // An abort from a server, a malformed message or a missed deadline fails the client: every
 // pending and later submission and call fails with that Status, and the servers are told.
 // Shutdown sends done to every server after everything before it, and stops the thread.
+// With a timeline, each key has a row ("key NAME": a push until its answer, compression and
+// decompression) and the training thread's waits for pulls are on the row "ps wait".
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,6 +43,7 @@
 #include "engine/engine_work.h"
 #include "frugal/backoff.h"
 #include "frugal/parameter_server.h"
+#include "ps/codec.h"
 #include "ps/lag_rule.h"
 #include "ps/messages.h"
 #include "ps/ps_common.h"
@@ -64,15 +67,21 @@ constexpr int kPushCredits = 2;
 // The Work of a submission or a call.
 class ClientWork final : public Work {
  public:
-  ClientWork(std::shared_ptr<WorkState> state, std::shared_ptr<WaitBook> book, std::string what)
-      : state_(std::move(state)), book_(std::move(book)), what_(std::move(what)) {}
+  ClientWork(std::shared_ptr<WorkState> state, std::shared_ptr<WaitBook> book, std::string what,
+             Timeline* timeline = nullptr)
+      : state_(std::move(state)),
+        book_(std::move(book)),
+        what_(std::move(what)),
+        timeline_(timeline) {}
 
   Status Wait(Duration timeout) override {
     std::unique_lock<std::mutex> lock(state_->mutex);
     if (state_->done) return state_->status;
     if (book_) book_->Begin();
+    const Clock::time_point begin = Clock::now();
     const bool done = state_->cv.wait_for(lock, timeout, [&] { return state_->done; });
     if (book_) book_->End();
+    if (timeline_ != nullptr) timeline_->Span("ps wait", what_, begin, Clock::now());
     if (!done) {
       return TimeoutError(
           fmt::format("parameter server: {} not answered within {} ms", what_, timeout.count()));
@@ -87,6 +96,7 @@ class ClientWork final : public Work {
   std::shared_ptr<WorkState> state_;
   std::shared_ptr<WaitBook> book_;
   std::string what_;
+  Timeline* timeline_;
 };
 
 enum class CommandKind { kSubmit, kCall, kRest, kStats };
@@ -132,6 +142,7 @@ class ParameterClient::Impl {
       specs.push_back({name, values.size()});
     }
     plan_ = ps_internal::PlanShards(specs, config_.servers(), config_.part_bytes);
+    FRUGAL_RETURN_IF_ERROR(MakeCodecs(parameters));
     const size_t keys = plan_.parts.size();
     version_.assign(keys, 0);
     clock_.assign(keys, 0);
@@ -168,7 +179,10 @@ class ParameterClient::Impl {
         FRUGAL_RETURN_IF_ERROR(SendNow(part.server, bytes, "initial values"));
       }
     }
-    return AwaitWelcomes();
+    FRUGAL_RETURN_IF_ERROR(AwaitWelcomes());
+    // The servers welcome every worker at once: the timelines of the workers start together.
+    if (options_.timeline != nullptr) options_.timeline->set_origin(Clock::now());
+    return Status::Ok();
   }
 
   void Start() {
@@ -188,8 +202,8 @@ class ParameterClient::Impl {
     c.data = data;
     c.state = state;
     Enqueue(std::move(c));
-    return std::make_unique<ClientWork>(state, waits_,
-                                        fmt::format("the pull of '{}'", request.name));
+    return std::make_unique<ClientWork>(
+        state, waits_, fmt::format("the pull of '{}'", request.name), options_.timeline);
   }
 
   std::unique_ptr<Work> Call(std::string name, std::function<Status(Transport&)> fn) {
@@ -268,6 +282,33 @@ class ParameterClient::Impl {
                 config_.timeout)
         .Annotate(fmt::format("parameter server: sending the {} to server rank {}", what,
                               peers_.ServerRank(server)));
+  }
+
+  // The compression of pushes and pulls the configuration asks for (codec.h); the copy of the
+  // parameters that compressed pulls update starts from `parameters`.
+  Status MakeCodecs(std::span<const std::pair<std::string, std::span<const float>>> parameters) {
+    using ps_internal::KeyErrorFeedback;
+    FRUGAL_RETURN_IF_ERROR(ps_internal::CheckCompression(config_));
+    if (!config_.push_compress.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(
+          std::unique_ptr<Compressor> c,
+          ps_internal::MakeKeyCompressor(
+              config_.push_compress,
+              config_.push_error_feedback ? KeyErrorFeedback::kAdd : KeyErrorFeedback::kAsSpecified,
+              "--compress"));
+      push_.emplace(std::move(c), config_.seed, worker_, config_.workers());
+    }
+    if (!config_.pull_compress.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(
+          std::unique_ptr<Compressor> c,
+          ps_internal::MakeKeyCompressor(config_.pull_compress, KeyErrorFeedback::kWithout,
+                                         "--compress-pull"));
+      pull_.emplace(std::move(c), config_.seed, config_.servers());
+      for (const KeyPart& part : plan_.parts) {
+        pull_->Start(part, parameters[part.tensor].second.subspan(part.offset, part.count));
+      }
+    }
+    return Status::Ok();
   }
 
   Status AwaitWelcomes() {
@@ -459,6 +500,9 @@ class ParameterClient::Impl {
     queue_.clear();
   }
 
+  // The timeline's row of a key.
+  static std::string Row(const KeyPart& part) { return "key " + part.name; }
+
   const std::string& NameOf(uint32_t tensor) const {
     for (const auto& [name, index] : by_name_) {
       if (index == tensor) return name;
@@ -488,6 +532,15 @@ class ParameterClient::Impl {
         h.flags |= ps_internal::kFlagSkip;
         h.encoding = Encoding::kNone;
         ps_internal::EncodeMessage(h, std::span<const std::byte>(), bytes);
+      } else if (push_) {
+        const Clock::time_point begin = Clock::now();
+        FRUGAL_RETURN_IF_ERROR(push_->Encode(part, h.step, gradient, payload_));
+        if (options_.timeline != nullptr) {
+          options_.timeline->Span(Row(part), "compress", begin, Clock::now(),
+                                  fmt::format("{{\"bytes\": {}}}", payload_.size()));
+        }
+        h.encoding = Encoding::kCompressed;
+        ps_internal::EncodeMessage(h, payload_, bytes);
       } else {
         ps_internal::EncodeMessage(h, gradient, bytes);
       }
@@ -581,8 +634,28 @@ class ParameterClient::Impl {
           fmt::format("parameters of key '{}', which were not asked for", part.name));
     }
     Active& a = active_[part.tensor];
-    FRUGAL_RETURN_IF_ERROR(
-        ps_internal::CopyFloats(m, part.count, a.data.subspan(part.offset, part.count)));
+    const bool delta = (m.header.flags & ps_internal::kFlagDelta) != 0;
+    if (delta != pull_.has_value() || delta != (m.header.encoding == Encoding::kCompressed)) {
+      return MalformedError(pull_ ? "dense parameters, but pulls are compressed"
+                                  : "compressed parameters, but pulls are dense");
+    }
+    const Clock::time_point received = Clock::now();
+    if (options_.timeline != nullptr) {
+      options_.timeline->Span(
+          Row(part), "push, pull", *pull_since_[key], received,
+          fmt::format("{{\"server\": {}, \"version\": {}, \"bytes\": {}}}", peers_.ServerRank(s),
+                      m.header.version, ps_internal::kHeaderBytes + m.payload.size()));
+    }
+    if (pull_) {
+      FRUGAL_RETURN_IF_ERROR(pull_->Apply(part, s, m.header.version, m.payload,
+                                          a.data.subspan(part.offset, part.count)));
+      if (options_.timeline != nullptr) {
+        options_.timeline->Span(Row(part), "decompress", received, Clock::now());
+      }
+    } else {
+      FRUGAL_RETURN_IF_ERROR(
+          ps_internal::CopyFloats(m, part.count, a.data.subspan(part.offset, part.count)));
+    }
     version_[key] = m.header.version;
     key_progress_[key] = m.header.progress;
     progress_ = *std::min_element(key_progress_.begin(), key_progress_.end());
@@ -732,6 +805,9 @@ class ParameterClient::Impl {
   std::vector<Clock::time_point> server_sent_;
   std::vector<uint64_t> key_progress_;
   std::vector<ps_internal::LagKeyRule> lag_;
+  std::optional<ps_internal::PushEncoder> push_;
+  std::optional<ps_internal::PullDecoder> pull_;
+  std::vector<std::byte> payload_;  // scratch: a compressed push
   StatsRequest stats_;
   std::vector<std::byte> buffer_;
   Message message_;

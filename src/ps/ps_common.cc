@@ -32,6 +32,14 @@ std::string ParameterServerConfig::Describe() const {
   } else if (staleness_policy == StalenessPolicy::kScale) {
     consistency += ", stale updates scaled";
   }
+  if (!push_compress.empty()) {
+    consistency += fmt::format(", pushes compressed with {}{}", push_compress,
+                               push_error_feedback ? " and error feedback" : "");
+  }
+  if (!pull_compress.empty())
+    consistency += fmt::format(", pulls compressed with {}", pull_compress);
+  if (!push_compress.empty() || !pull_compress.empty())
+    consistency += fmt::format(", seed {}", seed);
   return fmt::format("{} workers, {} servers, parts of at most {} bytes, {}", workers(), servers(),
                      part_bytes, consistency);
 }

@@ -31,6 +31,7 @@
 
 #include "frugal/backoff.h"
 #include "frugal/parameter_server.h"
+#include "ps/codec.h"
 #include "ps/consistency.h"
 #include "ps/key_state.h"
 #include "ps/messages.h"
@@ -71,7 +72,8 @@ class Server {
       return InvalidArgumentError(
           fmt::format("rank {} is not one of the parameter servers", world_.rank()));
     }
-    Status status = Loop();
+    Status status = MakeCodecs();
+    if (status.ok()) status = Loop();
     if (!status.ok()) Abort(status);
     if (report != nullptr) Report(*report);
     return status;
@@ -102,6 +104,24 @@ class Server {
       } else {
         BackOff(kServerBackOff, now - idle_since);
       }
+    }
+    return Status::Ok();
+  }
+
+  // The compression of pushes and pulls the configuration asks for (codec.h).
+  Status MakeCodecs() {
+    FRUGAL_RETURN_IF_ERROR(CheckCompression(config_));
+    if (!config_.push_compress.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(
+          std::unique_ptr<Compressor> c,
+          MakeKeyCompressor(config_.push_compress, KeyErrorFeedback::kAsSpecified, "--compress"));
+      push_.emplace(std::move(c), config_.seed, config_.workers());
+    }
+    if (!config_.pull_compress.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(
+          std::unique_ptr<Compressor> c,
+          MakeKeyCompressor(config_.pull_compress, KeyErrorFeedback::kWithout, "--compress-pull"));
+      pull_.emplace(std::move(c), config_.seed, index_, config_.servers());
     }
     return Status::Ok();
   }
@@ -150,11 +170,9 @@ class Server {
         return Status::Ok();
       case MessageType::kDone:
         done_[w] = 1;
-        SetResting(w, true);
-        return Status::Ok();
+        return SetResting(w, true);
       case MessageType::kRest:
-        SetResting(w, true);
-        return Status::Ok();
+        return SetResting(w, true);
       case MessageType::kStatsRequest:
         return OnStatsRequest(w);
       case MessageType::kAbort:
@@ -203,6 +221,7 @@ class Server {
     std::vector<float> values(k->part().count);
     FRUGAL_RETURN_IF_ERROR(CopyFloats(m, values.size(), values));
     k->Initialize(std::move(values));
+    if (pull_) pull_->Start(k->part(), k->values());
     --inits_left_;
     Welcome();
     return Status::Ok();
@@ -241,30 +260,38 @@ class Server {
     push.pull_after = (m.header.flags & kFlagPullAfter) != 0;
     if (!push.skip) {
       push.gradient.resize(k->part().count);
-      FRUGAL_RETURN_IF_ERROR(CopyFloats(m, push.gradient.size(), push.gradient));
+      if ((m.header.encoding == Encoding::kCompressed) != push_.has_value()) {
+        return MalformedError(push_ ? "a dense push, but pushes are compressed"
+                                    : "a compressed push, but pushes are dense");
+      }
+      if (push_) {
+        FRUGAL_RETURN_IF_ERROR(
+            push_->Decode(k->part(), w, m.header.step, m.payload, push.gradient));
+      } else {
+        FRUGAL_RETURN_IF_ERROR(CopyFloats(m, push.gradient.size(), push.gradient));
+      }
     }
-    if (resting_[w] != 0 && done_[w] == 0) SetResting(w, false);
+    if (resting_[w] != 0 && done_[w] == 0) FRUGAL_RETURN_IF_ERROR(SetResting(w, false));
     FRUGAL_RETURN_IF_ERROR(k->Push(std::move(push), resting_, stats_));
-    AnswerPulls(*k);
-    return Status::Ok();
+    return AnswerPulls(*k);
   }
 
   Status OnPull(int w, const Message& m) {
     if (welcomed_[w] == 0) return MalformedError("a pull before the welcome");
     FRUGAL_ASSIGN_OR_RETURN(KeyState * k, Mine(m.header.key));
     k->Hold(w, PullNeed{m.header.version, 0});
-    AnswerPulls(*k);
-    return Status::Ok();
+    return AnswerPulls(*k);
   }
 
   // A worker starts or stops resting: every key re-checks what waited for it.
-  void SetResting(int w, bool resting) {
+  Status SetResting(int w, bool resting) {
     resting_[w] = resting ? 1 : 0;
     for (auto& [key, k] : keys_) {
       k.Recheck(resting_);
-      AnswerPulls(k);
+      FRUGAL_RETURN_IF_ERROR(AnswerPulls(k));
     }
     AnswerStats();
+    return Status::Ok();
   }
 
   // A resting worker's request waits until every worker rests (then every push of the epoch is
@@ -297,7 +324,9 @@ class Server {
     Post(w, h, EncodeServerStats(stats));
   }
 
-  void AnswerPulls(KeyState& k) {
+  // The parameters of the key's version, or under pull compression the change that takes the
+  // workers' copy to it.
+  Status AnswerPulls(KeyState& k) {
     for (int w : k.TakeReady(resting_)) {
       MessageHeader h;
       h.type = MessageType::kParams;
@@ -306,8 +335,17 @@ class Server {
       h.version = k.version();
       h.progress = k.progress();
       h.aux = std::bit_cast<uint64_t>(k.last_norm());
-      Post(w, h, std::as_bytes(k.values()));
+      if (!pull_) {
+        Post(w, h, std::as_bytes(k.values()));
+        continue;
+      }
+      FRUGAL_ASSIGN_OR_RETURN(std::span<const std::byte> payload,
+                              pull_->Payload(k.part(), k.version(), k.values()));
+      h.encoding = Encoding::kCompressed;
+      h.flags = kFlagDelta;
+      Post(w, h, payload);
     }
+    return Status::Ok();
   }
 
   void Post(int w, const MessageHeader& h, std::span<const std::byte> payload) {
@@ -412,6 +450,8 @@ class Server {
   int tensors_from_ = 0;
   ShardPlan plan_;
   std::map<uint32_t, KeyState> keys_;
+  std::optional<PushDecoder> push_;
+  std::optional<PullEncoder> pull_;
   int inits_left_ = 0;
   std::vector<char> hello_;
   std::vector<char> welcomed_;

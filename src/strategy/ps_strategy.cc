@@ -160,6 +160,10 @@ ParameterServerConfig ParameterServerConfigOf(const StrategyPlan& plan, int worl
   config.lag = plan.sync.lag;
   config.staleness_policy = plan.staleness_policy;
   config.drop_above = plan.drop_above;
+  config.push_compress = plan.push_compress;
+  config.push_error_feedback = plan.push_error_feedback;
+  config.pull_compress = plan.pull_compress;
+  config.seed = plan.seed;
   config.timeout = plan.timeout;
   return config;
 }

@@ -31,11 +31,14 @@
 //    terngrad; majority vote: sign, signum). Its reducer, the exact aggregate over the workers,
 //    is dense.
 //  - the parameter server (--arch ps) runs the optimizer on its servers and has its own exchange:
-//    not with --od-sgd or --skip-comm (engine modes of all-reduce), not yet with --compress or
-//    Local SGD / FedAvg. Its consistency models are --sync bsp, ssp, asp, backup and lag; ssp,
-//    backup and lag exist only over it (asp also over gossip); backup needs B < W (with the
-//    number of workers); --staleness-policy applies to ssp and asp only. Its reducer (the
-//    workers' evaluation exchanges) is the dense ring.
+//    not with --od-sgd or --skip-comm (engine modes of all-reduce), nor Local SGD / FedAvg. Its
+//    pushes take --compress (and --ef), its answers --compress-pull (pulls need every worker to
+//    pull every version: bsp or lag), each with a compressor that codes one key on its own (not
+//    powersgd, gtopk, terngrad, sign, signum), not dgc; --compress-pull needs --arch ps. Its
+//    consistency models are --sync bsp, ssp, asp, backup and lag; ssp, backup and lag exist only
+//    over it (asp also over gossip); backup needs B < W (with the number of workers);
+//    --staleness-policy applies to ssp and asp only. Its reducer (the workers' evaluation
+//    exchanges) is the dense ring.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -190,14 +193,54 @@ Status CheckParameterServer(const StrategyOptions& options, const StrategyPlan& 
                     "backup:workers=B, lag[:...])",
                     SyncSpecName(plan.sync), arch));
   }
-  if (!options.compress.empty()) {
-    return InvalidArgumentError(fmt::format("--compress does not run over --arch {}", arch));
-  }
   if (plan.sync.kind == SyncKind::kBackup && options.workers > 0 &&
       plan.sync.backup_workers >= options.workers) {
     return InvalidArgumentError(
         fmt::format("--sync {} needs fewer backup workers than the {} workers (B < W)",
                     SyncSpecName(plan.sync), options.workers));
+  }
+  return Status::Ok();
+}
+
+// The parameter server's compression: --compress on the pushes (--ef: the workers' residual),
+// --compress-pull on the answers (the servers' residual). The workers' exchanges of the
+// all-reduce modes (--worker-momentum, --aggregate, --compress-min-bytes) and DGC, which moves
+// the optimizer's momentum onto the workers while the servers run the optimizer, do not apply.
+Status PlanParameterServerCompression(const StrategyOptions& options, StrategyPlan& plan) {
+  const std::string arch = ArchSpecName(plan.arch);
+  if (options.compress.empty() && (options.error_feedback || options.worker_momentum)) {
+    return InvalidArgumentError("--ef and --worker-momentum need --compress");
+  }
+  if (options.worker_momentum || options.aggregate != "auto" ||
+      options.compress_min_bytes != 65536) {
+    return InvalidArgumentError(fmt::format(
+        "--worker-momentum, --aggregate and --compress-min-bytes do not apply to --arch {} (its "
+        "servers run the optimizer and decode every push of every key)",
+        arch));
+  }
+  if (AdaptDgcSpec(options.compress, 0, 0).is_dgc ||
+      AdaptDgcSpec(options.compress_pull, 0, 0).is_dgc) {
+    return InvalidArgumentError(fmt::format(
+        "dgc moves the optimizer's momentum onto the workers; over --arch {} the servers run the "
+        "optimizer (use e.g. topk with --ef)",
+        arch));
+  }
+  plan.push_compress = options.compress;
+  plan.push_error_feedback = options.error_feedback;
+  plan.pull_compress = options.compress_pull;
+  // Only whether workers may skip versions matters here: bsp and lag do not, the others do.
+  ParameterServerConfig config;
+  config.consistency = plan.sync.kind == SyncKind::kBsp || plan.sync.kind == SyncKind::kLag
+                           ? PsConsistency::kBsp
+                           : PsConsistency::kAsp;
+  config.push_compress = plan.push_compress;
+  config.pull_compress = plan.pull_compress;
+  Status status = CheckParameterServerCompression(config);
+  if (!status.ok()) {
+    if (status.message().rfind("--compress", 0) == 0) return status;
+    return InvalidArgumentError(fmt::format("--compress-pull {} does not run with --sync {}: {}",
+                                            plan.pull_compress, SyncSpecName(plan.sync),
+                                            status.message()));
   }
   return Status::Ok();
 }
@@ -259,7 +302,15 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   }
   FRUGAL_RETURN_IF_ERROR(ParseStalenessPolicy(options, plan));
   FRUGAL_RETURN_IF_ERROR(CheckParameterServer(options, plan));
-  if (plan.arch.kind == ArchKind::kParameterServer) return plan;
+  if (plan.arch.kind == ArchKind::kParameterServer) {
+    FRUGAL_RETURN_IF_ERROR(PlanParameterServerCompression(options, plan));
+    return plan;
+  }
+  if (!options.compress_pull.empty()) {
+    return InvalidArgumentError(
+        "--compress-pull compresses the answers of a parameter server: it needs --arch "
+        "ps:servers=S");
+  }
   if (plan.staleness_policy != StalenessPolicy::kNone) {
     return InvalidArgumentError("--staleness-policy applies to --arch ps:servers=S");
   }

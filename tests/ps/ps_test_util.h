@@ -54,6 +54,30 @@ struct ClusterResult {
   std::vector<ServerReport> reports;  // by server
 };
 
+// One rank of a job over `t` (world ranks as Config lays them out): a server runs its loop into
+// `report`, a worker connects a client and runs `worker_fn`.
+inline Status RunRank(Transport& t, const ParameterServerConfig& config,
+                      const ServerOptimizer& optimizer, const Model& initial,
+                      const WorkerFn& worker_fn, ServerReport* report,
+                      const std::function<void(int server, Transport&)>& before_server = {}) {
+  const bool server = t.rank() >= config.workers();
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> group,
+                          t.Split(server ? 1 : 0, t.rank(), config.timeout));
+  if (server) {
+    const int s = t.rank() - config.workers();
+    if (before_server) before_server(s, t);
+    return RunParameterServer(t, config, optimizer, Logger(LogLevel::kOff), report);
+  }
+  Model x = initial;
+  std::vector<std::pair<std::string, std::span<const float>>> params;
+  for (size_t i = 0; i < x.names.size(); ++i) params.emplace_back(x.names[i], x.values[i]);
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
+                          ParameterClient::Connect(t, *group, config, params));
+  Status status = worker_fn(t.rank(), *client, *group, x);
+  Status shutdown = client->Shutdown();
+  return status.ok() ? shutdown : status;
+}
+
 inline ClusterResult RunCluster(const ParameterServerConfig& config,
                                 const ServerOptimizer& optimizer, const Model& initial,
                                 const WorkerFn& worker_fn, InProcOptions inproc = {},
@@ -63,22 +87,9 @@ inline ClusterResult RunCluster(const ParameterServerConfig& config,
   const int world_size = config.workers() + config.servers();
   InProcWorld world(world_size, inproc);
   result.statuses = RunRanks(world, [&](Transport& t) -> Status {
-    const bool server = t.rank() >= config.workers();
-    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> group,
-                            t.Split(server ? 1 : 0, t.rank(), config.timeout));
-    if (server) {
-      const int s = t.rank() - config.workers();
-      if (before_server) before_server(s, t);
-      return RunParameterServer(t, config, optimizer, Logger(LogLevel::kOff), &result.reports[s]);
-    }
-    Model x = initial;
-    std::vector<std::pair<std::string, std::span<const float>>> params;
-    for (size_t i = 0; i < x.names.size(); ++i) params.emplace_back(x.names[i], x.values[i]);
-    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
-                            ParameterClient::Connect(t, *group, config, params));
-    Status status = worker_fn(t.rank(), *client, *group, x);
-    Status shutdown = client->Shutdown();
-    return status.ok() ? shutdown : status;
+    const int s = t.rank() - config.workers();
+    return RunRank(t, config, optimizer, initial, worker_fn,
+                   s >= 0 ? &result.reports[static_cast<size_t>(s)] : nullptr, before_server);
   });
   return result;
 }

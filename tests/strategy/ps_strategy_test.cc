@@ -1,5 +1,7 @@
 // The parameter server on the strategy seam: its --arch spec, the factory's rules for it, and the
 // roles it gives the ranks.
+#include "strategy/ps_strategy.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -141,6 +143,60 @@ TEST(ParameterServerSpec, RefusesWhatDoesNotRunOverIt) {
 }
 
 // The last S ranks serve; rank 0 is a worker; the groups are split by role.
+// --compress on the pushes (with --ef), --compress-pull on the answers, into the servers'
+// configuration; what cannot work is refused with one line.
+TEST(ParameterServerSpec, CompressionBothWays) {
+  StrategyOptions o = OverServers();
+  o.sync = "lag";
+  o.compress = "topk:ratio=0.01";
+  o.error_feedback = true;
+  o.compress_pull = "qsgd:levels=16,bucket=512";
+  o.seed = 11;
+  const StrategyPlan plan = PlanStrategy(o).value();
+  EXPECT_FALSE(plan.compressed.has_value());  // the workers' own exchanges stay dense
+  const ParameterServerConfig config = strategy_internal::ParameterServerConfigOf(plan, 3);
+  EXPECT_EQ(config.push_compress, "topk:ratio=0.01");
+  EXPECT_TRUE(config.push_error_feedback);
+  EXPECT_EQ(config.pull_compress, "qsgd:levels=16,bucket=512");
+  EXPECT_EQ(config.seed, 11u);
+  EXPECT_NE(config.Describe().find("pulls compressed with qsgd"), std::string::npos);
+
+  for (const char* sync : {"ssp:staleness=1", "asp", "backup:workers=1"}) {
+    StrategyOptions async = OverServers();
+    async.sync = sync;
+    async.compress_pull = "fp16";
+    ExpectRefused(async, "does not run with --sync");
+    async.compress_pull.clear();
+    async.compress = "qsgd";
+    EXPECT_TRUE(PlanStrategy(async).ok()) << sync;  // compressed pushes run in every mode
+  }
+  for (const char* spec : {"sign", "powersgd", "gtopk:k=4"}) {
+    o = OverServers();
+    o.compress = spec;
+    ExpectRefused(o, "decodes each worker's payload on its own");
+    o.compress.clear();
+    o.compress_pull = spec;
+    ExpectRefused(o, "decodes each worker's payload on its own");
+  }
+  o = OverServers();
+  o.compress = "dgc:ratio=0.01";
+  ExpectRefused(o, "dgc moves the optimizer's momentum onto the workers");
+  o = OverServers();
+  o.compress = "topk:ratio=0.1";
+  o.worker_momentum = true;
+  o.momentum = 0.9;
+  ExpectRefused(o, "do not apply to --arch ps");
+  o = OverServers();
+  o.error_feedback = true;
+  ExpectRefused(o, "need --compress");
+  o = OverServers();
+  o.compress_pull = "nonesuch";
+  ExpectRefused(o, "--compress-pull nonesuch");
+  StrategyOptions allreduce;
+  allreduce.compress_pull = "fp16";
+  ExpectRefused(allreduce, "it needs --arch ps:servers=S");
+}
+
 TEST(ParameterServerRoles, LastRanksServeInTheirOwnGroup) {
   const ArchSpec arch = ParseArchSpec("ps:servers=2").value();
   const RoleAssignment roles = AssignRoles(arch, 5, 0);
