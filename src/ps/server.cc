@@ -12,6 +12,10 @@
 // what it counted per worker (stats_), which it answers a stats request with: an active worker's
 // at once, a resting worker's once every worker rests (the end of an epoch: every push is in).
 //
+// Compression (codec.h): a compressed push is decoded (with the pushing worker's random streams)
+// before the rules see it; with compressed pulls every answer of a version carries the same
+// payload, the change from the workers' copy x_hat (PullEncoder, started from the initial values).
+//
 // Start: the first hello fixes the tensors, so the shard plan (PlanShards over the hello's
 // tensors, the configuration's servers and part size); every other hello must name the same
 // tensors and the same configuration text. Worker 0 sends the initial values of this server's
