@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -204,6 +205,22 @@ void LateSender(Transport& t, int seed) {
   ASSERT_TRUE(SendByte(t, 0, kDoneTag).ok());
 }
 
+// Rank 0 of the tests below: `recv` has matched rank 1's message, which cannot complete while
+// rank 1 waits at the gate. Its Wait times out, it is given up (the runtime holds it, as it cannot
+// be cancelled), `given_up` runs; then the gate opens and MPI moves the rest of the message while
+// this rank waits for rank 1 to finish, and the runtime releases the receive.
+void GiveUpMatchedReceive(Transport& t, std::unique_ptr<Work> recv, const Gate& gate,
+                          const std::function<void()>& given_up) {
+  Status s = recv->Wait(std::chrono::milliseconds(500));
+  EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
+  recv.reset();
+  EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
+  given_up();
+  ASSERT_TRUE(gate.Open());
+  ASSERT_TRUE(RecvByte(t, 1, kDoneTag).ok());
+  EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+}
+
 // Rank 1 starts a large send and then stays out of MPI. Rank 0's receive matches the message
 // (its first fragment arrived) but cannot complete; it times out and rank 0 reuses its buffer.
 // Then rank 1 goes on and the rest of the message arrives: rank 0's buffer must not change.
@@ -216,17 +233,8 @@ TEST(MpiTransportTcp, TimedOutMatchedReceiveNeverWritesTheBufferLater) {
     ShareGate(*t, gate);
     if (::testing::Test::HasFatalFailure()) return;
     std::vector<std::byte> in(kBig, std::byte{0});
-    std::unique_ptr<Work> recv = t->IRecv(1, kDataTag, in);
-    Status s = recv->Wait(std::chrono::milliseconds(500));
-    EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
-    recv.reset();
-    // Matched by rank 1's message, the receive could not be cancelled: the runtime holds it.
-    EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
-    std::fill(in.begin(), in.end(), std::byte{0x77});
-    ASSERT_TRUE(gate.Open());
-    // While this rank waits, MPI moves the rest of rank 1's message into the receive's own buffer.
-    ASSERT_TRUE(RecvByte(*t, 1, kDoneTag).ok());
-    EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+    GiveUpMatchedReceive(*t, t->IRecv(1, kDataTag, in), gate,
+                         [&] { std::fill(in.begin(), in.end(), std::byte{0x77}); });
     EXPECT_TRUE(std::all_of(in.begin(), in.end(), [](std::byte b) { return b == std::byte{0x77}; }))
         << "the receive buffer was written after its receive timed out";
   } else {
@@ -258,14 +266,9 @@ TEST(MpiTransportTcp, TimedOutMatchedSharedReceiveKeepsItsMemoryUntilMpiIsDone) 
     std::weak_ptr<void> alive = watcher;
     std::unique_ptr<Work> recv = t->IRecvShared(1, kDataTag, std::move(watcher), in.bytes);
     in.owner.reset();
-    Status s = recv->Wait(std::chrono::milliseconds(500));
-    EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
-    recv.reset();
-    EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
-    EXPECT_FALSE(alive.expired()) << "the memory was released while MPI could still write it";
-    ASSERT_TRUE(gate.Open());
-    ASSERT_TRUE(RecvByte(*t, 1, kDoneTag).ok());
-    EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+    GiveUpMatchedReceive(*t, std::move(recv), gate, [&] {
+      EXPECT_FALSE(alive.expired()) << "the memory was released while MPI could still write it";
+    });
     EXPECT_TRUE(alive.expired()) << "the runtime kept the memory after MPI completed";
     EXPECT_TRUE(complete) << "the memory did not receive the whole message";
   } else {
