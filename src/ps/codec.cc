@@ -15,7 +15,10 @@ StatusOr<std::unique_ptr<Compressor>> MakeKeyCompressor(std::string_view spec,
   if (made.ok() && error_feedback == KeyErrorFeedback::kWithout && (*made)->inner() != nullptr) {
     // The inner compressor's canonical spec, with ef=0 for those wrapped by default (efsign).
     const std::string inner = (*made)->inner()->spec();
-    made = registry.Create(inner + (inner.find(':') == std::string::npos ? ":ef=0" : ",ef=0"));
+    const bool has_ef =
+        inner.find(":ef=") != std::string::npos || inner.find(",ef=") != std::string::npos;
+    made = registry.Create(
+        has_ef ? inner : inner + (inner.find(':') == std::string::npos ? ":ef=0" : ",ef=0"));
   }
   if (!made.ok()) {
     return InvalidArgumentError(fmt::format("{} {}: {}", flag, spec, made.status().message()));
