@@ -143,6 +143,7 @@ class Server {
       case MessageType::kInit:
         return OnInit(w, m);
       case MessageType::kPush:
+        push_bytes_in_ += kHeaderBytes + m.payload.size();
         return OnPush(w, m);
       case MessageType::kPull:
         return OnPull(w, m);
@@ -306,6 +307,7 @@ class Server {
       h.version = k.version();
       h.progress = k.progress();
       h.aux = std::bit_cast<uint64_t>(k.last_norm());
+      params_bytes_out_ += kHeaderBytes + k.values().size_bytes();
       Post(w, h, std::as_bytes(k.values()));
     }
   }
@@ -382,6 +384,8 @@ class Server {
   void Report(ServerReport& report) const {
     report.bytes_in = bytes_in_;
     report.bytes_out = bytes_out_;
+    report.push_bytes_in = push_bytes_in_;
+    report.params_bytes_out = params_bytes_out_;
     report.updates = 0;
     report.workers = stats_;
     report.key_names.clear();
@@ -424,6 +428,8 @@ class Server {
   std::vector<std::byte> buffer_;
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
+  uint64_t push_bytes_in_ = 0;     // of bytes_in_: the pushes (headers included)
+  uint64_t params_bytes_out_ = 0;  // of bytes_out_: the answers with parameters
 };
 
 }  // namespace
