@@ -11,11 +11,12 @@ F="$build/apps/frugal/frugal"
 printf "| NIC | architecture | measured step (ms) | simulated step (ms) | error |\n"
 printf "| --- | --- | ---: | ---: | ---: |\n"
 for nic in 100mbit 1gbit; do
-  for run in ps1 ps2 dpsgd; do
+  for run in ps1 ps2 dpsgd dpsgd1; do
     case $run in
       ps1) arch=ps:servers=1; label="parameter server, 1 server" ;;
       ps2) arch=ps:servers=2; label="parameter server, 2 servers" ;;
       dpsgd) arch=gossip:topology=ring; label="D-PSGD, ring" ;;
+      dpsgd1) arch=gossip:topology=onepeer-exp; label="D-PSGD, one-peer exponential" ;;
     esac
     j=${run}_h4_${nic}.jsonl
     measured=$(grep '"event":"summary"' $j | python3 -c 'import json,sys; print(json.load(sys.stdin)["step_seconds_median"]*1e3)')

@@ -24,6 +24,20 @@ if [ "$what" = arch ]; then
       --max-steps 40 --progress none --json dpsgd_h4_${nic}.jsonl > dpsgd_h4_${nic}.log 2>&1
     echo "train dpsgd ring 4 $nic rc=$?"
   done
+  # Where D-PSGD's time goes at 100 Mbit/s: the ring again with its trace, and with order=atc.
+  "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring,order=atc \
+    --model cnn --max-steps 40 --progress none --json dpsgdatc_h4_100mbit.jsonl \
+    > dpsgdatc_h4_100mbit.log 2>&1
+  "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring --model cnn \
+    --max-steps 40 --progress none --timeline tl_dpsgd_h4_100mbit.json \
+    --json tl_dpsgd_h4_100mbit.jsonl > tl_dpsgd_h4_100mbit.log 2>&1
+  # D-PSGD on the one-peer exponential graph (one message out and one in per step), traced.
+  for nic in 100mbit 1gbit; do
+    "$F" train --np 4 --emulate hosts=4,nic=$nic --arch gossip:topology=onepeer-exp --model cnn \
+      --max-steps 40 --progress none --timeline tl_dpsgd1_h4_${nic}.json \
+      --json dpsgd1_h4_${nic}.jsonl > dpsgd1_h4_${nic}.log 2>&1
+    echo "train dpsgd onepeer-exp 4 $nic rc=$?"
+  done
   exit 0
 fi
 for n in 4 8; do
