@@ -115,9 +115,15 @@ Status RunCost(const CostFlags& flags, int workers) {
                 static_cast<unsigned long long>(cost.server_bytes_out[s]));
   }
   if (cost.bytes_sum > 0 && !fedavg) {
-    std::printf("  %-26s %.2fx fewer bytes than a dense ring all-reduce of the gradients\n",
-                "compression",
-                static_cast<double>(cost.dense_ring_bytes_sum) / (cost.bytes_per_worker * workers));
+    const double ratio =
+        static_cast<double>(cost.dense_ring_bytes_sum) / (cost.bytes_per_worker * workers);
+    if (in.plan.arch.kind == ArchKind::kAllreduce) {
+      std::printf("  %-26s %.2fx fewer bytes than a dense ring all-reduce of the gradients\n",
+                  "compression", ratio);
+    } else {
+      std::printf("  %-26s a worker sends %.3gx the bytes of a dense ring all-reduce\n",
+                  "against all-reduce", 1 / ratio);
+    }
   }
   if (fedavg) {
     std::printf("  %-26s %s up, %s down per round (a server and the sampled clients)\n",
