@@ -209,8 +209,8 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
       input[i] = InputValue(i, rank);
       for (int r = 0; r < n; ++r) expected[i] += InputValue(i, r);
     }
-    // Every case works on one buffer in memory shared with the transport (as the engine's fusion
-    // buffers): frugal's algorithms send from and receive into it without staging copies.
+    // Every case works on one buffer in memory shared with the transport (Transport::NewShared):
+    // frugal's algorithms send from and receive into it without staging copies.
     const SharedBytes memory = t.NewShared(count * sizeof(float));
     const std::span<float> data(reinterpret_cast<float*>(memory.bytes.data()), count);
     const size_t first_row = report.rows.size();
