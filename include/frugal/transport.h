@@ -69,6 +69,13 @@ constexpr bool Disjoint() {
 static_assert(Disjoint(), "tag ranges overlap or are out of order");
 }  // namespace tag_registry_internal
 
+// Memory an operation may keep for as long as the network can still touch it: `owner` keeps alive
+// the memory that `bytes` lies in. Made by Transport::NewShared, given to ISendShared/IRecvShared.
+struct SharedBytes {
+  std::shared_ptr<void> owner;
+  std::span<std::byte> bytes;
+};
+
 struct ProbeResult {
   int source = -1;
   int tag = -1;
@@ -88,6 +95,22 @@ class Transport {
 
   virtual std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) = 0;
   virtual std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) = 0;
+
+  // Sends and receives on memory the operation shares with its caller: the Work holds `owner`
+  // until the operation has completed or, if it was given up (timed out, destroyed unfinished),
+  // until the transport no longer touches `data`, which must lie in memory `owner` keeps alive.
+  // So a transport that copies ISend/IRecv buffers to keep the caller's memory safe from a late
+  // peer (the MPI transport) can hand `data` to the network as it is. The caller must not write
+  // (send) or read (receive) `data` before the Work has completed; after a failed Wait it must not
+  // use `data` again. Same matching rules as ISend/IRecv, with which they mix freely. The defaults
+  // call ISend/IRecv and keep `owner` until the Work is destroyed.
+  virtual std::unique_ptr<Work> ISendShared(int dst, int tag, std::shared_ptr<const void> owner,
+                                            std::span<const std::byte> data);
+  virtual std::unique_ptr<Work> IRecvShared(int src, int tag, std::shared_ptr<void> owner,
+                                            std::span<std::byte> data);
+  // `bytes` bytes (uninitialised) suited to ISendShared/IRecvShared. The MPI transport reuses the
+  // buffers of a pool (pages already faulted in); the default allocates.
+  virtual SharedBytes NewShared(size_t bytes);
 
   // Blocks until a message matching (src, tag) is available (src may be kAnySource) without
   // receiving it. kTimeout when nothing arrives within `timeout`.

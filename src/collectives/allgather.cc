@@ -2,11 +2,14 @@
 //
 // RingAllgather: rank r sends to right = r + 1 and receives from left = r - 1 (mod n). Every
 // block is cut into the same number C of chunks of at most `seg_bytes`. At step s (0..n-2) rank
-// r sends block r - s and receives block r - 1 - s straight into its place in `data` (no copy).
-// The block received at step s is the one sent at step s + 1, so, as in the reduce-scatter, the
-// steps form one stream of items i = s * C + c: every receive is posted up front, the sends of
-// step 0 (this rank's own block) start at once, and the send of item i + C starts as soon as item
-// i has arrived. Ranks exchange (n-1)/n of the buffer.
+// r sends block r - s and receives block r - 1 - s. The block received at step s is the one sent
+// at step s + 1, so, as in the reduce-scatter, the steps form one stream of items i = s * C + c:
+// every receive is posted up front, the sends of step 0 (this rank's own block) start at once,
+// and the send of item i + C starts as soon as item i has arrived. A chunk that is sent on is
+// received into memory shared with the transport (Transport::NewShared), copied into its place in
+// `data` and sent on from that same memory, so the transport copies neither the receive nor the
+// send; a chunk of the last step is received into `data` itself. Ranks exchange (n-1)/n of the
+// buffer.
 //
 // Allgather copies `in` into block rank() of `out` and runs the ring over n equal blocks.
 // Allgatherv first runs the ring over the 8-byte sizes (every rank learns every contribution's
@@ -41,22 +44,35 @@ Status RingAllgather(Transport& t, std::span<std::byte> data, std::span<const Bl
   auto send_block = [&](size_t s) { return Mod(r - static_cast<int64_t>(s), n); };
   auto recv_block = [&](size_t s) { return Mod(r - 1 - static_cast<int64_t>(s), n); };
   std::vector<std::unique_ptr<Work>> recvs(items);
+  std::vector<SharedBytes> relayed(items);  // chunks received to be sent on
   std::vector<std::unique_ptr<Work>> sends(items);
-  auto post_send = [&](size_t i) {
-    const Block k = chunk(send_block(i / C), i % C);
-    if (k.count > 0) sends[i] = t.ISend(right, tag, data.subspan(k.offset, k.count));
-  };
   for (size_t i = 0; i < items; ++i) {
     const Block k = chunk(recv_block(i / C), i % C);
-    if (k.count > 0) recvs[i] = t.IRecv(left, tag, data.subspan(k.offset, k.count));
+    if (k.count == 0) continue;
+    if (i + C < items) {
+      relayed[i] = t.NewShared(k.count);
+      recvs[i] = t.IRecvShared(left, tag, relayed[i].owner, relayed[i].bytes);
+    } else {
+      recvs[i] = t.IRecv(left, tag, data.subspan(k.offset, k.count));
+    }
   }
-  for (size_t i = 0; i < C; ++i) post_send(i);
+  for (size_t i = 0; i < C; ++i) {
+    const Block k = chunk(send_block(0), i);
+    if (k.count > 0) sends[i] = t.ISend(right, tag, data.subspan(k.offset, k.count));
+  }
+  size_t sent = 0;  // sends before this one have completed and been released
   for (size_t i = 0; i < items; ++i) {
     if (recvs[i]) {
-      FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], chunk(recv_block(i / C), i % C).count, timeout));
+      const Block k = chunk(recv_block(i / C), i % C);
+      FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], k.count, timeout));
       recvs[i].reset();
+      if (i + C < items) {
+        SharedBytes chunk_bytes = std::move(relayed[i]);
+        std::memcpy(data.data() + k.offset, chunk_bytes.bytes.data(), k.count);
+        sends[i + C] = t.ISendShared(right, tag, std::move(chunk_bytes.owner), chunk_bytes.bytes);
+      }
     }
-    if (i + C < items) post_send(i + C);
+    FRUGAL_RETURN_IF_ERROR(ReleaseCompleted(sends, sent, i + C + 1, timeout));
   }
   return WaitAll(sends, timeout);
 }

@@ -3,8 +3,9 @@
 //
 // Exchange(peer, send, recv) cuts both buffers into chunks of seg_bytes, posts every receive
 // straight into `recv` first, then every send, and waits for all of them. ExchangeReduce(peer,
-// send, inout) keeps kWindow receives posted ahead into scratch slots; for each chunk i in order
-// it waits for the chunk, adds the slot into inout (AddInto: inout + received, element-wise) and
+// send, inout) keeps kWindow receives posted ahead into scratch slots (memory shared with the
+// transport, so a chunk lands there without a staging copy); for each chunk i in order it waits
+// for the chunk, adds the slot into inout (AddInto: inout + received, element-wise) and
 // reposts the slot for chunk i + kWindow, so that receiving chunk i+1.. overlaps the reduction of
 // chunk i while scratch stays at kWindow chunks whatever the buffer size. When `send` is `inout`
 // itself (recursive doubling sends the whole buffer and reduces into it) chunk i is modified only
@@ -36,6 +37,18 @@ Status WaitRecv(Work& work, size_t expected_bytes, Duration timeout) {
   if (work.bytes() != expected_bytes) {
     return MalformedError(fmt::format("rank {} sent {} bytes where {} were expected", work.peer(),
                                       work.bytes(), expected_bytes));
+  }
+  return Status::Ok();
+}
+
+Status ReleaseCompleted(std::vector<std::unique_ptr<Work>>& works, size_t& next, size_t end,
+                        Duration timeout) {
+  for (; next < std::min(end, works.size()); ++next) {
+    std::unique_ptr<Work>& w = works[next];
+    if (!w) continue;
+    if (!w->IsCompleted()) break;
+    FRUGAL_RETURN_IF_ERROR(w->Wait(timeout));
+    w.reset();
   }
   return Status::Ok();
 }
@@ -83,13 +96,13 @@ Status ExchangeReduce(Transport& t, int peer, int tag, std::span<const float> se
   const size_t send_chunks = ChunkCount(send.size(), seg);
   const size_t window = std::min(kWindow, recv_chunks);
   const size_t slot_elems = std::min(seg, inout.size());
-  float* slots = scratch.Get(window * slot_elems);
+  float* slots = scratch.Get(t, window * slot_elems);
   std::vector<std::unique_ptr<Work>> recvs(recv_chunks);
   std::vector<std::unique_ptr<Work>> sends(send_chunks);
   auto post_recv = [&](size_t i) {
     const Block c = FixedChunk(inout.size(), seg, i);
     float* slot = slots + (i % window) * slot_elems;
-    recvs[i] = t.IRecv(peer, tag, FloatBytes(std::span<float>(slot, c.count)));
+    recvs[i] = scratch.Recv(t, peer, tag, slot, c.count);
   };
   for (size_t i = 0; i < window; ++i) post_recv(i);
   for (size_t i = 0; i < send_chunks; ++i) {

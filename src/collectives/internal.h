@@ -64,6 +64,8 @@ inline int Mod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
 // dst[i] += src[i]; plain loop over non-aliasing pointers, vectorised (kernels.cc is always
 // compiled with -O3).
 void AddInto(float* __restrict dst, const float* __restrict src, size_t n);
+// out[i] = a[i] + b[i] (the same bits as AddInto of b into a copy of a).
+void AddTo(float* __restrict out, const float* __restrict a, const float* __restrict b, size_t n);
 // x[i] *= factor.
 void ScaleInPlace(float* __restrict x, size_t n, float factor);
 inline void ScaleForAverage(std::span<float> x, int ranks) {
@@ -76,25 +78,52 @@ inline void ScaleForAverage(std::span<float> x, int ranks) {
 // count of reducers whose messages frugal cannot observe (MPI_Allreduce, Gloo).
 uint64_t RingModelBytes(size_t count, int size, int rank);
 
-// A scratch buffer reused by the steps of one collective call (uninitialised floats).
+// Scratch floats reused by the steps of one collective call (uninitialised), in memory the
+// transport shares with its operations (Transport::NewShared): receives land in it without a
+// staging copy, and a receive given up keeps it alive for as long as the network may write it.
 class Scratch {
  public:
-  float* Get(size_t n) {
+  float* Get(Transport& t, size_t n) {
     if (n > size_) {
-      buffer_.reset(new float[n]);
+      memory_ = t.NewShared(n * sizeof(float));
       size_ = n;
     }
-    return buffer_.get();
+    return reinterpret_cast<float*>(memory_.bytes.data());
+  }
+  // Receives `count` floats from `src` into `at`, which lies in the memory of the last Get.
+  std::unique_ptr<Work> Recv(Transport& t, int src, int tag, float* at, size_t count) {
+    return t.IRecvShared(src, tag, memory_.owner,
+                         std::as_writable_bytes(std::span<float>(at, count)));
   }
 
  private:
-  std::unique_ptr<float[]> buffer_;
+  SharedBytes memory_;
   size_t size_ = 0;
 };
+
+// Floats to send from memory shared with the transport (Transport::NewShared): written by the
+// caller, then sent with no staging copy by Send.
+struct SharedFloats {
+  SharedBytes memory;
+  float* data() const { return reinterpret_cast<float*>(memory.bytes.data()); }
+  size_t size() const { return memory.bytes.size() / sizeof(float); }
+};
+inline SharedFloats NewSharedFloats(Transport& t, size_t count) {
+  return SharedFloats{t.NewShared(count * sizeof(float))};
+}
+inline std::unique_ptr<Work> SendShared(Transport& t, int dst, int tag, SharedFloats floats) {
+  const std::span<const std::byte> bytes = floats.memory.bytes;
+  return t.ISendShared(dst, tag, std::move(floats.memory.owner), bytes);
+}
 
 // Waits for a receive and checks that exactly `expected_bytes` arrived (kMalformed otherwise,
 // naming the sender).
 Status WaitRecv(Work& work, size_t expected_bytes, Duration timeout);
+// Releases, in order from works[*next] up to works[end - 1], the Works that have completed (their
+// memory returns to the transport), and stops at the first one still running; *next moves past
+// those released. A failed Work returns its Status.
+Status ReleaseCompleted(std::vector<std::unique_ptr<Work>>& works, size_t& next, size_t end,
+                        Duration timeout);
 // Waits for every non-null Work in order.
 Status WaitAll(std::vector<std::unique_ptr<Work>>& works, Duration timeout);
 

@@ -8,10 +8,15 @@
 // recv_block(s) == send_block(s + 1), a chunk that has just been reduced is the chunk sent next:
 // the steps form one stream of items i = s * C + c, and the send of item i + C is posted as soon
 // as item i has been reduced, so chunk c of step s+1 travels while chunk c+1 of step s is still
-// being received (pipelining). Receives go into kWindow scratch slots posted ahead; all sends
-// are non-blocking. After the last step (s = n - 2) rank r has reduced block r - n = r for the
-// last time: blocks[r] holds the sum over all ranks. Each block is summed along one fixed chain
-// of ranks, so the result does not depend on timing. Ranks exchange (n-1)/n of the buffer.
+// being received (pipelining). Receives go into kWindow scratch slots posted ahead, in memory
+// shared with the transport (no staging copy); all sends are non-blocking. A chunk reduced before
+// the last step is only sent on, so its sum is written straight into a buffer shared with the
+// transport (AddTo) and sent from there, not into `data`: the blocks other than blocks[r] keep
+// this rank's own values. Only the sends of step 0 (this rank's own values of block r - 1) are
+// copied by the transport. After the last step (s = n - 2) rank r has reduced block r - n = r
+// for the last time, into `data`: blocks[r] holds the sum over all ranks. Each block is summed
+// along one fixed chain of ranks, so the result does not depend on timing. Ranks exchange (n-1)/n
+// of the buffer.
 #include <fmt/format.h>
 
 #include "collectives/internal.h"
@@ -47,31 +52,37 @@ Status RingReduceScatter(Transport& t, std::span<float> data, std::span<const Bl
   const size_t window = std::min(kWindow, items);
   const size_t slot_elems = 1 + (largest - 1) / C;  // the largest chunk
   Scratch scratch;
-  float* slots = scratch.Get(window * slot_elems);
+  float* slots = scratch.Get(t, window * slot_elems);
   std::vector<std::unique_ptr<Work>> recvs(items);
   std::vector<std::unique_ptr<Work>> sends(items);
   auto post_recv = [&](size_t i) {
     const Block k = chunk(recv_block(i / C), i % C);
     if (k.count == 0) return;
     float* slot = slots + (i % window) * slot_elems;
-    recvs[i] = t.IRecv(left, tag, FloatBytes(std::span<float>(slot, k.count)));
-  };
-  auto post_send = [&](size_t i) {
-    const Block k = chunk(send_block(i / C), i % C);
-    if (k.count == 0) return;
-    sends[i] = t.ISend(right, tag, FloatBytes(data.subspan(k.offset, k.count)));
+    recvs[i] = scratch.Recv(t, left, tag, slot, k.count);
   };
   for (size_t i = 0; i < window; ++i) post_recv(i);
-  for (size_t i = 0; i < C; ++i) post_send(i);
+  for (size_t i = 0; i < C; ++i) {
+    const Block k = chunk(send_block(0), i);
+    if (k.count > 0) sends[i] = t.ISend(right, tag, FloatBytes(data.subspan(k.offset, k.count)));
+  }
+  size_t sent = 0;  // sends before this one have completed and been released
   for (size_t i = 0; i < items; ++i) {
     const Block k = chunk(recv_block(i / C), i % C);
     if (k.count > 0) {
       FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], k.count * sizeof(float), timeout));
       recvs[i].reset();
-      AddInto(data.data() + k.offset, slots + (i % window) * slot_elems, k.count);
+      const float* slot = slots + (i % window) * slot_elems;
+      if (i + C < items) {
+        SharedFloats sum = NewSharedFloats(t, k.count);
+        AddTo(sum.data(), data.data() + k.offset, slot, k.count);
+        sends[i + C] = SendShared(t, right, tag, std::move(sum));
+      } else {
+        AddInto(data.data() + k.offset, slot, k.count);
+      }
     }
     if (i + window < items) post_recv(i + window);
-    if (i + C < items) post_send(i + C);
+    FRUGAL_RETURN_IF_ERROR(ReleaseCompleted(sends, sent, i + C + 1, timeout));
   }
   return WaitAll(sends, timeout);
 }

@@ -7,14 +7,19 @@
 // has nothing to wait for and sends all its segments up in Start(), so no rank ever waits for a
 // leaf busy elsewhere. At the root the segment is final: it is scaled by root_scale (1/n for an
 // average) and, when broadcasting, sent down to both children at once, so the broadcast of
-// segment s overlaps the reduction of segment s + 1. A non-root rank receives the broadcast
-// segment into the very region it sent up, so it posts that receive only once its own up-send of
-// the segment has completed; Step() ends with Progress(), which, without blocking, posts the
-// receives whose up-sends are done and forwards every broadcast segment that has arrived to the
-// children. Finish() does the rest blocking, in segment order. Everything a rank waits for in
-// Step() comes from its subtree, so interleaving the steps of several pipelines (the double
-// binary tree) cannot deadlock.
+// segment s overlaps the reduction of segment s + 1. A leaf receives the broadcast segment
+// into the very region it sent up, so a non-root rank posts that receive only once its own
+// up-send of the segment has completed; Step() ends with Progress(), which, without blocking, posts
+// the receives whose up-sends are done and forwards every broadcast segment that has arrived to the
+// children. Finish() does the rest blocking, in segment order. Slots, the sums an interior rank
+// passes up and the broadcast segments it passes down are memory shared with the transport
+// (Transport::NewShared), so the MPI transport copies none of them: an interior rank receives a
+// broadcast segment into such memory, copies it into `data` and sends it on from there. Everything
+// a rank waits for in Step() comes from its subtree, so interleaving the steps of several pipelines
+// (the double binary tree) cannot deadlock.
 #include "collectives/tree.h"
+
+#include <algorithm>
 
 namespace frugal::coll {
 
@@ -79,8 +84,7 @@ TreePipeline::TreePipeline(Transport& t, const TreeNode& node, std::span<float> 
 void TreePipeline::PostChildRecv(int child, size_t s) {
   const Block b = Segment(s);
   child_recvs_[static_cast<size_t>(child)][s] =
-      t_.IRecv(node_.children[static_cast<size_t>(child)], tag_,
-               FloatBytes(std::span<float>(Slot(child, s), b.count)));
+      scratch_.Recv(t_, node_.children[static_cast<size_t>(child)], tag_, Slot(child, s), b.count);
 }
 
 void TreePipeline::SendDown(size_t s) {
@@ -89,9 +93,32 @@ void TreePipeline::SendDown(size_t s) {
   }
 }
 
+void TreePipeline::PostDownRecv(size_t s) {
+  if (node_.IsLeaf()) {
+    down_recvs_[s] = t_.IRecv(node_.parent, tag_, FloatBytes(SegmentData(s)));
+    return;
+  }
+  down_relay_[s] = NewSharedFloats(t_, Segment(s).count);
+  const SharedBytes& relay = down_relay_[s].memory;
+  down_recvs_[s] = t_.IRecvShared(node_.parent, tag_, relay.owner, relay.bytes);
+}
+
+Status TreePipeline::ForwardDown(size_t s) {
+  const Block b = Segment(s);
+  FRUGAL_RETURN_IF_ERROR(WaitRecv(*down_recvs_[s], b.count * sizeof(float), timeout_));
+  down_recvs_[s].reset();
+  if (node_.IsLeaf()) return Status::Ok();
+  SharedFloats relay = std::move(down_relay_[s]);
+  std::copy_n(relay.data(), b.count, data_.data() + b.offset);
+  for (int child : node_.children) {
+    if (child >= 0) down_sends_.push_back(SendShared(t_, child, tag_, relay));
+  }
+  return Status::Ok();
+}
+
 Status TreePipeline::Start() {
   if (segments_ == 0) return Status::Ok();
-  if (!node_.IsLeaf()) slots_ = scratch_.Get(2 * window_ * seg_);
+  if (!node_.IsLeaf()) slots_ = scratch_.Get(t_, 2 * window_ * seg_);
   for (int k = 0; k < 2; ++k) {
     if (node_.children[static_cast<size_t>(k)] < 0) continue;
     child_recvs_[static_cast<size_t>(k)].resize(segments_);
@@ -99,7 +126,10 @@ Status TreePipeline::Start() {
   }
   if (node_.parent >= 0) {
     up_sends_.resize(segments_);
-    if (broadcast_) down_recvs_.resize(segments_);
+    if (broadcast_) {
+      down_recvs_.resize(segments_);
+      down_relay_.resize(segments_);
+    }
     if (node_.IsLeaf()) {
       for (size_t s = 0; s < segments_; ++s) {
         up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
@@ -111,12 +141,28 @@ Status TreePipeline::Start() {
 
 Status TreePipeline::Step(size_t s) {
   const Block b = Segment(s);
+  // An interior rank below the root of a reduce + broadcast only passes its sum up (the
+  // broadcast overwrites the segment later): the sum goes into memory shared with the transport
+  // and is sent from there, and the segment of `data` keeps the own values.
+  const bool pass_up = broadcast_ && node_.parent >= 0 && !node_.IsLeaf();
+  SharedFloats sum;
+  float* into = data_.data() + b.offset;
+  if (pass_up) {
+    sum = NewSharedFloats(t_, b.count);
+    into = sum.data();
+  }
+  bool first = true;
   for (int k = 0; k < 2; ++k) {
     if (node_.children[static_cast<size_t>(k)] < 0) continue;
     auto& recv = child_recvs_[static_cast<size_t>(k)][s];
     FRUGAL_RETURN_IF_ERROR(WaitRecv(*recv, b.count * sizeof(float), timeout_));
     recv.reset();
-    AddInto(data_.data() + b.offset, Slot(k, s), b.count);
+    if (pass_up && first) {
+      AddTo(into, data_.data() + b.offset, Slot(k, s), b.count);
+    } else {
+      AddInto(into, Slot(k, s), b.count);
+    }
+    first = false;
     if (s + window_ < segments_) PostChildRecv(k, s + window_);
   }
   if (node_.parent < 0) {
@@ -124,7 +170,11 @@ Status TreePipeline::Step(size_t s) {
     if (broadcast_) SendDown(s);
     return Status::Ok();
   }
-  if (!node_.IsLeaf()) up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
+  if (pass_up) {
+    up_sends_[s] = SendShared(t_, node_.parent, tag_, std::move(sum));
+  } else if (!node_.IsLeaf()) {
+    up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
+  }
   return Progress(s + 1);
 }
 
@@ -133,14 +183,11 @@ Status TreePipeline::Progress(size_t reduced) {
   while (down_posted_ < reduced && up_sends_[down_posted_]->IsCompleted()) {
     FRUGAL_RETURN_IF_ERROR(up_sends_[down_posted_]->Wait(timeout_));
     up_sends_[down_posted_].reset();
-    down_recvs_[down_posted_] = t_.IRecv(node_.parent, tag_, FloatBytes(SegmentData(down_posted_)));
+    PostDownRecv(down_posted_);
     ++down_posted_;
   }
   while (down_forwarded_ < down_posted_ && down_recvs_[down_forwarded_]->IsCompleted()) {
-    FRUGAL_RETURN_IF_ERROR(WaitRecv(*down_recvs_[down_forwarded_],
-                                    Segment(down_forwarded_).count * sizeof(float), timeout_));
-    down_recvs_[down_forwarded_].reset();
-    SendDown(down_forwarded_);
+    FRUGAL_RETURN_IF_ERROR(ForwardDown(down_forwarded_));
     ++down_forwarded_;
   }
   return Status::Ok();
@@ -152,14 +199,10 @@ Status TreePipeline::Finish() {
       for (; down_posted_ < segments_; ++down_posted_) {
         FRUGAL_RETURN_IF_ERROR(up_sends_[down_posted_]->Wait(timeout_));
         up_sends_[down_posted_].reset();
-        down_recvs_[down_posted_] =
-            t_.IRecv(node_.parent, tag_, FloatBytes(SegmentData(down_posted_)));
+        PostDownRecv(down_posted_);
       }
       for (; down_forwarded_ < segments_; ++down_forwarded_) {
-        FRUGAL_RETURN_IF_ERROR(WaitRecv(*down_recvs_[down_forwarded_],
-                                        Segment(down_forwarded_).count * sizeof(float), timeout_));
-        down_recvs_[down_forwarded_].reset();
-        SendDown(down_forwarded_);
+        FRUGAL_RETURN_IF_ERROR(ForwardDown(down_forwarded_));
       }
     } else {
       FRUGAL_RETURN_IF_ERROR(WaitAll(up_sends_, timeout_));

@@ -61,6 +61,8 @@ class TreePipeline {
   }
   void PostChildRecv(int child, size_t s);
   void SendDown(size_t s);
+  void PostDownRecv(size_t s);   // the broadcast receive of segment s
+  Status ForwardDown(size_t s);  // waits for it; an interior rank copies it and sends it on
   Status Progress(size_t reduced);
 
   Transport& t_;
@@ -77,6 +79,7 @@ class TreePipeline {
   float* slots_ = nullptr;
   std::array<std::vector<std::unique_ptr<Work>>, 2> child_recvs_;
   std::vector<std::unique_ptr<Work>> up_sends_;
+  std::vector<SharedFloats> down_relay_;  // interior ranks: broadcast segments received
   std::vector<std::unique_ptr<Work>> down_recvs_;
   std::vector<std::unique_ptr<Work>> down_sends_;
   size_t down_posted_ = 0;     // segments whose broadcast receive has been posted

@@ -2,7 +2,44 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace frugal {
+
+namespace {
+
+// A Work that keeps the memory of a shared send or receive alive until the operation is finished
+// with it: `inner_` is destroyed first (the transport then no longer touches the memory).
+class KeepAliveWork final : public Work {
+ public:
+  KeepAliveWork(std::unique_ptr<Work> inner, std::shared_ptr<const void> owner)
+      : owner_(std::move(owner)), inner_(std::move(inner)) {}
+  Status Wait(Duration timeout) override { return inner_->Wait(timeout); }
+  bool IsCompleted() override { return inner_->IsCompleted(); }
+  int peer() const override { return inner_->peer(); }
+  size_t bytes() const override { return inner_->bytes(); }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::unique_ptr<Work> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Work> Transport::ISendShared(int dst, int tag, std::shared_ptr<const void> owner,
+                                             std::span<const std::byte> data) {
+  return std::make_unique<KeepAliveWork>(ISend(dst, tag, data), std::move(owner));
+}
+
+std::unique_ptr<Work> Transport::IRecvShared(int src, int tag, std::shared_ptr<void> owner,
+                                             std::span<std::byte> data) {
+  return std::make_unique<KeepAliveWork>(IRecv(src, tag, data), std::move(owner));
+}
+
+SharedBytes Transport::NewShared(size_t bytes) {
+  std::shared_ptr<std::byte[]> memory(new std::byte[std::max<size_t>(bytes, 1)]);
+  return SharedBytes{memory, std::span<std::byte>(memory.get(), bytes)};
+}
 
 Status Send(Transport& t, int dst, int tag, std::span<const std::byte> data, Duration timeout) {
   return t.ISend(dst, tag, data)->Wait(timeout);

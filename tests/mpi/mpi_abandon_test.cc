@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,48 @@ class Gate {
   int fd_ = -1;
 };
 
+// Rank 0 of the tests below: tells rank 1 where `gate` is and waits until rank 1 holds it open.
+void ShareGate(Transport& t, const Gate& gate) {
+  ASSERT_TRUE(gate.ok()) << "cannot make a FIFO under /tmp";
+  const std::string& path = gate.path();
+  ASSERT_TRUE(
+      Send(t, 1, kGoTag, AsBytes(std::span<const char>(path.data(), path.size())), kTimeout).ok());
+  ASSERT_TRUE(RecvByte(t, 1, kGoTag).ok());
+}
+
+// Rank 1 of the tests below: learns the gate from rank 0, starts a large send of Pattern(seed)
+// and stays out of MPI until rank 0 opens the gate; then completes the send and says so.
+void LateSender(Transport& t, int seed) {
+  std::vector<char> path(4096);
+  std::unique_ptr<Work> recv =
+      t.IRecv(0, kGoTag, AsWritableBytes(std::span<char>(path.data(), path.size())));
+  ASSERT_TRUE(recv->Wait(kTimeout).ok());
+  Gate gate = Gate::Join(std::string(path.data(), recv->bytes()));
+  ASSERT_TRUE(gate.ok());
+  ASSERT_TRUE(SendByte(t, 0, kGoTag).ok());
+  const std::vector<std::byte> out = Pattern(kBig, seed);
+  std::unique_ptr<Work> send = t.ISend(0, kDataTag, out);
+  ASSERT_TRUE(gate.WaitOpen(kTimeout)) << "rank 0 did not open the gate";
+  EXPECT_TRUE(send->Wait(kTimeout).ok());
+  ASSERT_TRUE(SendByte(t, 0, kDoneTag).ok());
+}
+
+// Rank 0 of the tests below: `recv` has matched rank 1's message, which cannot complete while
+// rank 1 waits at the gate. Its Wait times out, it is given up (the runtime holds it, as it cannot
+// be cancelled), `given_up` runs; then the gate opens and MPI moves the rest of the message while
+// this rank waits for rank 1 to finish, and the runtime releases the receive.
+void GiveUpMatchedReceive(Transport& t, std::unique_ptr<Work> recv, const Gate& gate,
+                          const std::function<void()>& given_up) {
+  Status s = recv->Wait(std::chrono::milliseconds(500));
+  EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
+  recv.reset();
+  EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
+  given_up();
+  ASSERT_TRUE(gate.Open());
+  ASSERT_TRUE(RecvByte(t, 1, kDoneTag).ok());
+  EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+}
+
 // Rank 1 starts a large send and then stays out of MPI. Rank 0's receive matches the message
 // (its first fragment arrived) but cannot complete; it times out and rank 0 reuses its buffer.
 // Then rank 1 goes on and the rest of the message arrives: rank 0's buffer must not change.
@@ -187,39 +230,49 @@ TEST(MpiTransportTcp, TimedOutMatchedReceiveNeverWritesTheBufferLater) {
   if (t->rank() > 1) return;
   if (t->rank() == 0) {
     Gate gate = Gate::Make();
-    ASSERT_TRUE(gate.ok()) << "cannot make a FIFO under /tmp";
-    std::string path = gate.path();
-    ASSERT_TRUE(
-        Send(*t, 1, kGoTag, AsBytes(std::span<const char>(path.data(), path.size())), kTimeout)
-            .ok());
-    ASSERT_TRUE(RecvByte(*t, 1, kGoTag).ok());  // rank 1 holds the gate open for reading
+    ShareGate(*t, gate);
+    if (::testing::Test::HasFatalFailure()) return;
     std::vector<std::byte> in(kBig, std::byte{0});
-    std::unique_ptr<Work> recv = t->IRecv(1, kDataTag, in);
-    Status s = recv->Wait(std::chrono::milliseconds(500));
-    EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
-    recv.reset();
-    // Matched by rank 1's message, the receive could not be cancelled: the runtime holds it.
-    EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
-    std::fill(in.begin(), in.end(), std::byte{0x77});
-    ASSERT_TRUE(gate.Open());
-    // While this rank waits, MPI moves the rest of rank 1's message into the receive's own buffer.
-    ASSERT_TRUE(RecvByte(*t, 1, kDoneTag).ok());
-    EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+    GiveUpMatchedReceive(*t, t->IRecv(1, kDataTag, in), gate,
+                         [&] { std::fill(in.begin(), in.end(), std::byte{0x77}); });
     EXPECT_TRUE(std::all_of(in.begin(), in.end(), [](std::byte b) { return b == std::byte{0x77}; }))
         << "the receive buffer was written after its receive timed out";
   } else {
-    std::vector<char> path(4096);
-    std::unique_ptr<Work> recv =
-        t->IRecv(0, kGoTag, AsWritableBytes(std::span<char>(path.data(), path.size())));
-    ASSERT_TRUE(recv->Wait(kTimeout).ok());
-    Gate gate = Gate::Join(std::string(path.data(), recv->bytes()));
-    ASSERT_TRUE(gate.ok());
-    ASSERT_TRUE(SendByte(*t, 0, kGoTag).ok());
-    const std::vector<std::byte> out = Pattern(kBig, 1);
-    std::unique_ptr<Work> send = t->ISend(0, kDataTag, out);
-    ASSERT_TRUE(gate.WaitOpen(kTimeout)) << "rank 0 did not open the gate";
-    EXPECT_TRUE(send->Wait(kTimeout).ok());
-    ASSERT_TRUE(SendByte(*t, 0, kDoneTag).ok());
+    LateSender(*t, 1);
+  }
+}
+
+// As above, with a receive into memory shared with the transport (IRecvShared): after the
+// timeout the caller drops its reference, the runtime keeps the memory while MPI may still write
+// it, the rest of the message lands there, and the memory is released once MPI is done.
+TEST(MpiTransportTcp, TimedOutMatchedSharedReceiveKeepsItsMemoryUntilMpiIsDone) {
+  auto t = TestWorld();
+  ASSERT_NE(t, nullptr);
+  if (t->rank() > 1) return;
+  if (t->rank() == 0) {
+    Gate gate = Gate::Make();
+    ShareGate(*t, gate);
+    if (::testing::Test::HasFatalFailure()) return;
+    SharedBytes in = t->NewShared(kBig);
+    std::fill(in.bytes.begin(), in.bytes.end(), std::byte{0});
+    // Watches the memory without keeping it: it must end with the whole message.
+    bool complete = false;
+    const std::vector<std::byte> expected = Pattern(kBig, 2);
+    std::shared_ptr<void> watcher(
+        in.owner.get(), [owner = in.owner, bytes = std::span<const std::byte>(in.bytes), &complete,
+                         &expected](void*) {
+          complete = std::equal(bytes.begin(), bytes.end(), expected.begin(), expected.end());
+        });
+    std::weak_ptr<void> alive = watcher;
+    std::unique_ptr<Work> recv = t->IRecvShared(1, kDataTag, std::move(watcher), in.bytes);
+    in.owner.reset();
+    GiveUpMatchedReceive(*t, std::move(recv), gate, [&] {
+      EXPECT_FALSE(alive.expired()) << "the memory was released while MPI could still write it";
+    });
+    EXPECT_TRUE(alive.expired()) << "the runtime kept the memory after MPI completed";
+    EXPECT_TRUE(complete) << "the memory did not receive the whole message";
+  } else {
+    LateSender(*t, 2);
   }
 }
 

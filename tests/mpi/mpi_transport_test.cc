@@ -24,6 +24,11 @@ std::vector<std::byte> Pattern(size_t size, int seed) {
   return data;
 }
 
+// The ranks before and after this one in a ring.
+std::pair<int, int> Neighbours(const Transport& t) {
+  return {(t.rank() + t.size() - 1) % t.size(), (t.rank() + 1) % t.size()};
+}
+
 TEST(MpiTransport, RankSizeAndHostname) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
@@ -43,9 +48,7 @@ TEST(MpiTransport, RankSizeAndHostname) {
 TEST(MpiTransport, RingExchangeOfManySizes) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
-  const int n = t->size();
-  const int right = (t->rank() + 1) % n;
-  const int left = (t->rank() + n - 1) % n;
+  const auto [left, right] = Neighbours(*t);
   uint64_t expected_bytes = 0;
   for (size_t size : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65537}, size_t{1} << 20,
                       size_t{4} << 20}) {
@@ -64,6 +67,50 @@ TEST(MpiTransport, RingExchangeOfManySizes) {
   }
   EXPECT_EQ(t->bytes_sent(), expected_bytes);
   EXPECT_EQ(t->messages_sent(), 7u);
+}
+
+// The same ring with shared memory on one side or both: ISendShared from memory of NewShared,
+// IRecvShared into it, each mixed with a plain IRecv/ISend on the other side. The bytes arrive
+// in the shared memory itself, and the memory stays with the Work until it has completed.
+TEST(MpiTransport, SharedSendsAndReceivesMixWithPlainOnes) {
+  auto t = TestWorld();
+  ASSERT_NE(t, nullptr);
+  const auto [left, right] = Neighbours(*t);
+  uint64_t expected_bytes = 0;
+  int tag = 6;
+  for (size_t size : {size_t{0}, size_t{7}, size_t{65537}, size_t{4} << 20}) {
+    for (int shape = 0; shape < 3; ++shape) {  // 0: both shared, 1: shared send, 2: shared recv
+      const bool shared_send = shape != 2;
+      const bool shared_recv = shape != 1;
+      const std::vector<std::byte> pattern = Pattern(size, t->rank() + 10 * shape);
+      SharedBytes out = t->NewShared(size);
+      ASSERT_EQ(out.bytes.size(), size);
+      std::copy(pattern.begin(), pattern.end(), out.bytes.begin());
+      SharedBytes in = t->NewShared(size);
+      std::fill(in.bytes.begin(), in.bytes.end(), std::byte{0xee});
+      std::vector<std::byte> plain_in(size, std::byte{0xee});
+      std::unique_ptr<Work> recv = shared_recv ? t->IRecvShared(left, tag, in.owner, in.bytes)
+                                               : t->IRecv(left, tag, plain_in);
+      if (shared_recv) EXPECT_EQ(in.owner.use_count(), 2) << "the receive holds its memory";
+      std::unique_ptr<Work> send = shared_send ? t->ISendShared(right, tag, out.owner, out.bytes)
+                                               : t->ISend(right, tag, out.bytes);
+      ASSERT_TRUE(recv->Wait(kTimeout).ok());
+      ASSERT_TRUE(send->Wait(kTimeout).ok());
+      EXPECT_EQ(recv->bytes(), size);
+      EXPECT_EQ(recv->peer(), left);
+      EXPECT_EQ(send->bytes(), size);
+      const std::span<const std::byte> got =
+          shared_recv ? std::span<const std::byte>(in.bytes) : std::span<const std::byte>(plain_in);
+      const std::vector<std::byte> expected = Pattern(size, left + 10 * shape);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), expected.begin(), expected.end()))
+          << "size " << size << " shape " << shape;
+      recv.reset();
+      EXPECT_EQ(in.owner.use_count(), 1) << "the finished receive kept its memory";
+      expected_bytes += size;
+      ++tag;
+    }
+  }
+  EXPECT_EQ(t->bytes_sent(), expected_bytes);
 }
 
 TEST(MpiTransport, BlockingHelpers) {

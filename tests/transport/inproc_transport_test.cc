@@ -189,6 +189,45 @@ TEST_P(InProcSemantics, ReceiveBufferMayBeLargerThanMessage) {
   ExpectAllOk(statuses);
 }
 
+// The default ISendShared/IRecvShared: the bytes move as with ISend/IRecv, and each Work holds
+// its memory until it is destroyed, even when the caller dropped its own reference.
+TEST_P(InProcSemantics, SharedSendsAndReceivesHoldTheirMemory) {
+  auto statuses = Run(2, [](Transport& t) -> Status {
+    const size_t size = 10000;
+    if (t.rank() == 0) {
+      SharedBytes out = t.NewShared(size);
+      RANK_EXPECT(out.bytes.size() == size);
+      for (size_t i = 0; i < size; ++i) out.bytes[i] = std::byte(static_cast<unsigned char>(i));
+      std::weak_ptr<void> memory = out.owner;
+      auto w = t.ISendShared(1, 0, std::move(out.owner), out.bytes);
+      RANK_EXPECT(!memory.expired(), "the send dropped its memory");
+      FRUGAL_RETURN_IF_ERROR(w->Wait(kWait));
+      RANK_EXPECT(w->bytes() == size);
+      w.reset();
+      RANK_EXPECT(memory.expired(), "the destroyed send kept its memory");
+      return Status::Ok();
+    }
+    SharedBytes in = t.NewShared(size);
+    std::weak_ptr<void> memory = in.owner;
+    const std::span<std::byte> bytes = in.bytes;
+    std::shared_ptr<void> keep = in.owner;  // read after the Wait
+    auto w = t.IRecvShared(0, 0, std::move(in.owner), bytes);
+    RANK_EXPECT(keep.use_count() == 2, "the receive does not hold its memory");
+    FRUGAL_RETURN_IF_ERROR(w->Wait(kWait));
+    RANK_EXPECT(w->bytes() == size && w->peer() == 0);
+    for (size_t i = 0; i < size; ++i) {
+      RANK_EXPECT(bytes[i] == std::byte(static_cast<unsigned char>(i)),
+                  "byte " + std::to_string(i));
+    }
+    w.reset();
+    RANK_EXPECT(keep.use_count() == 1, "the destroyed receive kept its memory");
+    keep.reset();
+    RANK_EXPECT(memory.expired());
+    return Status::Ok();
+  });
+  ExpectAllOk(statuses);
+}
+
 TEST_P(InProcSemantics, OversizedMessageIsMalformedAndConsumed) {
   auto statuses = Run(2, [](Transport& t) -> Status {
     if (t.rank() == 0) {

@@ -14,19 +14,20 @@
 // overflow.
 //
 // Operations run on staging buffers owned by their Work (mpi_work.cc): ISend copies the message
-// into one, IRecv receives into one and copies it out when the receive completes. So a Work that
-// times out or is destroyed unfinished leaves the caller's buffers alone: the runtime keeps the
-// request and its staging buffer until MPI completes it (AbandonedRequests), which it tests
+// into one, IRecv receives into one and copies it out when the receive completes. ISendShared and
+// IRecvShared skip the staging: the caller's shared memory is the operation's memory. So a Work
+// that times out or is destroyed unfinished leaves the caller's buffers alone: the runtime keeps
+// the request and its staging buffer until MPI completes it (AbandonedRequests), which it tests
 // whenever an operation starts. Staging buffers come from a pool shared by a transport and its
 // splits.
 //
 // Waits poll MPI_Test with the back-off of mpi_work.cc. How long they spin before yielding
-// depends on whether this machine runs more ranks than it has cores (counted once by World(),
-// see RanksOnThisMachine): oversubscribed, a waiting rank yields after kOversubscribedSpin so
-// that the rank it waits for can run; otherwise it polls for the whole yield time like MPI's own
-// blocking calls, because a yield on a busy machine can lose the core for a whole scheduler time
-// slice (milliseconds) while the answer is on its way. On expiry Wait returns kTimeout naming the
-// peer.
+// depends on whether this machine runs more ranks than the cores they may run on (counted once
+// by World(), see RanksOnThisMachine): oversubscribed, a waiting rank yields after
+// kOversubscribedSpin so that the rank it waits for can run; otherwise it polls for the whole yield
+// time like MPI's own blocking calls, because a yield on a busy machine can lose the core for a
+// whole scheduler time slice (milliseconds) while the answer is on its way. On expiry Wait returns
+// kTimeout naming the peer.
 //
 // Split(color, key, timeout): MPI_Comm_split is a blocking collective with no timeout. To give
 // Split the timeout every wait in frugal has, every rank first sends its (color, key) to every
@@ -82,32 +83,54 @@ struct Shared {
   std::shared_ptr<AbandonedRequests> abandoned;  // the runtime's
 };
 
-// The number of ranks of `comm` that run on this machine's kernel, this one included. Ranks
-// compare a hash of the kernel's boot id (MPI_Allgather), not their host names: ranks of
-// emulated hosts (`--emulate`, one UTS namespace each) have their own host names, and Open MPI
-// counts each as a node of its own, but they share the machine's cores. Without a readable boot
-// id, the ranks that share memory (MPI_Comm_split_type) are counted instead.
-int RanksOnThisMachine(MPI_Comm comm) {
+// The ranks of `comm` that run on this machine's kernel (this one included) and the cores they may
+// run on together. Ranks compare a hash of the kernel's boot id (MPI_Allgather), not their host
+// names: ranks of emulated hosts (`--emulate`, one UTS namespace each) have their own host names,
+// and Open MPI counts each as a node of its own, but they share the machine's cores. The cores are
+// the union of those ranks' affinity masks: mpirun binds each of 2 ranks on 2 cores to a core of
+// its own, so one rank's mask alone would count 1 core for 2 ranks. Without a readable boot id,
+// the ranks that share memory (MPI_Comm_split_type) are counted instead, with this rank's mask.
+struct MachineShare {
+  int ranks = 1;
+  int cores = 0;  // 0: unknown
+};
+MachineShare RanksOnThisMachine(MPI_Comm comm) {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string boot_id;
   std::getline(in, boot_id);
-  // 0 marks "unknown"; if any rank has no boot id, all of them fall back to shared memory.
-  const uint64_t mine = boot_id.empty() ? 0 : std::hash<std::string>{}(boot_id) | 1;
+  struct Entry {
+    uint64_t boot;  // 0 marks "unknown"; if any rank has no boot id, all fall back
+    cpu_set_t cpus;
+  };
+  Entry mine{boot_id.empty() ? 0 : std::hash<std::string>{}(boot_id) | 1, {}};
+  CPU_ZERO(&mine.cpus);
+  const bool have_mask = sched_getaffinity(0, sizeof(mine.cpus), &mine.cpus) == 0;
+  MachineShare share;
+  share.cores = have_mask ? CPU_COUNT(&mine.cpus) : 0;
   int size = 1;
   MPI_Comm_size(comm, &size);
-  std::vector<uint64_t> all(static_cast<size_t>(size));
+  std::vector<Entry> all(static_cast<size_t>(size));
   // Every rank sees the same `all`, so all of them take the same branch.
-  if (MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm) == MPI_SUCCESS &&
-      std::find(all.begin(), all.end(), uint64_t{0}) == all.end()) {
-    return static_cast<int>(std::count(all.begin(), all.end(), mine));
+  if (MPI_Allgather(&mine, sizeof(Entry), MPI_BYTE, all.data(), sizeof(Entry), MPI_BYTE, comm) ==
+          MPI_SUCCESS &&
+      std::none_of(all.begin(), all.end(), [](const Entry& e) { return e.boot == 0; })) {
+    cpu_set_t cores;
+    CPU_ZERO(&cores);
+    share.ranks = 0;
+    for (const Entry& e : all) {
+      if (e.boot != mine.boot) continue;
+      ++share.ranks;
+      CPU_OR(&cores, &cores, &e.cpus);
+    }
+    if (have_mask) share.cores = CPU_COUNT(&cores);
+    return share;
   }
-  int local_ranks = 1;
   MPI_Comm local = MPI_COMM_NULL;
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
-    MPI_Comm_size(local, &local_ranks);
+    MPI_Comm_size(local, &share.ranks);
     MPI_Comm_free(&local);
   }
-  return local_ranks;
+  return share;
 }
 
 // "rank 3" or, in a split transport, "rank 1 (world rank 3)".
@@ -159,57 +182,36 @@ class MpiTransport : public Transport {
   std::string hostname() const override { return hostname_; }
 
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
-    FRUGAL_CHECK(dst >= 0 && dst < size_, "ISend: destination rank ", dst, " of ", size_);
-    FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "ISend: tag ", tag, " outside [0, ", kMaxTag, "]");
-    shared_->abandoned->Reap();
-    Started op = Operation(/*is_recv=*/false, dst, tag);
-    op.bytes = data.size();
-    auto type = MakeByteType(data.size());
-    if (!type.ok()) return std::make_unique<MpiWork>(type.status(), dst);
-    op.type = *type;
-    const std::byte* from = data.data();
-    if (!data.empty()) {
-      std::shared_ptr<std::byte> staging = shared_->pool->Acquire(data.size());
-      std::memcpy(staging.get(), data.data(), data.size());
-      from = staging.get();
-      op.memory = std::move(staging);
-    }
-    int rc = MPI_Isend(from, type->count, type->type, dst, tag, comm_, &op.request);
-    if (rc != MPI_SUCCESS) {
-      if (type->derived) MPI_Type_free(&type->type);
-      return std::make_unique<MpiWork>(
-          MpiError(rc, fmt::format("send to {} (tag {})", op.peer_name, tag)), dst);
-    }
-    shared_->bytes_sent.fetch_add(data.size(), std::memory_order_relaxed);
-    shared_->messages_sent.fetch_add(1, std::memory_order_relaxed);
-    return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
+    if (data.empty()) return StartSend(dst, tag, nullptr, data);
+    std::shared_ptr<std::byte> staging = shared_->pool->Acquire(data.size());
+    std::memcpy(staging.get(), data.data(), data.size());
+    const std::span<const std::byte> from(staging.get(), data.size());
+    return StartSend(dst, tag, std::move(staging), from);
   }
 
   std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
-    FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size_), "IRecv: source rank ", src, " of ",
-                 size_);
-    FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "IRecv: tag ", tag, " outside [0, ", kMaxTag, "]");
-    shared_->abandoned->Reap();
-    Started op = Operation(/*is_recv=*/true, src, tag);
-    auto type = MakeByteType(data.size());
-    if (!type.ok()) return std::make_unique<MpiWork>(type.status(), src);
-    op.type = *type;
-    std::byte* into = data.data();
-    if (!data.empty()) {
-      std::shared_ptr<std::byte> staging = shared_->pool->Acquire(data.size());
-      into = staging.get();
-      op.received = std::span<const std::byte>(staging.get(), data.size());
-      op.deliver_to = data;
-      op.memory = std::move(staging);
-    }
-    int rc = MPI_Irecv(into, type->count, type->type, src == kAnySource ? MPI_ANY_SOURCE : src, tag,
-                       comm_, &op.request);
-    if (rc != MPI_SUCCESS) {
-      if (type->derived) MPI_Type_free(&type->type);
-      return std::make_unique<MpiWork>(
-          MpiError(rc, fmt::format("receive from {} (tag {})", op.peer_name, tag)), src);
-    }
-    return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
+    if (data.empty()) return StartRecv(src, tag, nullptr, data, {});
+    std::shared_ptr<std::byte> staging = shared_->pool->Acquire(data.size());
+    const std::span<std::byte> into(staging.get(), data.size());
+    return StartRecv(src, tag, std::move(staging), into, data);
+  }
+
+  // No staging: the operation holds `owner`, and an abandoned one hands it to the runtime's
+  // keeper with the request.
+  std::unique_ptr<Work> ISendShared(int dst, int tag, std::shared_ptr<const void> owner,
+                                    std::span<const std::byte> data) override {
+    return StartSend(dst, tag, std::const_pointer_cast<void>(std::move(owner)), data);
+  }
+
+  std::unique_ptr<Work> IRecvShared(int src, int tag, std::shared_ptr<void> owner,
+                                    std::span<std::byte> data) override {
+    return StartRecv(src, tag, std::move(owner), data, {});
+  }
+
+  SharedBytes NewShared(size_t bytes) override {
+    std::shared_ptr<std::byte> memory = shared_->pool->Acquire(bytes);
+    const std::span<std::byte> view(memory.get(), bytes);
+    return SharedBytes{std::move(memory), view};
   }
 
   StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
@@ -324,6 +326,57 @@ class MpiTransport : public Transport {
       Transport& t, MPI_Request request, mpi_internal::Memory memory, std::string what,
       std::function<std::string(Duration)> timeout_message);
 
+  // MPI_Isend of `from`, which lies in `memory` (owned by the operation from now on).
+  std::unique_ptr<Work> StartSend(int dst, int tag, mpi_internal::Memory memory,
+                                  std::span<const std::byte> from) {
+    FRUGAL_CHECK(dst >= 0 && dst < size_, "ISend: destination rank ", dst, " of ", size_);
+    FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "ISend: tag ", tag, " outside [0, ", kMaxTag, "]");
+    shared_->abandoned->Reap();
+    Started op = Operation(/*is_recv=*/false, dst, tag);
+    op.bytes = from.size();
+    auto type = MakeByteType(from.size());
+    if (!type.ok()) return std::make_unique<MpiWork>(type.status(), dst);
+    op.type = *type;
+    op.memory = std::move(memory);
+    int rc = MPI_Isend(from.data(), type->count, type->type, dst, tag, comm_, &op.request);
+    if (rc != MPI_SUCCESS) {
+      if (type->derived) MPI_Type_free(&type->type);
+      return std::make_unique<MpiWork>(
+          MpiError(rc, fmt::format("send to {} (tag {})", op.peer_name, tag)), dst);
+    }
+    shared_->bytes_sent.fetch_add(from.size(), std::memory_order_relaxed);
+    shared_->messages_sent.fetch_add(1, std::memory_order_relaxed);
+    return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
+  }
+
+  // MPI_Irecv into `into`, which lies in `memory` (owned by the operation from now on); when
+  // `deliver_to` is not empty (a staged receive) the message is copied there at completion.
+  std::unique_ptr<Work> StartRecv(int src, int tag, mpi_internal::Memory memory,
+                                  std::span<std::byte> into, std::span<std::byte> deliver_to) {
+    FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size_), "IRecv: source rank ", src, " of ",
+                 size_);
+    FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "IRecv: tag ", tag, " outside [0, ", kMaxTag, "]");
+    shared_->abandoned->Reap();
+    Started op = Operation(/*is_recv=*/true, src, tag);
+    auto type = MakeByteType(into.size());
+    if (!type.ok()) return std::make_unique<MpiWork>(type.status(), src);
+    op.type = *type;
+    op.capacity = into.size();
+    if (!deliver_to.empty()) {
+      op.received = into;
+      op.deliver_to = deliver_to;
+    }
+    op.memory = std::move(memory);
+    int rc = MPI_Irecv(into.data(), type->count, type->type,
+                       src == kAnySource ? MPI_ANY_SOURCE : src, tag, comm_, &op.request);
+    if (rc != MPI_SUCCESS) {
+      if (type->derived) MPI_Type_free(&type->type);
+      return std::make_unique<MpiWork>(
+          MpiError(rc, fmt::format("receive from {} (tag {})", op.peer_name, tag)), src);
+    }
+    return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
+  }
+
   Started Operation(bool is_recv, int peer, int tag) const {
     Started op;
     op.is_recv = is_recv;
@@ -436,14 +489,11 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   // Ranks on this machine against the cores this process may run on.
   auto shared = std::make_shared<Shared>();
   shared->abandoned = abandoned_;
-  const int local_ranks = RanksOnThisMachine(comm);
-  ranks_on_this_machine_ = local_ranks;
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
-                        ? CPU_COUNT(&cpus)
-                        : static_cast<int>(std::thread::hardware_concurrency());
-  if (cores > 0 && local_ranks > cores) shared->policy.spin = kOversubscribedSpin;
+  const MachineShare machine = RanksOnThisMachine(comm);
+  ranks_on_this_machine_ = machine.ranks;
+  const int cores =
+      machine.cores > 0 ? machine.cores : static_cast<int>(std::thread::hardware_concurrency());
+  if (cores > 0 && machine.ranks > cores) shared->policy.spin = kOversubscribedSpin;
   return std::unique_ptr<Transport>(std::make_unique<MpiTransport>(comm, control, shared));
 }
 

@@ -9,7 +9,8 @@
 //
 // An MpiWork owns the memory MPI uses (Started::memory): the transport copies a send into a
 // staging buffer before MPI_Isend and receives into a staging buffer that is copied to the
-// caller's buffer when the receive completes. A Work that times out or is destroyed unfinished
+// caller's buffer when the receive completes; ISendShared and IRecvShared use the caller's shared
+// memory instead, which the Work holds. A Work that times out or is destroyed unfinished
 // hands its request and that memory to AbandonedRequests (receives are cancelled first, which
 // Open MPI can do while no message has matched them); the caller's own buffers are free at once.
 // AbandonedRequests tests its requests whenever the transport starts an operation and releases
@@ -35,7 +36,7 @@ constexpr auto kMaxSleep = std::chrono::microseconds(500);
 constexpr size_t kLargeBlockBytes = size_t{1} << 30;
 // The pool keeps at most this many idle bytes, and at most kPerClass buffers of one capacity.
 constexpr size_t kMaxCachedBytes = size_t{256} << 20;
-constexpr size_t kPerClass = 8;
+constexpr size_t kPerClass = 64;
 
 std::string MpiErrorString(int error) {
   std::array<char, MPI_MAX_ERROR_STRING> text{};
@@ -276,9 +277,8 @@ bool MpiWork::IsCompleted() {
     int error_class = MPI_ERR_OTHER;
     MPI_Error_class(rc, &error_class);
     if (op_.is_recv && error_class == MPI_ERR_TRUNCATE) {
-      status_ = MalformedError(
-          fmt::format("{}: the message is larger than the receive buffer of {} bytes", What(),
-                      op_.deliver_to.size()));
+      status_ = MalformedError(fmt::format(
+          "{}: the message is larger than the receive buffer of {} bytes", What(), op_.capacity));
     } else {
       status_ = MpiError(rc, What());
     }

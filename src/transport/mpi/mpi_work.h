@@ -91,6 +91,7 @@ struct Started {
   Memory memory;                        // owned by the operation until it completes
   std::span<const std::byte> received;  // receives: the staging buffer MPI writes
   std::span<std::byte> deliver_to;      // receives: the caller's buffer, filled at completion
+  size_t capacity = 0;                  // receives: the size of the buffer MPI writes
   bool is_recv = false;
   int peer = -1;
   size_t bytes = 0;  // sends: the size sent
