@@ -209,7 +209,10 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
       input[i] = InputValue(i, rank);
       for (int r = 0; r < n; ++r) expected[i] += InputValue(i, r);
     }
-    std::vector<float> data(count);
+    // Every case works on one buffer in memory shared with the transport (Transport::NewShared):
+    // frugal's algorithms send from and receive into it without staging copies.
+    const SharedBytes memory = t.NewShared(count * sizeof(float));
+    const std::span<float> data(reinterpret_cast<float*>(memory.bytes.data()), count);
     const size_t first_row = report.rows.size();
     const size_t cases = options.algorithms.size();
     std::vector<std::function<Status()>> runs(cases);
@@ -229,7 +232,8 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
         ar.segment_bytes = options.segment_bytes;
         ar.ranks_per_host = options.ranks_per_host;
         ar.torus_rows = options.torus_rows;
-        runs[c] = [&t, &data, ar] { return Allreduce(t, data, ar); };
+        ar.data_owner = memory.owner;
+        runs[c] = [&t, data, ar] { return Allreduce(t, data, ar); };
       }
     }
     // values[c * (iters + 1) + k]: seconds of timed iteration k of case c; the last slot of each

@@ -1,7 +1,8 @@
 // `frugal cost`: the architecture cost model (frugal/step_cost.h) for a model, a number of
-// workers and a network: bytes per worker and step from the compressors' exact wire sizes and
-// the message patterns, and the communication time of a step in the alpha-beta-gamma model.
-// The strategy flags are `frugal train`'s (--arch, --sync, --compress, --ef, --aggregate,
+// workers and a network: bytes per worker (and per parameter server) and step from the
+// compressors' exact wire sizes and the message patterns, and the communication time of a step in
+// the alpha-beta-gamma model. The strategy flags are `frugal train`'s (--arch, --sync, --compress,
+// --ef, --aggregate,
 // --compress-min-bytes, --overlap, --partition-mb, --bucket-cap-mb), planned by the same
 // factory; the model is built from frugal_torch to list its tensors. The network is given as
 // --alpha-us, --bandwidth-gbit and --gamma-ns, or --fit FILE, a `frugal bench allreduce --json`
@@ -71,6 +72,7 @@ StatusOr<StepCostInput> Input(const CostFlags& flags, int workers) {
   for (const auto& item : model->named_buffers(/*recurse=*/true)) {
     if (item.value().scalar_type() == torch::kFloat) {
       in.buffer_floats += static_cast<size_t>(item.value().numel());
+      in.buffers.push_back(CostTensor{item.key(), static_cast<size_t>(item.value().numel()), {}});
     }
   }
   in.workers = workers;
@@ -101,11 +103,27 @@ Status RunCost(const CostFlags& flags, int workers) {
               cost.exact ? "" : "at most ", cost.bytes_per_worker, unit,
               FormatBytes(cost.bytes_per_worker * steps).c_str(),
               static_cast<long long>(flags.steps), unit);
-  std::printf("  %-26s the same (every message stays among the workers)\n", "received per worker");
+  if (in.plan.arch.kind == ArchKind::kAllreduce) {
+    std::printf("  %-26s the same (every message stays among the workers)\n",
+                "received per worker");
+  } else {
+    std::printf("  %-26s %.1f B per %s\n", "received per worker", cost.received_per_worker, unit);
+  }
+  for (size_t s = 0; s < cost.server_bytes_in.size(); ++s) {
+    std::printf("  %-26s %llu B in, %llu B out per step\n", fmt::format("server {}", s).c_str(),
+                static_cast<unsigned long long>(cost.server_bytes_in[s]),
+                static_cast<unsigned long long>(cost.server_bytes_out[s]));
+  }
   if (cost.bytes_sum > 0 && !fedavg) {
-    std::printf("  %-26s %.2fx fewer bytes than a dense ring all-reduce of the gradients\n",
-                "compression",
-                static_cast<double>(cost.dense_ring_bytes_sum) / (cost.bytes_per_worker * workers));
+    const double ratio =
+        static_cast<double>(cost.dense_ring_bytes_sum) / (cost.bytes_per_worker * workers);
+    if (in.plan.arch.kind == ArchKind::kAllreduce) {
+      std::printf("  %-26s %.2fx fewer bytes than a dense ring all-reduce of the gradients\n",
+                  "compression", ratio);
+    } else {
+      std::printf("  %-26s a worker sends %.3gx the bytes of a dense ring all-reduce\n",
+                  "against all-reduce", 1 / ratio);
+    }
   }
   if (fedavg) {
     std::printf("  %-26s %s up, %s down per round (a server and the sampled clients)\n",
@@ -138,6 +156,9 @@ Status RunCost(const CostFlags& flags, int workers) {
                         {"client_bytes_up", cost.client_bytes_up},
                         {"client_bytes_down", cost.client_bytes_down},
                         {"dense_ring_bytes_sum", cost.dense_ring_bytes_sum},
+                        {"received_per_worker", cost.received_per_worker},
+                        {"server_bytes_in", cost.server_bytes_in},
+                        {"server_bytes_out", cost.server_bytes_out},
                         {"latency_terms", cost.terms.latency_terms},
                         {"bandwidth_bytes", cost.terms.bandwidth_bytes},
                         {"compute_bytes", cost.terms.compute_bytes},
@@ -159,8 +180,13 @@ void AddCostCommand(CLI::App& app, Dispatcher& dispatcher) {
       "a training strategy for a model and --np workers");
   TrainFlags& t = flags->train;
   cmd->add_option("--model", t.model, "mlp, cnn, resnet20, vgg or charlstm")->capture_default_str();
-  cmd->add_option("--arch", t.arch, "allreduce[:ALGO] (as frugal train)")->capture_default_str();
-  cmd->add_option("--sync", t.sync, "bsp, local:period=H or fedavg:clients=K,... (as frugal train)")
+  cmd->add_option("--arch", t.arch,
+                  "allreduce[:ALGO], ps:servers=S[,shard-mb=M] or gossip[:...] (as frugal train); "
+                  "--np counts the workers")
+      ->capture_default_str();
+  cmd->add_option("--sync", t.sync,
+                  "bsp, local:period=H, fedavg:clients=K,..., and over ps ssp:staleness=S, asp, "
+                  "backup:workers=B, lag (as frugal train)")
       ->capture_default_str();
   cmd->add_option("--compress", t.compress, "Compressor SPEC (as frugal train)")->type_name("SPEC");
   cmd->add_flag("--ef", t.ef, "--compress: with error feedback");

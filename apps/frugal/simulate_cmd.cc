@@ -1,6 +1,7 @@
 // `frugal simulate`: the step simulator (frugal/simulate.h) over grids of workers, bandwidths
 // and methods. Layers come from --layers (a table) or --timeline (a `frugal train --timeline`
-// trace, with --model for the tensors' sizes); the network from --alpha-us, --host-gbit,
+// trace, with --model for the tensors' sizes); the architecture from --arch and --sync (as
+// `frugal train`'s); the network from --alpha-us, --host-gbit,
 // --ranks-per-host, --hosts-per-rack, --rack-gbit and the --bandwidth-gbit list (the NICs);
 // each --compress SPEC (repeatable; "none" is dense) is one method, its encode and decode rates
 // from --bench-compress (the `frugal bench compress --json` records, matched by spec). Prints a
@@ -48,6 +49,8 @@ struct SimulateFlags {
   double partition_mb = 4;
   double fusion_threshold_mb = 64;
   double bucket_cap_mb = 25;
+  std::string arch = "allreduce";
+  std::string sync = "bsp";
   std::vector<std::string> compress = {"none"};
   bool ef = false;
   std::string aggregate = "auto";
@@ -94,7 +97,8 @@ StatusOr<std::vector<SimLayer>> Layers(const SimulateFlags& flags) {
     layers[i].forward_s = profiled[i + 1].forward_s;
     layers[i].backward_s = profiled[i + 1].backward_s;
   }
-  layers.insert(layers.begin(), SimLayer{profiled[0].name, 0, {}, profiled[0].forward_s, 0});
+  layers.insert(layers.begin(),
+                SimLayer{profiled[0].name, 0, {}, profiled[0].forward_s, 0, /*optimizer=*/true});
   return layers;
 }
 
@@ -143,16 +147,21 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     o.fusion_bytes = static_cast<size_t>(flags.fusion_threshold_mb * (1 << 20));
     o.bucket_cap_bytes = static_cast<size_t>(flags.bucket_cap_mb * (1 << 20));
     o.straggler_factor = flags.straggler;
+    TrainFlags train;
+    train.arch = flags.arch;
+    train.sync = flags.sync;
     if (method != "none") {
-      TrainFlags train;
       train.compress = method;
       train.ef = flags.ef;
       train.aggregate = flags.aggregate;
       train.compress_min_bytes = flags.compress_min_bytes;
-      FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(train));
-      FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
-      o.compressed = plan.compressed;
     }
+    FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(train));
+    FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
+    o.compressed = plan.compressed;
+    o.arch = plan.arch;
+    o.sync = plan.sync;
+    o.seed = plan.seed;
     FRUGAL_ASSIGN_OR_RETURN(auto rates, Rates(flags, method));
     o.encode_bytes_per_s = rates.first;
     o.decode_bytes_per_s = rates.second;
@@ -230,8 +239,9 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* cmd = app.add_subcommand(
       "simulate",
-      "Simulate data-parallel steps (BSP all-reduce) from per-layer times over a network of "
-      "hosts and racks: step time, communication share, scaling efficiency for 1 to 4096 workers");
+      "Simulate data-parallel steps (all-reduce, parameter server or gossip) from per-layer "
+      "times over a network of hosts and racks: step time, communication share, scaling efficiency "
+      "for 1 to 4096 workers");
   cmd->add_option("--layers", flags->layers, "Per-layer table: name,floats,forward_ms,backward_ms")
       ->type_name("FILE");
   cmd->add_option("--timeline", flags->timeline,
@@ -269,6 +279,12 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
   cmd->add_option("--fusion-threshold-mb", flags->fusion_threshold_mb, "--overlap fusion: cap")
       ->capture_default_str();
   cmd->add_option("--bucket-cap-mb", flags->bucket_cap_mb, "--overlap none: buckets")
+      ->capture_default_str();
+  cmd->add_option("--arch", flags->arch,
+                  "allreduce (its ring), ps:servers=S[,shard-mb=M] or gossip[:...] (as frugal "
+                  "train)")
+      ->capture_default_str();
+  cmd->add_option("--sync", flags->sync, "bsp, or local:period=H over gossip")
       ->capture_default_str();
   cmd->add_option("--compress", flags->compress,
                   "A method: compressor SPEC, or none (dense); repeatable")

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,6 +62,12 @@ struct AllreduceOptions {
   int torus_rows = 0;
   // Hierarchical and torus: algorithm used across hosts / along columns.
   AllreduceAlgorithm inner_algorithm = AllreduceAlgorithm::kRing;
+  // Set when `data` lies in memory the transport may share (Transport::NewShared): the owner of
+  // that memory. The algorithms then send from and receive into `data` itself, and the transport
+  // keeps the memory alive instead of copying (the MPI transport's staging copies are skipped).
+  // After a failed call a peer that answers late may still write `data` until the transport
+  // has released it. Null (the default): `data` is the caller's own memory.
+  std::shared_ptr<void> data_owner;
 };
 
 Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);

@@ -144,8 +144,12 @@ struct ParameterServerStats {
 
 // What a server did, for reports and tests.
 struct ServerReport {
-  uint64_t bytes_in = 0;                 // payload bytes received from workers
-  uint64_t bytes_out = 0;                // payload bytes sent to workers (counted where sent)
+  uint64_t bytes_in = 0;   // payload bytes received from workers
+  uint64_t bytes_out = 0;  // payload bytes sent to workers (counted where sent)
+  // Of which the training traffic (headers included): the pushes received and the answers with
+  // parameters sent; the rest is the start, heartbeats, rests, statistics and done.
+  uint64_t push_bytes_in = 0;
+  uint64_t params_bytes_out = 0;
   uint64_t updates = 0;                  // optimizer updates applied, over all keys
   std::vector<WorkerPushStats> workers;  // this server's counts, by worker
   // The server's keys: their names and final parameters.

@@ -18,14 +18,38 @@
 //    layer i in step s + 1 waits for the units of layer i of step s only.
 //  - A unit of N bytes, dense: ring all-reduce, 2 (n - 1) (alpha + (N / n) / B). Compressed
 //    (tensors of at least min_bytes; smaller ones dense): the compressor's payload W (exact, or
-//    top-k's bound: step_cost.h) on its aggregation path: allgather or vote (n - 1)(2 alpha + (W + 8) / B);
-//    two-phase (n - 1) alpha + (n - 1) / n sum_j W_j / B_a2a + (n - 1)(2 alpha + W / n / B);
-//    all-reduce the ring of its body; plus encoding 4 N_floats / encode rate and decoding (n
+//    top-k's bound: step_cost.h) on its aggregation path: allgather or vote (n - 1)(2 alpha + (W +
+//    8) / B); two-phase (n - 1) alpha + (n - 1) / n sum_j W_j / B_a2a + (n - 1)(2 alpha + W / n /
+//    B); all-reduce the ring of its body; plus encoding 4 N_floats / encode rate and decoding (n
 //    payloads on the allgather path, 2 on the others) at the decode rate.
 //  - Bandwidth B of a ring: one host (n <= ranks_per_host): host_bytes_per_s; else the NIC,
 //    each host carrying one ring edge out and one in (ranks numbered host by host); with racks,
 //    min(NIC, rack uplink) - a rack's uplink carries one edge. B_a2a of the two-phase scatter:
 //    each host sends L (n - L) / n of every rank's chunks through its NIC (L ranks per host).
+//
+// Other architectures (arch; sync bsp, and local:period=H over gossip):
+//  - ps:servers=S (simulate_ps.cc): the keys of the servers' sharding (PlanShards of the layers'
+//    gradients, S servers, shard-mb), each server on a host of its own. A key becomes ready with
+//    its layer's gradient; the worker's NIC pushes the ready keys one at a time (kPriority: the
+//    lowest layer first, otherwise the earliest ready; kNone: all after the backward), each
+//    message 52 + 4 c bytes. Every worker pushes the same key at the same time, so the server's
+//    NIC takes W messages: its inbound channel is busy alpha + W m / B per key, in the order the
+//    pushes come; the server then applies the update (the optimizer layers' time, shared over the
+//    keys in proportion to their floats: the workers do not run the optimizer) and its outbound
+//    channel sends the W answers, alpha + W m / B. A key is back at the worker when its answer
+//    has also passed the worker's NIC (m / B, the answers of all servers one after the other).
+//    Updates as above (kPriority: layer by layer; otherwise after the last key).
+//  - gossip (simulate_gossip.cc): the algorithm's message (step_cost.h) to the out-neighbours of
+//    the round's phase of the topology; a round is alpha + d M / B (d the largest out- or
+//    in-degree of the phase: a rank's messages go at once through its NIC, full duplex) plus,
+//    for the compressed algorithms, encoding the model and decoding d messages. D-PSGD (cta)
+//    sends the model the step starts from, so its round runs during the step's forward and
+//    backward and the step ends when both are done; the others (atc, CHOCO, DCD, ECD, SGP, and
+//    --sync local:period=H every H steps) run their round after the optimizer's step; SGP with
+//    overlap=1 lets its round run during the next step. The layers are the model (no buffers).
+// Asynchronous models (asp, ssp, backup, lag) and AD-PSGD are not simulated: without stragglers
+// they move the same messages as the lock step, and with stragglers their steps are not
+// simulated by one worker.
 //
 // Results: the step time in steady state (simulated `steps` steps: the mean of steps 2..S,
 // from the end of one step's last update to the end of the next), the compute per step, the
@@ -50,6 +74,8 @@ struct SimLayer {
   std::vector<int64_t> shape;
   double forward_s = 0;
   double backward_s = 0;
+  // The optimizer's step (floats 0): a parameter server runs it on the servers.
+  bool optimizer = false;
 };
 
 enum class SimOverlap { kNone, kWfbp, kFusion, kPriority };
@@ -78,6 +104,11 @@ struct SimOptions {
   double decode_bytes_per_s = 0;
   double straggler_factor = 1;  // compute of the slowest worker, relative
   int steps = 4;
+  // The architecture (all-reduce: its ring), and the synchronization (bsp; over gossip also
+  // local:period=H), as PlanStrategy parses them.
+  ArchSpec arch;
+  SyncSpec sync;
+  uint64_t seed = 0;  // gossip: random-regular graphs
 };
 
 struct SimResult {

@@ -2,10 +2,10 @@
 // compressors' exact wire sizes and the algorithms' message patterns, and the time of those
 // messages in the alpha-beta-gamma model (cost_model.h). `frugal cost` prints it.
 //
-// Bytes are sums over the workers of what each sends (every message of these patterns stays
-// among the workers, so the workers receive as much as they send); the mean per worker is that
-// sum divided by n, which is what `frugal train` reports as bytes_sent_per_worker (the mean over
-// ranks, rounded). The sum of one all-reduce of N bytes over n ranks is, for every algorithm,
+// Bytes are sums over the workers of what each sends (every message of the all-reduce patterns
+// stays among the workers, so the workers receive as much as they send); the mean per worker is
+// that sum divided by n, which is what `frugal train` reports as bytes_sent_per_worker (the mean
+// over ranks, rounded). The sum of one all-reduce of N bytes over n ranks is, for every algorithm,
 // fixed by the pattern whatever the blocks and segments (docs/algorithms.md):
 //   ring, tree, dbtree: 2 (n - 1) N;  rd: (p log2 p + 2 rem) N;  rabenseifner:
 //   (2 (p - 1) + 2 rem) N  (p the largest power of two <= n, rem = n - p);  hier with H hosts and
@@ -31,10 +31,29 @@
 // has no bound (threshold, adaptive, dgc, sbc, stc), or that move their own data (powersgd,
 // gtopk, terngrad), are refused (kInvalidArgument naming them).
 //
+//  - ps:servers=S (bsp, ssp, asp, backup; step_cost_ps.cc): the keys of the parameter server's
+//    sharding (the trainable parameters cut into parts of at most shard-mb, placed on the
+//    servers); every step each worker pushes every key (a 52-byte header and its floats) and gets
+//    it back (the same size), so per worker and step it sends and receives sum_k (52 + 4 c_k) and
+//    server s receives and sends W sum_{k on s} (52 + 4 c_k). The asynchronous models move the
+//    same messages per push, so the bytes are per step of a worker; lag's skipped pushes send a
+//    header only, which depends on the data: the model gives the bound of no skip (`exact` false).
+//    The start (hello, initial values), heartbeats, rests and statistics are not per step and are
+//    left out, as the training counts leave them out;
+//  - gossip (step_cost_gossip.cc): every round each rank sends its message to its out-neighbours
+//    of the round's phase: D-PSGD 4 F bytes (F the parameters and float buffers), SGP 4 (F + 1),
+//    CHOCO, DCD and ECD 4 + 8 T + sum_k W_k (the compressed message of compressed_message.h over
+//    the T tensors, those below min_bytes in float32 with a wire header); a round after every step
+//    (bsp), or every H steps (local:period=H); a time-varying topology's phases averaged over its
+//    period. AD-PSGD (--sync asp) pairs ranks at random each step and is refused.
+//
 // Time (alpha-beta-gamma, no overlap): the dense buckets of PlanBuckets(bucket_cap) each cost
 // AllreduceCost; a compressed tensor on the allgather path (n - 1)(alpha + (W + 8) beta), on the
 // two-phase path 2 (n - 1) alpha + 2 (n - 1) / n sum_j W_j beta, on the all-reduce path the
-// AllreduceCost of its body.
+// AllreduceCost of its body. A parameter server: 2 alpha (a push and its answer) and the busiest
+// NIC of a direction: max(a worker's pushes, W x the busiest server's keys) beta, plus W x that
+// server's largest key beta (its answer leaves after its last push arrived). Gossip: per round
+// alpha + max(out-degree, in-degree) x message beta (the messages of a round go at once).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -59,6 +78,7 @@ struct CostTensor {
 struct StepCostInput {
   std::vector<CostTensor> parameters;  // trainable, in registration order
   size_t buffer_floats = 0;            // float buffers (batch-norm statistics)
+  std::vector<CostTensor> buffers;     // the same, tensor by tensor (gossip's compressed messages)
   int workers = 1;
   StrategyPlan plan;
   size_t bucket_cap_bytes = 25 << 20;
@@ -83,6 +103,11 @@ struct StepCost {
   uint64_t client_bytes_down = 0;
   // What a dense ring all-reduce of the gradients would send per step (sum over workers).
   uint64_t dense_ring_bytes_sum = 0;
+  // What a worker receives per step, mean over the workers (all-reduce: what it sends).
+  double received_per_worker = 0;
+  // Parameter server: per server and step, the bytes it receives from and sends to the workers.
+  std::vector<uint64_t> server_bytes_in;
+  std::vector<uint64_t> server_bytes_out;
   CostTerms terms;      // per step, of the slowest pattern (see above)
   double seconds = 0;   // terms at `network`
   std::string pattern;  // one line: what moves

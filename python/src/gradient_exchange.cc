@@ -128,9 +128,10 @@ void GradientExchange::Submit(size_t index, const torch::Tensor& grad, uint64_t 
   works_[index] = runtime_.SubmitGradient(std::move(request), FloatSpan(grad));
 }
 
-frugal::Status GradientExchange::WaitAll() {
+frugal::Status GradientExchange::Wait(const std::vector<size_t>& indices) {
   frugal::Status first;
-  for (size_t i = 0; i < works_.size(); ++i) {
+  for (size_t i : indices) {
+    if (i >= works_.size()) return frugal::InvalidArgumentError("no parameter " + std::to_string(i));
     if (!works_[i]) continue;
     frugal::Status status = works_[i]->Wait(runtime_.wait_timeout());
     if (first.ok() && !status.ok()) first = status;
@@ -138,6 +139,12 @@ frugal::Status GradientExchange::WaitAll() {
     in_flight_[i] = torch::Tensor();
   }
   return first;
+}
+
+frugal::Status GradientExchange::WaitAll() {
+  std::vector<size_t> all(works_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return Wait(all);
 }
 
 frugal::ModelBuffers GradientExchange::Buffers(const std::vector<torch::Tensor>& params,

@@ -10,7 +10,8 @@
 //                            Local SGD, or skip_comm);
 //   Submit(i, grad, step)    as the gradient of parameter i is ready (its hook; or all of them
 //                            before the optimizer step with overlap none): averaged in place;
-//   WaitAll()                before the optimizer step;
+//   WaitAll()                before the optimizer step (or Wait(indices) for some parameters,
+//                            when their updates are deferred to the next forward pass);
 //   AfterStep(step, params)  after it: the strategy's exchange of parameters, if any (Local SGD's
 //                            model average), on the engine thread.
 // Begin(params) is called once, before the first step, with the replicas identical.
@@ -60,6 +61,7 @@ class GradientExchange {
 
   bool AveragesGradients(uint64_t step) const;
   void Submit(size_t index, const torch::Tensor& grad, uint64_t step);
+  frugal::Status Wait(const std::vector<size_t>& indices);
   frugal::Status WaitAll();
   frugal::Status Begin(const std::vector<torch::Tensor>& params,
                        const std::vector<torch::Tensor>& momenta);

@@ -215,6 +215,15 @@ PYBIND11_MODULE(_frugal, m) {
       .def_property_readonly("strategy_bytes", &GradientExchange::strategy_bytes)
       .def("averages_gradients", &GradientExchange::AveragesGradients)
       .def("submit", &GradientExchange::Submit)
+      .def("wait",
+           [](GradientExchange& e, const std::vector<size_t>& indices) {
+             frugal::Status status;
+             {
+               py::gil_scoped_release release;
+               status = e.Wait(indices);
+             }
+             ThrowIfError(status);
+           })
       .def("wait_all",
            [](GradientExchange& e) {
              frugal::Status status;

@@ -8,8 +8,9 @@
 // and the send of item i + C starts as soon as item i has arrived. A chunk that is sent on is
 // received into memory shared with the transport (Transport::NewShared), copied into its place in
 // `data` and sent on from that same memory, so the transport copies neither the receive nor the
-// send; a chunk of the last step is received into `data` itself. Ranks exchange (n-1)/n of the
-// buffer.
+// send; a chunk of the last step is received into `data` itself. When `data` is itself shared
+// with the transport (DataIo), every chunk is received into place and sent on from there. Ranks
+// exchange (n-1)/n of the buffer.
 //
 // Allgather copies `in` into block rank() of `out` and runs the ring over n equal blocks.
 // Allgatherv first runs the ring over the 8-byte sizes (every rank learns every contribution's
@@ -24,7 +25,7 @@ namespace frugal {
 namespace coll {
 
 Status RingAllgather(Transport& t, std::span<std::byte> data, std::span<const Block> blocks,
-                     int tag, size_t seg_bytes, Duration timeout) {
+                     int tag, size_t seg_bytes, Duration timeout, const DataIo& io) {
   const int n = t.size();
   const int r = t.rank();
   FRUGAL_INTERNAL_ASSERT(static_cast<int>(blocks.size()) == n);
@@ -49,16 +50,16 @@ Status RingAllgather(Transport& t, std::span<std::byte> data, std::span<const Bl
   for (size_t i = 0; i < items; ++i) {
     const Block k = chunk(recv_block(i / C), i % C);
     if (k.count == 0) continue;
-    if (i + C < items) {
+    if (i + C < items && !io.shared()) {
       relayed[i] = t.NewShared(k.count);
       recvs[i] = t.IRecvShared(left, tag, relayed[i].owner, relayed[i].bytes);
     } else {
-      recvs[i] = t.IRecv(left, tag, data.subspan(k.offset, k.count));
+      recvs[i] = io.Recv(t, left, tag, data.subspan(k.offset, k.count));
     }
   }
   for (size_t i = 0; i < C; ++i) {
     const Block k = chunk(send_block(0), i);
-    if (k.count > 0) sends[i] = t.ISend(right, tag, data.subspan(k.offset, k.count));
+    if (k.count > 0) sends[i] = io.Send(t, right, tag, data.subspan(k.offset, k.count));
   }
   size_t sent = 0;  // sends before this one have completed and been released
   for (size_t i = 0; i < items; ++i) {
@@ -66,7 +67,9 @@ Status RingAllgather(Transport& t, std::span<std::byte> data, std::span<const Bl
       const Block k = chunk(recv_block(i / C), i % C);
       FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], k.count, timeout));
       recvs[i].reset();
-      if (i + C < items) {
+      if (i + C < items && io.shared()) {
+        sends[i + C] = io.Send(t, right, tag, data.subspan(k.offset, k.count));
+      } else if (i + C < items) {
         SharedBytes chunk_bytes = std::move(relayed[i]);
         std::memcpy(data.data() + k.offset, chunk_bytes.bytes.data(), k.count);
         sends[i + C] = t.ISendShared(right, tag, std::move(chunk_bytes.owner), chunk_bytes.bytes);

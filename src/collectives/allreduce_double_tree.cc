@@ -23,9 +23,9 @@ Status DoubleBinaryTreeAllreduce(Transport& t, std::span<float> data,
   const std::array<TreeNode, 2> trees = DoubleTree(n, t.rank());
   const size_t half = (data.size() + 1) / 2;
   TreePipeline first(t, trees[0], data.first(half), seg, kTagDoubleTree0, options.timeout, scale,
-                     /*broadcast=*/true);
+                     /*broadcast=*/true, DataIo{options.data_owner});
   TreePipeline second(t, trees[1], data.subspan(half), seg, kTagDoubleTree1, options.timeout, scale,
-                      /*broadcast=*/true);
+                      /*broadcast=*/true, DataIo{options.data_owner});
   FRUGAL_RETURN_IF_ERROR(first.Start());
   FRUGAL_RETURN_IF_ERROR(second.Start());
   const size_t steps = std::max(first.segments(), second.segments());

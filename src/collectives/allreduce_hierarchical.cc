@@ -94,7 +94,8 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
   if (leaders.size() == 1) {
     // One host: the intra-host reduce and broadcast overlap as in the binary tree.
     TreePipeline tree(t, HeapTree(n, r, 0), data, SegmentElems(options.segment_bytes),
-                      kTagHierReduce, options.timeout, scale, /*broadcast=*/true);
+                      kTagHierReduce, options.timeout, scale, /*broadcast=*/true,
+                      DataIo{options.data_owner});
     Status status = tree.Start();
     for (size_t s = 0; status.ok() && s < tree.segments(); ++s) status = tree.Step(s);
     if (status.ok()) status = tree.Finish();
@@ -122,7 +123,7 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
   if (local->size() > 1) {
     TreePipeline reduce(*local, HeapTree(local->size(), local->rank(), 0), data,
                         SegmentElems(options.segment_bytes), kTagHierReduce, options.timeout, 1.0f,
-                        /*broadcast=*/false);
+                        /*broadcast=*/false, DataIo{options.data_owner});
     Status status = reduce.Start();
     for (size_t s = 0; status.ok() && s < reduce.segments(); ++s) status = reduce.Step(s);
     if (status.ok()) status = reduce.Finish();

@@ -34,15 +34,16 @@ Status RabenseifnerAllreduce(Transport& t, std::span<float> data, const Allreduc
   const int rem = n - p;
   auto peer_of = [rem](int v) { return v < rem ? 2 * v + 1 : v + rem; };
   Scratch scratch;
+  const DataIo io{options.data_owner};
   const std::span<std::byte> bytes = FloatBytes(data);
 
   int vr = r - rem;
   if (r < 2 * rem) {
     if (r % 2 == 0) {
-      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, bytes, {}, seg_bytes, timeout));
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, bytes, {}, seg_bytes, timeout, io));
       vr = -1;
     } else {
-      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, r - 1, tag, {}, data, seg, timeout, scratch));
+      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, r - 1, tag, {}, data, seg, timeout, scratch, io));
       vr = r / 2;
     }
   }
@@ -62,7 +63,7 @@ Status RabenseifnerAllreduce(Transport& t, std::span<float> data, const Allreduc
       const std::span<float> keep = lower ? range(lo, mid) : range(mid, hi);
       const std::span<float> give = lower ? range(mid, hi) : range(lo, mid);
       FRUGAL_RETURN_IF_ERROR(
-          ExchangeReduce(t, peer_of(vr ^ mask), tag, give, keep, seg, timeout, scratch));
+          ExchangeReduce(t, peer_of(vr ^ mask), tag, give, keep, seg, timeout, scratch, io));
       if (lower) {
         hi = mid;
       } else {
@@ -76,16 +77,17 @@ Status RabenseifnerAllreduce(Transport& t, std::span<float> data, const Allreduc
       const int other_lo = upper ? lo - mask : hi;
       const int other_hi = upper ? lo : hi + mask;
       FRUGAL_RETURN_IF_ERROR(Exchange(t, peer_of(vr ^ mask), tag, FloatBytes(range(lo, hi)),
-                                      FloatBytes(range(other_lo, other_hi)), seg_bytes, timeout));
+                                      FloatBytes(range(other_lo, other_hi)), seg_bytes, timeout,
+                                      io));
       lo = std::min(lo, other_lo);
       hi = std::max(hi, other_hi);
     }
   }
   if (r < 2 * rem) {
     if (r % 2 == 1) {
-      FRUGAL_RETURN_IF_ERROR(Exchange(t, r - 1, tag, bytes, {}, seg_bytes, timeout));
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r - 1, tag, bytes, {}, seg_bytes, timeout, io));
     } else {
-      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, {}, bytes, seg_bytes, timeout));
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, {}, bytes, seg_bytes, timeout, io));
     }
   }
   return Status::Ok();

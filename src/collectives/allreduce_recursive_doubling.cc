@@ -28,16 +28,17 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
   while (p * 2 <= n) p *= 2;
   const int rem = n - p;
   Scratch scratch;
+  const DataIo io{options.data_owner};
   const std::span<std::byte> bytes = FloatBytes(data);
   const size_t seg_bytes = SegmentBytesOf(seg);
 
   int vr = r - rem;
   if (r < 2 * rem) {
     if (r % 2 == 0) {
-      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, bytes, {}, seg_bytes, timeout));
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, bytes, {}, seg_bytes, timeout, io));
       vr = -1;
     } else {
-      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, r - 1, tag, {}, data, seg, timeout, scratch));
+      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, r - 1, tag, {}, data, seg, timeout, scratch, io));
       vr = r / 2;
     }
   }
@@ -45,15 +46,15 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = vr ^ mask;
       const int peer = partner < rem ? 2 * partner + 1 : partner + rem;
-      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, peer, tag, data, data, seg, timeout, scratch));
+      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, peer, tag, data, data, seg, timeout, scratch, io));
     }
     if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
   }
   if (r < 2 * rem) {
     if (r % 2 == 1) {
-      FRUGAL_RETURN_IF_ERROR(Exchange(t, r - 1, tag, bytes, {}, seg_bytes, timeout));
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r - 1, tag, bytes, {}, seg_bytes, timeout, io));
     } else {
-      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, {}, bytes, seg_bytes, timeout));
+      FRUGAL_RETURN_IF_ERROR(Exchange(t, r + 1, tag, {}, bytes, seg_bytes, timeout, io));
     }
   }
   return Status::Ok();

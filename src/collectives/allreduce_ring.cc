@@ -17,15 +17,16 @@ Status RingAllreduce(Transport& t, std::span<float> data, const AllreduceOptions
   const int n = t.size();
   const size_t seg = SegmentElems(options.segment_bytes);
   const std::vector<Block> blocks = BlockPartitionAll(data.size(), n);
+  const DataIo io{options.data_owner};
   FRUGAL_RETURN_IF_ERROR(
-      RingReduceScatter(t, data, blocks, kTagRingReduceScatter, seg, options.timeout));
+      RingReduceScatter(t, data, blocks, kTagRingReduceScatter, seg, options.timeout, io));
   if (options.op == ReduceOp::kAverage) {
     const Block& own = blocks[static_cast<size_t>(t.rank())];
     ScaleForAverage(data.subspan(own.offset, own.count), n);
   }
   const std::vector<Block> byte_blocks = ToBytes(blocks, sizeof(float));
   return RingAllgather(t, FloatBytes(data), byte_blocks, kTagRingAllgather, SegmentBytesOf(seg),
-                       options.timeout);
+                       options.timeout, io);
 }
 
 }  // namespace frugal::coll

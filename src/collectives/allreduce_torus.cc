@@ -78,8 +78,9 @@ Status Torus2DAllreduce(Transport& t, std::span<float> data, const AllreduceOpti
 
   const size_t seg = SegmentElems(options.segment_bytes);
   const std::vector<Block> blocks = BlockPartitionAll(data.size(), cols);
+  const DataIo io{options.data_owner};
   Status status =
-      RingReduceScatter(*row_group, data, blocks, kTagTorusReduceScatter, seg, options.timeout);
+      RingReduceScatter(*row_group, data, blocks, kTagTorusReduceScatter, seg, options.timeout, io);
   if (!status.ok()) {
     return status.Annotate(
         fmt::format("horizontal reduce-scatter over {}", DescribeRanks(row_ranks)));
@@ -95,7 +96,7 @@ Status Torus2DAllreduce(Transport& t, std::span<float> data, const AllreduceOpti
   }
   if (options.op == ReduceOp::kAverage) ScaleForAverage(block, n);
   status = RingAllgather(*row_group, FloatBytes(data), ToBytes(blocks, sizeof(float)),
-                         kTagTorusAllgather, SegmentBytesOf(seg), options.timeout);
+                         kTagTorusAllgather, SegmentBytesOf(seg), options.timeout, io);
   if (!status.ok()) {
     return status.Annotate(fmt::format("horizontal allgather over {}", DescribeRanks(row_ranks)));
   }

@@ -17,7 +17,8 @@ Status BinaryTreeAllreduce(Transport& t, std::span<float> data, const AllreduceO
   const int n = t.size();
   const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
   TreePipeline pipeline(t, HeapTree(n, t.rank(), 0), data, SegmentElems(options.segment_bytes),
-                        kTagTree, options.timeout, scale, /*broadcast=*/true);
+                        kTagTree, options.timeout, scale, /*broadcast=*/true,
+                        DataIo{options.data_owner});
   FRUGAL_RETURN_IF_ERROR(pipeline.Start());
   for (size_t s = 0; s < pipeline.segments(); ++s) FRUGAL_RETURN_IF_ERROR(pipeline.Step(s));
   return pipeline.Finish();

@@ -67,7 +67,7 @@ std::span<const std::byte> FloatBytes(std::span<const float> s) { return std::as
 std::span<std::byte> FloatBytes(std::span<float> s) { return std::as_writable_bytes(s); }
 
 Status Exchange(Transport& t, int peer, int tag, std::span<const std::byte> send,
-                std::span<std::byte> recv, size_t seg_bytes, Duration timeout) {
+                std::span<std::byte> recv, size_t seg_bytes, Duration timeout, const DataIo& io) {
   const size_t seg = std::max<size_t>(1, seg_bytes);
   const size_t recv_chunks = ChunkCount(recv.size(), seg);
   const size_t send_chunks = ChunkCount(send.size(), seg);
@@ -75,11 +75,11 @@ Status Exchange(Transport& t, int peer, int tag, std::span<const std::byte> send
   std::vector<std::unique_ptr<Work>> sends(send_chunks);
   for (size_t i = 0; i < recv_chunks; ++i) {
     const Block c = FixedChunk(recv.size(), seg, i);
-    recvs[i] = t.IRecv(peer, tag, recv.subspan(c.offset, c.count));
+    recvs[i] = io.Recv(t, peer, tag, recv.subspan(c.offset, c.count));
   }
   for (size_t i = 0; i < send_chunks; ++i) {
     const Block c = FixedChunk(send.size(), seg, i);
-    sends[i] = t.ISend(peer, tag, send.subspan(c.offset, c.count));
+    sends[i] = io.Send(t, peer, tag, send.subspan(c.offset, c.count));
   }
   for (size_t i = 0; i < recv_chunks; ++i) {
     FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[i], FixedChunk(recv.size(), seg, i).count, timeout));
@@ -89,7 +89,8 @@ Status Exchange(Transport& t, int peer, int tag, std::span<const std::byte> send
 }
 
 Status ExchangeReduce(Transport& t, int peer, int tag, std::span<const float> send,
-                      std::span<float> inout, size_t seg, Duration timeout, Scratch& scratch) {
+                      std::span<float> inout, size_t seg, Duration timeout, Scratch& scratch,
+                      const DataIo& io) {
   const bool aliased = !send.empty() && send.data() == inout.data();
   FRUGAL_INTERNAL_ASSERT(!aliased || send.size() == inout.size());
   const size_t recv_chunks = ChunkCount(inout.size(), seg);
@@ -107,7 +108,7 @@ Status ExchangeReduce(Transport& t, int peer, int tag, std::span<const float> se
   for (size_t i = 0; i < window; ++i) post_recv(i);
   for (size_t i = 0; i < send_chunks; ++i) {
     const Block c = FixedChunk(send.size(), seg, i);
-    sends[i] = t.ISend(peer, tag, FloatBytes(send.subspan(c.offset, c.count)));
+    sends[i] = io.Send(t, peer, tag, FloatBytes(send.subspan(c.offset, c.count)));
   }
   for (size_t i = 0; i < recv_chunks; ++i) {
     const Block c = FixedChunk(inout.size(), seg, i);

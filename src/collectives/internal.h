@@ -101,6 +101,20 @@ class Scratch {
   size_t size_ = 0;
 };
 
+// Sends and receives of a collective on its caller's buffer: through ISend/IRecv (the MPI
+// transport stages them) or, when the caller's buffer lies in memory shared with the transport
+// (AllreduceOptions::data_owner), from and into it directly.
+struct DataIo {
+  std::shared_ptr<void> owner;  // null: the caller's own memory
+  bool shared() const { return owner != nullptr; }
+  std::unique_ptr<Work> Send(Transport& t, int dst, int tag, std::span<const std::byte> b) const {
+    return owner ? t.ISendShared(dst, tag, owner, b) : t.ISend(dst, tag, b);
+  }
+  std::unique_ptr<Work> Recv(Transport& t, int src, int tag, std::span<std::byte> b) const {
+    return owner ? t.IRecvShared(src, tag, owner, b) : t.IRecv(src, tag, b);
+  }
+};
+
 // Floats to send from memory shared with the transport (Transport::NewShared): written by the
 // caller, then sent with no staging copy by Send.
 struct SharedFloats {
@@ -133,23 +147,25 @@ std::span<std::byte> FloatBytes(std::span<float> s);
 // Sends `send` to `peer` while receiving `recv` (exactly its size) from `peer`, both cut into
 // chunks of `seg_bytes`. Either may be empty. The regions must not overlap.
 Status Exchange(Transport& t, int peer, int tag, std::span<const std::byte> send,
-                std::span<std::byte> recv, size_t seg_bytes, Duration timeout);
+                std::span<std::byte> recv, size_t seg_bytes, Duration timeout,
+                const DataIo& io = {});
 
 // Sends `send` to `peer` while receiving inout.size() floats from `peer` and adding them into
 // `inout`, chunk by chunk (chunks of `seg` elements, kWindow receives posted ahead into
 // `scratch`). `send` may be empty, or may be exactly `inout` (recursive doubling): then a chunk is
 // added to only after its own send has completed.
 Status ExchangeReduce(Transport& t, int peer, int tag, std::span<const float> send,
-                      std::span<float> inout, size_t seg, Duration timeout, Scratch& scratch);
+                      std::span<float> inout, size_t seg, Duration timeout, Scratch& scratch,
+                      const DataIo& io = {});
 
 // Ring reduce-scatter over `blocks` (one per rank, disjoint): on return blocks[rank] of `data`
 // holds the sum over all ranks. See reduce_scatter.cc.
 Status RingReduceScatter(Transport& t, std::span<float> data, std::span<const Block> blocks,
-                         int tag, size_t seg, Duration timeout);
+                         int tag, size_t seg, Duration timeout, const DataIo& io = {});
 // Ring allgather over `blocks` of bytes (one per rank, disjoint): on entry blocks[rank] of `data`
 // holds this rank's part, on return every block holds its owner's part. See allgather.cc.
 Status RingAllgather(Transport& t, std::span<std::byte> data, std::span<const Block> blocks,
-                     int tag, size_t seg_bytes, Duration timeout);
+                     int tag, size_t seg_bytes, Duration timeout, const DataIo& io = {});
 // Pipelined binomial-tree broadcast. See broadcast.cc.
 Status BinomialBroadcast(Transport& t, std::span<std::byte> data, int root, int tag,
                          size_t seg_bytes, Duration timeout);

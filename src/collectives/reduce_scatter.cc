@@ -12,11 +12,11 @@
 // shared with the transport (no staging copy); all sends are non-blocking. A chunk reduced before
 // the last step is only sent on, so its sum is written straight into a buffer shared with the
 // transport (AddTo) and sent from there, not into `data`: the blocks other than blocks[r] keep
-// this rank's own values. Only the sends of step 0 (this rank's own values of block r - 1) are
-// copied by the transport. After the last step (s = n - 2) rank r has reduced block r - n = r
-// for the last time, into `data`: blocks[r] holds the sum over all ranks. Each block is summed
-// along one fixed chain of ranks, so the result does not depend on timing. Ranks exchange (n-1)/n
-// of the buffer.
+// this rank's own values. Only the sends of step 0 (this rank's own values of block r - 1) go
+// from `data`, copied by the transport unless `data` is shared with it (DataIo). After the last
+// step (s = n - 2) rank r has reduced block r - n = r for the last time, into `data`: blocks[r]
+// holds the sum over all ranks. Each block is summed along one fixed chain of ranks, so the result
+// does not depend on timing. Ranks exchange (n-1)/n of the buffer.
 #include <fmt/format.h>
 
 #include "collectives/internal.h"
@@ -25,7 +25,7 @@ namespace frugal {
 namespace coll {
 
 Status RingReduceScatter(Transport& t, std::span<float> data, std::span<const Block> blocks,
-                         int tag, size_t seg, Duration timeout) {
+                         int tag, size_t seg, Duration timeout, const DataIo& io) {
   const int n = t.size();
   const int r = t.rank();
   FRUGAL_INTERNAL_ASSERT(static_cast<int>(blocks.size()) == n);
@@ -64,7 +64,7 @@ Status RingReduceScatter(Transport& t, std::span<float> data, std::span<const Bl
   for (size_t i = 0; i < window; ++i) post_recv(i);
   for (size_t i = 0; i < C; ++i) {
     const Block k = chunk(send_block(0), i);
-    if (k.count > 0) sends[i] = t.ISend(right, tag, FloatBytes(data.subspan(k.offset, k.count)));
+    if (k.count > 0) sends[i] = io.Send(t, right, tag, FloatBytes(data.subspan(k.offset, k.count)));
   }
   size_t sent = 0;  // sends before this one have completed and been released
   for (size_t i = 0; i < items; ++i) {

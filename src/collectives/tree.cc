@@ -14,9 +14,10 @@
 // children. Finish() does the rest blocking, in segment order. Slots, the sums an interior rank
 // passes up and the broadcast segments it passes down are memory shared with the transport
 // (Transport::NewShared), so the MPI transport copies none of them: an interior rank receives a
-// broadcast segment into such memory, copies it into `data` and sends it on from there. Everything
-// a rank waits for in Step() comes from its subtree, so interleaving the steps of several pipelines
-// (the double binary tree) cannot deadlock.
+// broadcast segment into such memory, copies it into `data` and sends it on from there. When
+// `data` itself is shared with the transport (DataIo), segments go from and into it directly.
+// Everything a rank waits for in Step() comes from its subtree, so interleaving the steps of
+// several pipelines (the double binary tree) cannot deadlock.
 #include "collectives/tree.h"
 
 #include <algorithm>
@@ -69,7 +70,7 @@ std::array<TreeNode, 2> DoubleTree(int n, int rank) {
 }
 
 TreePipeline::TreePipeline(Transport& t, const TreeNode& node, std::span<float> data, size_t seg,
-                           int tag, Duration timeout, float root_scale, bool broadcast)
+                           int tag, Duration timeout, float root_scale, bool broadcast, DataIo io)
     : t_(t),
       node_(node),
       data_(data),
@@ -78,6 +79,7 @@ TreePipeline::TreePipeline(Transport& t, const TreeNode& node, std::span<float> 
       timeout_(timeout),
       root_scale_(root_scale),
       broadcast_(broadcast),
+      io_(std::move(io)),
       segments_(ChunkCount(data.size(), seg_)),
       window_(std::min(kWindow, segments_)) {}
 
@@ -89,13 +91,13 @@ void TreePipeline::PostChildRecv(int child, size_t s) {
 
 void TreePipeline::SendDown(size_t s) {
   for (int child : node_.children) {
-    if (child >= 0) down_sends_.push_back(t_.ISend(child, tag_, FloatBytes(SegmentData(s))));
+    if (child >= 0) down_sends_.push_back(io_.Send(t_, child, tag_, FloatBytes(SegmentData(s))));
   }
 }
 
 void TreePipeline::PostDownRecv(size_t s) {
-  if (node_.IsLeaf()) {
-    down_recvs_[s] = t_.IRecv(node_.parent, tag_, FloatBytes(SegmentData(s)));
+  if (node_.IsLeaf() || io_.shared()) {
+    down_recvs_[s] = io_.Recv(t_, node_.parent, tag_, FloatBytes(SegmentData(s)));
     return;
   }
   down_relay_[s] = NewSharedFloats(t_, Segment(s).count);
@@ -108,6 +110,10 @@ Status TreePipeline::ForwardDown(size_t s) {
   FRUGAL_RETURN_IF_ERROR(WaitRecv(*down_recvs_[s], b.count * sizeof(float), timeout_));
   down_recvs_[s].reset();
   if (node_.IsLeaf()) return Status::Ok();
+  if (io_.shared()) {
+    SendDown(s);
+    return Status::Ok();
+  }
   SharedFloats relay = std::move(down_relay_[s]);
   std::copy_n(relay.data(), b.count, data_.data() + b.offset);
   for (int child : node_.children) {
@@ -132,7 +138,7 @@ Status TreePipeline::Start() {
     }
     if (node_.IsLeaf()) {
       for (size_t s = 0; s < segments_; ++s) {
-        up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
+        up_sends_[s] = io_.Send(t_, node_.parent, tag_, FloatBytes(SegmentData(s)));
       }
     }
   }
@@ -173,7 +179,7 @@ Status TreePipeline::Step(size_t s) {
   if (pass_up) {
     up_sends_[s] = SendShared(t_, node_.parent, tag_, std::move(sum));
   } else if (!node_.IsLeaf()) {
-    up_sends_[s] = t_.ISend(node_.parent, tag_, FloatBytes(SegmentData(s)));
+    up_sends_[s] = io_.Send(t_, node_.parent, tag_, FloatBytes(SegmentData(s)));
   }
   return Progress(s + 1);
 }

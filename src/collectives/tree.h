@@ -40,8 +40,9 @@ std::array<TreeNode, 2> DoubleTree(int n, int rank);
 // Finish() completes the broadcast. Several pipelines (on distinct tags) may be interleaved.
 class TreePipeline {
  public:
+  // `io`: how `data` itself is sent and received (staged, or shared with the transport).
   TreePipeline(Transport& t, const TreeNode& node, std::span<float> data, size_t seg, int tag,
-               Duration timeout, float root_scale, bool broadcast);
+               Duration timeout, float root_scale, bool broadcast, DataIo io = {});
   TreePipeline(const TreePipeline&) = delete;
   TreePipeline& operator=(const TreePipeline&) = delete;
 
@@ -73,6 +74,7 @@ class TreePipeline {
   Duration timeout_;
   float root_scale_;
   bool broadcast_;
+  DataIo io_;
   size_t segments_;
   size_t window_;
   Scratch scratch_;  // declared before the Work vectors: outlives every posted receive

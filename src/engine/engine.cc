@@ -35,7 +35,8 @@
 //
 // Failure: an error of a cycle or a reduction, or an exception that reaches the thread's loop,
 // fails the engine: the peers get an abort notice (unless the failure was a peer's notice), every
-// pending and later Work fails with the Status, and Shutdown returns it.
+// pending and later Work fails with the Status, and Shutdown returns it. Which failure a failed
+// reduction reports (this rank's own wait or a peer's notice) is the negotiator's rule of blame.
 //
 // Accounting: comm_seconds adds the reducer calls; exposed_seconds is their overlap with the
 // intervals in which at least one thread waited in EngineWork::Wait on a tensor.
@@ -485,11 +486,7 @@ class Engine::Impl {
     if (Profiling() && units.size() == 1) {
       profiler_.RecordReduction(static_cast<double>(result.count * sizeof(float)), seconds);
     }
-    if (!status.ok()) {
-      // A peer that failed first (and left this reduction waiting for it) has the cause.
-      FRUGAL_RETURN_IF_ERROR(negotiator_.PollAbort());
-      return status.Annotate("engine");
-    }
+    if (!status.ok()) return negotiator_.ResolveReductionFailure(status.Annotate("engine"));
     for (size_t i = 0; i < units.size(); ++i) {
       Entry* e = entries[i];
       if (--e->units_left > 0) continue;

@@ -26,6 +26,21 @@
 //
 // Abort notices travel on their own tag (kAbortTag), outside the cycles, so that a peer reads one
 // whatever it is waiting for.
+//
+// Blame after a failed reduction (ResolveReductionFailure). Waits inside a reduction form chains:
+// in a ring where rank 2 froze, rank 0 waits for rank 2 and rank 1 waits for rank 0, which cannot
+// send on what it never received. Both waits expire at about the same time, in either order, so
+// a rank that timed out does not simply adopt the first notice it reads:
+//  - a rank whose reduction timed out and that has no notice yet sends its own notice at once,
+//    then waits at most ReplyBound() for a peer's notice (the rank it waited for, if alive, is
+//    itself waiting for someone and will time out within about the same timeout);
+//  - when its own failure and the peer's notice are both timeouts, the rank reports its own wait
+//    (which names the rank it waited for) with the peer's failure attached, and its own failure
+//    counts as its own, so that its notice goes out too;
+//  - otherwise the peer's notice is the cause (a peer that failed for another reason stopped
+//    answering, which is why this rank timed out), and without one this rank's own failure is.
+// Rank 0 above thus names rank 2 even when rank 1's notice reached it first, and rank 1 does not
+// end the job before rank 0 has reported: it waits for rank 0's notice, which names rank 2 too.
 #include "engine/negotiator.h"
 
 #include <fmt/format.h>
@@ -344,7 +359,8 @@ void Negotiator::Report(const StallReport& report) {
 }
 
 void Negotiator::SendAbort(const Status& status) {
-  if (size_ == 1) return;
+  if (size_ == 1 || abort_sent_) return;
+  abort_sent_ = true;
   const auto deadline = Clock::now() + kAbortSendBound;
   abort_message_ = EncodeAbortMessage({status.code(), std::string(status.message())});
   bytes_sent_ += abort_message_.size() * static_cast<uint64_t>(size_ - 1);
@@ -370,6 +386,30 @@ Status Negotiator::PollAbort() {
   StatusOr<AbortMessage> message = DecodeAbortMessage(std::span(buffer.data(), recv->bytes()));
   if (!message.ok()) return message.status().Annotate(fmt::format("from rank {}", probe->source));
   return Status(message->code, fmt::format("rank {} failed: {}", probe->source, message->reason));
+}
+
+Duration Negotiator::ReplyBound() const {
+  return std::min<Duration>(options_.timeout / 4, std::chrono::seconds(1));
+}
+
+Status Negotiator::ResolveReductionFailure(const Status& own) {
+  if (size_ == 1) return own;
+  Status peer = PollAbort();
+  if (peer.ok() && own.code() == StatusCode::kTimeout) {
+    SendAbort(own);
+    const auto start = Clock::now();
+    const auto deadline = start + ReplyBound();
+    while (peer.ok() && Clock::now() < deadline) {
+      BackOff(Clock::now() - start);
+      peer = PollAbort();
+    }
+  }
+  if (peer.ok()) return own;
+  if (!peer_failed_ || own.code() != StatusCode::kTimeout || peer.code() != StatusCode::kTimeout) {
+    return peer;
+  }
+  peer_failed_ = false;
+  return TimeoutError(fmt::format("{} ({})", own.message(), peer.message()));
 }
 
 }  // namespace frugal::engine_internal

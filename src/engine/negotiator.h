@@ -64,13 +64,23 @@ class Negotiator {
   uint64_t bytes_sent() const { return bytes_sent_; }  // reports, decisions and abort notices
 
   // Best effort: tells every peer that this engine failed with `status` (its code and message).
-  // The sends start together and are waited for at most 200 ms in all.
+  // The sends start together and are waited for at most 200 ms in all. Only the first call sends.
   void SendAbort(const Status& status);
   // A peer's abort notice if one has arrived (its failure as this rank's, naming the peer); OK
   // otherwise.
   Status PollAbort();
   // Whether the error PollAbort returned came from a peer (whose peers know already).
   bool peer_failed() const { return peer_failed_; }
+
+  // What the engine fails with when a reduction of this rank failed with `own` (see the comment
+  // in negotiator.cc): a peer's notice (its cause), or `own` when none arrives, or, when both are
+  // timeouts, `own` with the peer's failure attached (this rank's failure then counts as its own:
+  // its notice goes out). On a timeout with no notice yet, sends this rank's notice at once and
+  // then waits at most ReplyBound() for one. Returns an error.
+  Status ResolveReductionFailure(const Status& own);
+  // min(timeout / 4, 1 s): how long a rank whose reduction timed out waits for the notice of the
+  // rank it waited for. Shorter than the extra time the training loop gives the engine.
+  Duration ReplyBound() const;
 
  private:
   StatusOr<CycleOutcome> Coordinate(CycleMessage mine, std::span<const PendingHead> heads,
@@ -100,6 +110,7 @@ class Negotiator {
   uint64_t bytes_sent_ = 0;
   std::vector<std::byte> out_message_;
   std::vector<std::byte> abort_message_;
+  bool abort_sent_ = false;
   bool peer_failed_ = false;
   // The coordinator's view, for the stall inspector: per rank the tensors of its latest report
   // that are still pending, when each pending tensor was first seen, which were reported stalled.

@@ -177,4 +177,40 @@ std::vector<int> KeyState::Blocking(const HeldPull& pull, std::span<const char> 
   return rules_.Blocking(pull.need, clock_, resting, have_);
 }
 
+void KeyState::VisitState(StateVisitor& v) {
+  const size_t w = clock_.size();
+  v.FloatVector("x", x_);
+  if (v.loading() && v.ok() && x_.size() != part_.count) {
+    v.Reject(fmt::format("{} values, the key has {}", x_.size(), part_.count));
+  }
+  v.FloatVector("momentum", state_.momentum);
+  v.U64("version", version_);
+  v.U64("progress", progress_);
+  v.U64("updates", updates_);
+  v.F64("last_norm", last_norm_);
+  std::vector<std::byte> flags(2 * w);
+  for (size_t i = 0; i < w; ++i) {
+    flags[i] = std::byte(have_[i] != 0);
+    flags[w + i] = std::byte(uploaded_[i] != 0);
+  }
+  v.Bytes("have_uploaded", flags);
+  if (v.loading() && v.ok() && flags.size() != 2 * w) {
+    v.Reject(fmt::format("{} workers, this run has {}", flags.size() / 2, w));
+  }
+  if (!v.ok()) return;
+  for (size_t i = 0; i < w; ++i) {
+    StateVisitor::Scope worker(v, std::to_string(i));
+    v.U64("clock", clock_[i]);
+    v.FloatVector("slot", slots_[i]);
+  }
+  if (!v.loading()) return;
+  have_count_ = 0;
+  for (size_t i = 0; i < w; ++i) {
+    have_[i] = static_cast<char>(flags[i] != std::byte{0});
+    uploaded_[i] = static_cast<char>(flags[w + i] != std::byte{0});
+    have_count_ += have_[i];
+  }
+  initialized_ = v.ok();
+}
+
 }  // namespace frugal::ps_internal

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "frugal/parameter_server.h"
+#include "frugal/state_visitor.h"
 #include "frugal/status.h"
 #include "frugal/timer.h"
 #include "ps/consistency.h"
@@ -61,6 +62,14 @@ class KeyState {
   const std::vector<HeldPull>& held() const { return held_; }
   // The workers `pull` waits for.
   std::vector<int> Blocking(const HeldPull& pull, std::span<const char> resting) const;
+
+  // The key's state from one step to the next (a checkpoint): the parameters, the optimizer's
+  // momentum, the version, progress and updates, the norm of the last update, every worker's
+  // clock, and the gradients kept for the next update with which workers they came from. Held
+  // pulls are not state: a checkpoint is taken when every worker rests, with none held. Loading
+  // marks the key initialized and refuses a worker count or parameter count other than this
+  // key's.
+  void VisitState(StateVisitor& v);
 
  private:
   void Accumulate(const PushIn& push, std::vector<WorkerPushStats>& stats);

@@ -6,6 +6,8 @@
 // parameters' history, and holds with momentum on the server too.
 #include "ps/lag_rule.h"
 
+#include <fmt/format.h>
+
 #include <numeric>
 
 namespace frugal::ps_internal {
@@ -38,6 +40,25 @@ void LagKeyRule::Heard(double norm) {
 double LagKeyRule::threshold() const {
   const double sum = std::accumulate(norms_.begin(), norms_.end(), 0.0);
   return options_.xi / static_cast<double>(options_.window) * sum;
+}
+
+void LagKeyRule::VisitState(StateVisitor& v) {
+  v.FloatVector("last", last_);
+  uint64_t uploaded = uploaded_ ? 1 : 0;
+  v.U64("uploaded", uploaded);
+  int64_t skips = skips_;
+  v.I64("skips", skips);
+  uint64_t count = norms_.size();
+  v.U64("norms", count);
+  if (v.loading() && v.ok() && count > static_cast<uint64_t>(options_.window)) {
+    v.Reject(fmt::format("{} norms, the window is {}", count, options_.window));
+  }
+  if (!v.ok()) return;
+  norms_.resize(count);
+  for (size_t i = 0; i < norms_.size(); ++i) v.F64(fmt::format("norm/{}", i), norms_[i]);
+  if (!v.loading()) return;
+  uploaded_ = uploaded != 0;
+  skips_ = static_cast<int>(skips);
 }
 
 }  // namespace frugal::ps_internal

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "frugal/parameter_server.h"
+#include "frugal/state_visitor.h"
 
 namespace frugal::ps_internal {
 
@@ -22,6 +23,10 @@ class LagKeyRule {
   // ||gbar||^2 of the update that made the version the worker just pulled.
   void Heard(double norm);
   double threshold() const;
+
+  // The rule's state from one step to the next (a checkpoint): the last upload, whether there was
+  // one, the skips in a row and the norms heard.
+  void VisitState(StateVisitor& v);
 
  private:
   LagOptions options_;

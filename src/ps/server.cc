@@ -167,6 +167,7 @@ class Server {
       case MessageType::kInit:
         return OnInit(w, m);
       case MessageType::kPush:
+        push_bytes_in_ += kHeaderBytes + m.payload.size();
         return OnPush(w, m);
       case MessageType::kPull:
         return OnPull(w, m);
@@ -340,6 +341,7 @@ class Server {
       h.progress = k.progress();
       h.aux = std::bit_cast<uint64_t>(k.last_norm());
       if (!pull_) {
+        params_bytes_out_ += kHeaderBytes + k.values().size_bytes();
         Post(w, h, std::as_bytes(k.values()));
         continue;
       }
@@ -347,6 +349,7 @@ class Server {
                               pull_->Payload(k.part(), k.version(), k.values()));
       h.encoding = Encoding::kCompressed;
       h.flags = kFlagDelta;
+      params_bytes_out_ += kHeaderBytes + payload.size();
       Post(w, h, payload);
     }
     return Status::Ok();
@@ -424,6 +427,8 @@ class Server {
   void Report(ServerReport& report) const {
     report.bytes_in = bytes_in_;
     report.bytes_out = bytes_out_;
+    report.push_bytes_in = push_bytes_in_;
+    report.params_bytes_out = params_bytes_out_;
     report.updates = 0;
     report.workers = stats_;
     report.key_names.clear();
@@ -468,6 +473,8 @@ class Server {
   std::vector<std::byte> buffer_;
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
+  uint64_t push_bytes_in_ = 0;     // of bytes_in_: the pushes (headers included)
+  uint64_t params_bytes_out_ = 0;  // of bytes_out_: the answers with parameters
 };
 
 }  // namespace

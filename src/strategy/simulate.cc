@@ -16,6 +16,7 @@
 #include "frugal/compress_wire.h"
 #include "frugal/compressed_reducer.h"
 #include "frugal/reducer.h"
+#include "strategy/simulate_internal.h"
 
 namespace frugal {
 namespace {
@@ -120,6 +121,15 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
   if (o.workers < 1) return InvalidArgumentError("frugal simulate: workers must be >= 1");
   if (o.steps < 2) return InvalidArgumentError("frugal simulate: at least 2 steps");
   if (!(o.straggler_factor >= 1)) return InvalidArgumentError("straggler factor must be >= 1");
+  if (o.arch.kind != ArchKind::kGossip && o.sync.kind != SyncKind::kBsp) {
+    return InvalidArgumentError(
+        fmt::format("frugal simulate: --sync {} is not simulated (bsp; local:period=H over gossip)",
+                    SyncSpecName(o.sync)));
+  }
+  if (o.arch.kind == ArchKind::kParameterServer) {
+    return strategy_internal::SimulateParameterServer(o);
+  }
+  if (o.arch.kind == ArchKind::kGossip) return strategy_internal::SimulateGossip(o, registry);
   const int layers = static_cast<int>(o.layers.size());
   const double f = o.straggler_factor;
 
@@ -264,16 +274,24 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
     if (o.overlap != SimOverlap::kPriority) now = all_done;
     step_end[static_cast<size_t>(s)] = all_done;
   }
+  return strategy_internal::SummarizeSteps(o, step_end, busy);
+}
+
+namespace strategy_internal {
+
+SimResult SummarizeSteps(const SimOptions& o, const std::vector<double>& step_end, double busy) {
   SimResult r;
   r.step_s = (step_end.back() - step_end.front()) / (o.steps - 1);
   double compute = 0;
   for (const SimLayer& l : o.layers) compute += l.forward_s + l.backward_s;
-  r.compute_s = f * compute;
+  r.compute_s = o.straggler_factor * compute;
   r.comm_busy_s = busy / o.steps;
   r.exposed_comm_s = std::max(0.0, r.step_s - r.compute_s);
   r.comm_share = r.step_s > 0 ? r.exposed_comm_s / r.step_s : 0;
   r.scaling_efficiency = r.step_s > 0 ? compute / r.step_s : 0;
   return r;
 }
+
+}  // namespace strategy_internal
 
 }  // namespace frugal

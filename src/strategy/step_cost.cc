@@ -22,6 +22,7 @@
 #include "frugal/compress_wire.h"
 #include "frugal/fedavg.h"
 #include "frugal/reducer.h"
+#include "strategy/step_cost_internal.h"
 
 namespace frugal {
 namespace {
@@ -65,11 +66,8 @@ StatusOr<Compression> MakeCompression(const CompressedReducerOptions& options,
   return c;
 }
 
-// The payload of `tensor`: exact, or the bound of a variable-size compressor.
 uint64_t WireBytes(const Compressor& c, const TensorInfo& tensor) {
-  const std::optional<uint64_t> bits = c.MaxBodyBits(tensor);
-  FRUGAL_INTERNAL_ASSERT(bits.has_value(), c.spec(), " has no bound");
-  return kWireHeaderBytes + *bits / 8;
+  return strategy_internal::CompressedWireBytes(c, tensor);
 }
 
 // The algorithm of the plan's dense all-reduces (another library's is counted as its model).
@@ -210,6 +208,16 @@ StatusOr<PathCost> Reduction(const StepCostInput& in, const std::vector<CostTens
 
 }  // namespace
 
+namespace strategy_internal {
+
+uint64_t CompressedWireBytes(const Compressor& c, const TensorInfo& tensor) {
+  const std::optional<uint64_t> bits = c.MaxBodyBits(tensor);
+  FRUGAL_INTERNAL_ASSERT(bits.has_value(), c.spec(), " has no bound");
+  return kWireHeaderBytes + *bits / 8;
+}
+
+}  // namespace strategy_internal
+
 uint64_t AllreduceBytesSum(AllreduceAlgorithm algorithm, int n, uint64_t bytes) {
   if (n <= 1) return 0;
   const uint64_t p = uint64_t{1} << FloorLog2(n);
@@ -226,8 +234,11 @@ uint64_t AllreduceBytesSum(AllreduceAlgorithm algorithm, int n, uint64_t bytes) 
 
 StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegistry& registry) {
   if (in.workers < 1) return InvalidArgumentError("frugal cost: --np must be >= 1");
-  if (in.plan.arch.kind != ArchKind::kAllreduce) {
-    return InvalidArgumentError("frugal cost: only --arch allreduce[:ALGO] is modelled");
+  if (in.plan.arch.kind == ArchKind::kParameterServer) {
+    return strategy_internal::ParameterServerStepCost(in);
+  }
+  if (in.plan.arch.kind == ArchKind::kGossip) {
+    return strategy_internal::GossipStepCost(in, registry);
   }
   const int n = in.workers;
   StepCost cost;
@@ -282,7 +293,7 @@ StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegi
       cost.pattern = fmt::format("every {} steps: {}", sync.period, pattern);
       break;
     }
-    case SyncKind::kAsp:  // asynchronous gossip or a parameter server: refused above
+    case SyncKind::kAsp:  // asynchronous gossip or a parameter server: modelled above
     case SyncKind::kSsp:
     case SyncKind::kBackup:
     case SyncKind::kLag:
@@ -318,6 +329,7 @@ StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegi
   }
   if (sync.kind != SyncKind::kLocal)
     cost.bytes_per_worker = static_cast<double>(cost.bytes_sum) / n;
+  cost.received_per_worker = cost.bytes_per_worker;
   cost.seconds = cost.terms.Seconds(in.network);
   return cost;
 }

@@ -39,16 +39,29 @@ struct Result {
   std::vector<std::vector<float>> outputs;
 };
 
-// Runs Allreduce on `n` threads, rank r starting from MakeInput(r, length).
-Result RunAllreduce(int n, size_t length, const AllreduceOptions& options, InProcOptions world) {
+// Runs Allreduce on `n` threads, rank r starting from MakeInput(r, length), in a vector or, with
+// `shared`, in memory from Transport::NewShared.
+Result RunAllreduce(int n, size_t length, const AllreduceOptions& options, InProcOptions world,
+                    bool shared = false) {
   Result result;
   result.outputs.resize(static_cast<size_t>(n));
   result.statuses = RunRanks(
       n,
       [&](Transport& t) -> Status {
         std::vector<float> data = MakeInput(t.rank(), length);
-        Status s = Allreduce(t, data, options);
-        result.outputs[static_cast<size_t>(t.rank())] = std::move(data);
+        if (!shared) {
+          Status s = Allreduce(t, data, options);
+          result.outputs[static_cast<size_t>(t.rank())] = std::move(data);
+          return s;
+        }
+        // On memory shared with the transport (AllreduceOptions::data_owner).
+        const SharedBytes memory = t.NewShared(length * sizeof(float));
+        const std::span<float> in(reinterpret_cast<float*>(memory.bytes.data()), length);
+        std::copy(data.begin(), data.end(), in.begin());
+        AllreduceOptions on_shared = options;
+        on_shared.data_owner = memory.owner;
+        Status s = Allreduce(t, in, on_shared);
+        result.outputs[static_cast<size_t>(t.rank())].assign(in.begin(), in.end());
         return s;
       },
       world);
@@ -122,6 +135,11 @@ TEST_P(AllreduceTest, MatchesSerialReferenceOnEveryRank) {
   options.timeout = std::chrono::seconds(30);
   const Result result = RunAllreduce(c.ranks, c.length, options, Over(protocol));
   ExpectMatchesReference(result, c.ranks, c.length, c.op, CaseName(c));
+  if (c.length == kLarge) {
+    const Result on_shared = RunAllreduce(c.ranks, c.length, options, Over(protocol), true);
+    ExpectMatchesReference(on_shared, c.ranks, c.length, c.op, CaseName(c) + " on shared memory");
+    EXPECT_TRUE(BitIdentical(on_shared.outputs[0], result.outputs[0])) << CaseName(c);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllreduceTest,

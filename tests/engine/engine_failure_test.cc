@@ -10,6 +10,7 @@
 #include <new>
 #include <set>
 
+#include "collectives/internal.h"
 #include "engine/negotiation.h"
 #include "engine_test_util.h"
 #include "frugal/compressed_reducer.h"
@@ -259,7 +260,8 @@ TEST(EngineFaults, DelayedMessagesStillGiveTheAverages) {
 }
 
 // Forwards to a transport; once `recording` is set, logs every send (destination) and every wait
-// on a send (with the time it was called and its timeout).
+// on a send (with the time it was called and its timeout). `before_send`, if set, runs first on
+// every send with its tag (to hold the rank there).
 class RecordingTransport final : public Transport {
  public:
   struct Event {
@@ -275,6 +277,7 @@ class RecordingTransport final : public Transport {
   int size() const override { return inner_.size(); }
   std::string hostname() const override { return inner_.hostname(); }
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
+    if (before_send) before_send(tag);
     std::unique_ptr<Work> work = inner_.ISend(dst, tag, data);
     if (!recording.load()) return work;
     Record({false, dst, Clock::now(), {}});
@@ -301,6 +304,7 @@ class RecordingTransport final : public Transport {
   }
 
   std::atomic<bool> recording{false};
+  std::function<void(int tag)> before_send;
 
  private:
   class RecordingWork final : public Work {
@@ -330,6 +334,61 @@ class RecordingTransport final : public Transport {
   std::mutex mutex_;
   std::vector<Event> events_;
 };
+
+// Rank 2 freezes inside a ring all-reduce, after its length check, at its first send of the
+// reduce-scatter (until the others are done): rank 0 waits for rank 2 and rank 1 waits for rank 0.
+// Every rank's reducer has its own timeout, so the order in which the waits expire is fixed.
+// Returns every rank's failure.
+std::vector<Status> FreezeRankTwoInARing(Duration rank0_timeout, Duration rank1_timeout) {
+  Gate others_done;
+  std::atomic<int> done{0};
+  return RunRanks(3, [&](Transport& base) -> Status {
+    RecordingTransport t(base);
+    const int rank = t.rank();
+    if (rank == 2) {
+      t.before_send = [&](int tag) {
+        if (tag == coll::kTagRingReduceScatter && !others_done.Wait(kWait)) {
+          throw std::runtime_error("ranks 0 and 1 hang");
+        }
+      };
+    }
+    const Duration timeout = rank == 0   ? rank0_timeout
+                             : rank == 1 ? rank1_timeout
+                                         : Duration(std::chrono::milliseconds(300));
+    std::unique_ptr<GradientReducer> reducer = RingReducerWithTimeout(t, timeout);
+    EngineOptions options;
+    options.timeout = std::chrono::seconds(20);
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Start(t, *reducer, options));
+    std::vector<float> a(64, 1.0f);
+    Status status = engine->Submit(Req("grad.a"), a)->Wait(kWait);
+    if (rank != 2 && ++done == 2) others_done.Open();
+    (void)engine->Shutdown();
+    return status;
+  });
+}
+
+// Rank 1 times out first (naming rank 0) and its notice reaches rank 0 before rank 0's own wait
+// for rank 2 expires: rank 0 still reports its own wait, which names the frozen rank.
+TEST(EngineFailure, ARankWaitingForAFrozenRankNamesItDespiteAPeersEarlierNotice) {
+  const std::vector<Status> statuses =
+      FreezeRankTwoInARing(std::chrono::milliseconds(2500), std::chrono::milliseconds(300));
+  for (int r : {0, 1})
+    EXPECT_EQ(statuses[r].code(), StatusCode::kTimeout) << statuses[r].ToString();
+  EXPECT_THAT(statuses[0].message(), HasSubstr("no message from rank 2"));
+  EXPECT_THAT(statuses[1].message(), HasSubstr("no message from rank 0"));
+}
+
+// Rank 1 times out first; rank 0's wait for rank 2 expires soon after, within the time rank 1
+// gives the rank it waited for to report: rank 1's failure carries rank 0's, naming rank 2.
+TEST(EngineFailure, ARankThatTimesOutWaitsForTheSilentPeersOwnWait) {
+  const std::vector<Status> statuses =
+      FreezeRankTwoInARing(std::chrono::milliseconds(500), std::chrono::milliseconds(300));
+  for (int r : {0, 1}) {
+    EXPECT_EQ(statuses[r].code(), StatusCode::kTimeout) << statuses[r].ToString();
+    EXPECT_THAT(statuses[r].message(), HasSubstr("no message from rank 2")) << r;
+  }
+  EXPECT_THAT(statuses[1].message(), HasSubstr("no message from rank 0"));
+}
 
 // Rank 0's stall inspector shuts the engine down while its peers never submit: rank 0 tells every
 // peer at once (every send started before the first wait) and the waits end within one bound of

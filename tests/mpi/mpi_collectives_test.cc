@@ -48,10 +48,19 @@ TEST_P(MpiAllreduceTest, SumAndAverageMatchTheSerialReference) {
   ForEachGroup(*world, [&](Transport& t) {
     const int n = t.size();
     for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{65536 + 13}}) {
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
-        std::vector<float> data(count);
+      // Sum and average on the caller's own memory; the sum also on memory shared with the
+      // transport (AllreduceOptions::data_owner: sent and received without staging).
+      for (int variant = 0; variant < 3; ++variant) {
+        const ReduceOp op = variant == 1 ? ReduceOp::kAverage : ReduceOp::kSum;
+        const bool shared = variant == 2;
+        std::vector<float> own(shared ? 0 : count);
+        const SharedBytes memory = t.NewShared(shared ? count * sizeof(float) : 0);
+        const std::span<float> data =
+            shared ? std::span<float>(reinterpret_cast<float*>(memory.bytes.data()), count)
+                   : std::span<float>(own);
         for (size_t i = 0; i < count; ++i) data[i] = Input(t.rank(), i);
         AllreduceOptions options;
+        if (shared) options.data_owner = memory.owner;
         options.algorithm = GetParam();
         options.op = op;
         options.timeout = kTimeout;
@@ -73,7 +82,8 @@ TEST_P(MpiAllreduceTest, SumAndAverageMatchTheSerialReference) {
           }
         }
         EXPECT_EQ(wrong, 0u) << AllreduceAlgorithmName(GetParam()) << " n=" << n
-                             << " count=" << count << (op == ReduceOp::kSum ? " sum" : " average");
+                             << " count=" << count << (op == ReduceOp::kSum ? " sum" : " average")
+                             << (shared ? " on shared memory" : "");
       }
     }
   });

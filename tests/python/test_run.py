@@ -40,6 +40,46 @@ def test_arguments_reach_the_program():
     assert proc.stdout.count("args ['--lr', '0.1', 'x y']") == 2
 
 
+ALLREDUCE_AND_NETWORK = """
+    import os, socket, torch
+    import frugal.torch as hvd
+    hvd.init()
+    total = hvd.allreduce(torch.tensor([hvd.rank() + 1]), op=hvd.Sum)
+    print("rank %d of %d: %d, netns %d" % (hvd.rank(), hvd.size(), int(total),
+                                           os.stat("/proc/self/ns/net").st_ino))
+"""
+
+
+def ranks_and_namespaces(proc, n):
+    """Each rank's line (sum of 1..n), and the network namespace every rank reported."""
+    namespaces = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("rank "):
+            head, ns = line.split(", netns ")
+            namespaces[head] = int(ns)
+    expected = {"rank %d of %d: %d" % (r, n, n * (n + 1) // 2) for r in range(n)}
+    assert set(namespaces) == expected, proc.stdout + proc.stderr
+    return namespaces
+
+
+def test_emulated_hosts_run_each_rank_in_its_own_namespace():
+    proc, _ = run(["run", "--np", "2", "--emulate", "hosts=2,nic=100mbit"],
+                  ALLREDUCE_AND_NETWORK)
+    assert proc.returncode == 0, proc.stderr
+    namespaces = ranks_and_namespaces(proc, 2)
+    own = os.stat("/proc/self/ns/net").st_ino
+    assert len(set(namespaces.values())) == 2
+    assert own not in namespaces.values()
+
+
+def test_hostfile_places_the_ranks(tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost slots=3\n")
+    proc, _ = run(["run", "--np", "3", "--hostfile", str(hosts)], ALLREDUCE_AND_NETWORK)
+    assert proc.returncode == 0, proc.stderr
+    ranks_and_namespaces(proc, 3)
+
+
 def test_killed_rank_ends_the_job_naming_it():
     proc, seconds = run(["run", "--np", "2"], """
         import os, signal, torch

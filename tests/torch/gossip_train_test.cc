@@ -139,5 +139,21 @@ TEST(GossipTraining, AsynchronousPairwiseGossipTrains) {
   EXPECT_GT(run.summaries[0].history.back().test_accuracy, 0.3);
 }
 
+// A rank waits in the gossip round for a neighbour six times slower: that wait is communication,
+// not computation. Rank 0 waits about 5 of rank 1's compute times each step, so the mean over
+// both ranks of the time blocked in exchanges is well above a third of their mean compute time
+// (which includes the straggler's sleep).
+TEST(GossipTraining, WaitingForNeighboursIsCommunicationTime) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small();
+  options.max_steps = 12;
+  options.stragglers = {Straggler{1, 6.0}};
+  const RunResult run = TrainWith(2, "gossip:topology=ring", "bsp", "", options);
+  for (const TrainSummary& s : run.summaries) {
+    EXPECT_GT(s.comm_seconds, s.compute_seconds / 3);
+    EXPECT_LE(s.compute_seconds + s.comm_seconds, s.wall_seconds * 1.05);
+  }
+}
+
 }  // namespace
 }  // namespace frugal_torch

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "frugal/collectives.h"
+#include "frugal/timer.h"
 #include "nan_guard.h"
 
 namespace frugal_torch {
@@ -133,7 +134,9 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
   if (strategy_.ActsBeforeForward(p)) {
     FRUGAL_RETURN_IF_ERROR(Synchronize());
     frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+    const frugal::Stopwatch watch;
     FRUGAL_RETURN_IF_ERROR(strategy_.BeforeForward(p, model, *this));
+    exchange_seconds_ += watch.Seconds();
   }
   const bool exchange = strategy_.AveragesGradients(p);
   skipped_.reset();
@@ -175,7 +178,9 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
   if (strategy_.ExchangesAfterStep(p)) {
     FRUGAL_RETURN_IF_ERROR(Synchronize());
     frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+    const frugal::Stopwatch watch;
     FRUGAL_RETURN_IF_ERROR(strategy_.AfterOptimizerStep(p, model, *this));
+    exchange_seconds_ += watch.Seconds();
   }
   return loss;
 }
@@ -187,11 +192,13 @@ Status StepDriver::Synchronize() {
 Status StepDriver::Settle() {
   FRUGAL_RETURN_IF_ERROR(Synchronize());
   frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
-  return strategy_.Settle(model, *this);
+  const frugal::Stopwatch watch;
+  Status status = strategy_.Settle(model, *this);
+  exchange_seconds_ += watch.Seconds();
+  return status;
 }
 
-Status StepDriver::Run(std::string_view what,
-                       const std::function<Status(frugal::Transport&)>& fn) {
+Status StepDriver::Run(std::string_view what, const std::function<Status(frugal::Transport&)>& fn) {
   return session_ ? session_->Collective(std::string(what), fn) : fn(t_);
 }
 
@@ -213,11 +220,12 @@ void StepDriver::VisitState(frugal::StateVisitor& visitor) {
 }
 
 double StepDriver::blocked_seconds() const {
-  return session_ ? session_->optimizer().wait_seconds() : dist_->comm_seconds();
+  return (session_ ? session_->optimizer().wait_seconds() : dist_->comm_seconds()) +
+         exchange_seconds_;
 }
 
 double StepDriver::comm_seconds() const {
-  return session_ ? session_->comm_seconds() : dist_->comm_seconds();
+  return (session_ ? session_->comm_seconds() : dist_->comm_seconds()) + exchange_seconds_;
 }
 
 double StepDriver::hidden_fraction() const { return session_ ? session_->hidden_fraction() : 0; }

@@ -2,12 +2,44 @@
 # Validation runs of frugal simulate with per-layer times taken on the emulated hosts themselves:
 # for each host count and NIC rate, the ring all-reduce's alpha-beta fit on that network
 # (`frugal bench allreduce`) and 40 steps of cnn, dense and top-k 1% + EF, with --timeline.
-# Usage: validate_emulated.sh BUILD_DIR (run alone: the emulated network and the times).
+# With `arch`, instead: 40 steps of cnn over a parameter server (4 workers and 1 or 2 servers,
+# each rank on a host of its own) and D-PSGD on a ring of 4 hosts, at 100 Mbit/s and 1 Gbit/s.
+# Usage: validate_emulated.sh BUILD_DIR [arch] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
+what="${2:-allreduce}"
 cd "$(dirname "$0")"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
+if [ "$what" = arch ]; then
+  for nic in 100mbit 1gbit; do
+    for servers in 1 2; do
+      np=$((4 + servers))
+      "$F" train --np $np --emulate hosts=$np,nic=$nic --arch ps:servers=$servers --model cnn \
+        --max-steps 40 --progress none --json ps${servers}_h4_${nic}.jsonl \
+        > ps${servers}_h4_${nic}.log 2>&1
+      echo "train ps servers=$servers 4 workers $nic rc=$?"
+    done
+    "$F" train --np 4 --emulate hosts=4,nic=$nic --arch gossip:topology=ring --model cnn \
+      --max-steps 40 --progress none --json dpsgd_h4_${nic}.jsonl > dpsgd_h4_${nic}.log 2>&1
+    echo "train dpsgd ring 4 $nic rc=$?"
+  done
+  # Where D-PSGD's time goes at 100 Mbit/s: the ring again with its trace, and with order=atc.
+  "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring,order=atc \
+    --model cnn --max-steps 40 --progress none --json dpsgdatc_h4_100mbit.jsonl \
+    > dpsgdatc_h4_100mbit.log 2>&1
+  "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring --model cnn \
+    --max-steps 40 --progress none --timeline tl_dpsgd_h4_100mbit.json \
+    --json tl_dpsgd_h4_100mbit.jsonl > tl_dpsgd_h4_100mbit.log 2>&1
+  # D-PSGD on the one-peer exponential graph (one message out and one in per step), traced.
+  for nic in 100mbit 1gbit; do
+    "$F" train --np 4 --emulate hosts=4,nic=$nic --arch gossip:topology=onepeer-exp --model cnn \
+      --max-steps 40 --progress none --timeline tl_dpsgd1_h4_${nic}.json \
+      --json dpsgd1_h4_${nic}.jsonl > dpsgd1_h4_${nic}.log 2>&1
+    echo "train dpsgd onepeer-exp 4 $nic rc=$?"
+  done
+  exit 0
+fi
 for n in 4 8; do
   for nic in 100mbit 1gbit; do
     "$F" --np $n --emulate hosts=$n,nic=$nic bench allreduce --algorithms ring \

@@ -16,6 +16,7 @@ import torch
 from frugal import _frugal
 from frugal.torch import mpi_ops
 from frugal.torch.compression import Compression
+from frugal.torch.deferred import DeferredUpdates
 from frugal.torch.mpi_ops import Adasum, Average, Sum
 
 
@@ -55,6 +56,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._op = op
         self._passes = backward_passes_per_step
         options = dict(frugal_options)
+        defer = options.pop("defer_updates")
         if compression is not Compression.none and compression.spec:
             if options["compress"] and options["compress"] != compression.spec:
                 raise ValueError("compression=%s and compress=%r contradict each other"
@@ -80,6 +82,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._should_synchronize = True
         self._synchronized = False
         self._grad_accs = []
+        self._deferred = None
+        if defer:
+            if options["sync"] != "bsp":
+                raise ValueError("defer_updates=True needs sync=\"bsp\" (the strategy exchanges "
+                                 "no parameters after a step), not %r" % options["sync"])
+            self._deferred = DeferredUpdates(self, self._params, self._exchange.wait)
         if not self._exchange.submits_after_backward:
             for i, (_, p) in enumerate(self._params):
                 acc = p.expand_as(p).grad_fn.next_functions[0][0]
@@ -99,6 +107,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     "Gradients were computed more than backward_passes_per_step times before "
                     "call to step(). Increase backward_passes_per_step to accumulate gradients "
                     "locally.")
+            if self._deferred is not None and self._deferred.is_pending(i):
+                raise RuntimeError(
+                    "'%s' was used by a forward pass before its deferred update: a module used it "
+                    "without calling the forward of a module that owns it; use "
+                    "defer_updates=False" % self._params[i][0])
             self._delay[i] -= 1
             if self._delay[i] == 0 and self._exchanges():
                 self._submit(i)
@@ -116,18 +129,32 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def synchronize(self):
         """Waits for the averaged gradients and writes them into the parameters' gradients."""
+        self._submit_rest()
+        if self._exchanges():
+            self._exchange.wait_all()
+            self._scale([p.grad for _, p in self._params])
+        self._reset_submissions()
+        self._synchronized = True
+
+    def _submit_rest(self):
+        """Submits the gradients no hook has submitted (all of them with overlap none)."""
+        if self._deferred is not None:
+            self._deferred.finish()
         if self._exchanges():
             for i in range(len(self._params)):
                 if not self._submitted[i]:
                     self._submit(i)
-            self._exchange.wait_all()
-            if self._op == Sum:
-                with torch.no_grad():
-                    for _, p in self._params:
-                        p.grad.mul_(self._size)
+
+    def _scale(self, grads):
+        """The averages as op asks: Average is what the engine gives, Sum multiplies."""
+        if self._op == Sum:
+            with torch.no_grad():
+                for g in grads:
+                    g.mul_(self._size)
+
+    def _reset_submissions(self):
         self._delay = [self._passes] * len(self._params)
         self._submitted = [False] * len(self._params)
-        self._synchronized = True
 
     @contextmanager
     def skip_synchronize(self):
@@ -146,6 +173,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return params, momenta
 
     def step(self, closure=None):
+        if self._deferred is not None:
+            return self._step_deferred(closure)
         if self._should_synchronize:
             if self._synchronized:
                 warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
@@ -163,6 +192,39 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._step_count += 1
         self._exchange_now = None
         return loss
+
+    def _step_deferred(self, closure):
+        if closure is not None:
+            raise ValueError("defer_updates=True does not take a closure in step()")
+        averaged_here = self._should_synchronize and not self._synchronized
+        if averaged_here:
+            self._submit_rest()
+            self._reset_submissions()
+        self._synchronized = False
+        # synchronize() called by hand has scaled them already.
+        scale = self._scale if averaged_here and self._exchanges() else (lambda grads: None)
+        if not self._begun:
+            self._exchange.begin(*self._tensors())
+            self._begun = True
+        # Already averaged (synchronize() was called) or still on their way: applied before the
+        # next forward pass of their module, or at the latest by the next step().
+        self._deferred.defer(scale)
+        self._step_count += 1
+        self._exchange_now = None
+        return None
+
+    def _step_wrapped(self):
+        return super(self.__class__, self).step()
+
+    def finish_updates(self):
+        """With defer_updates=True: applies the updates still waiting for a forward pass (before
+        reading the parameters outside one: saving, evaluating by hand, comparing replicas)."""
+        if self._deferred is not None:
+            self._deferred.finish()
+
+    def state_dict(self, *args, **kwargs):
+        self.finish_updates()
+        return super(self.__class__, self).state_dict(*args, **kwargs)
 
     def zero_grad(self, *args, **kwargs):
         if any(self._submitted):
@@ -186,7 +248,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          *, compress="", ef=False, worker_momentum=False, aggregate="auto",
                          compress_min_bytes=65536, overlap="fusion", fusion="cycle",
-                         arch="allreduce:ring", sync="bsp", steps_per_epoch=0, seed=0):
+                         arch="allreduce:ring", sync="bsp", steps_per_epoch=0, seed=0,
+                         defer_updates=False):
     """Wraps `optimizer` so that each step applies the gradients averaged over the ranks
     (collective: every rank creates it at the same point).
 
@@ -194,7 +257,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     compressor). frugal's: ``compress`` a compressor spec ("topk:ratio=0.01", ...), ``ef`` error
     feedback, ``worker_momentum``, ``aggregate``, ``compress_min_bytes``; ``overlap`` none, wfbp,
     fusion or priority and ``fusion`` cycle (Horovod's) or mgwfbp; ``arch`` "allreduce[:ALGO]"; ``sync``
-    "bsp" or "local:period=H,..."; ``steps_per_epoch`` for options counted in epochs. A
+    "bsp" or "local:period=H,..."; ``steps_per_epoch`` for options counted in epochs;
+    ``defer_updates`` (with sync="bsp") step() does not wait for the averages: each parameter's
+    update runs just before the next forward pass of its module, as `frugal train --overlap
+    priority` does (see ``finish_updates()``). A
     combination frugal refuses raises ValueError with the line `frugal train` prints for it.
     """
     if op == Adasum:
@@ -204,7 +270,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     options = dict(compress=compress or "", ef=bool(ef), worker_momentum=bool(worker_momentum),
                    aggregate=aggregate, compress_min_bytes=int(compress_min_bytes),
                    overlap=overlap, fusion=fusion, arch=arch, sync=sync,
-                   steps_per_epoch=int(steps_per_epoch), seed=int(seed), skip_comm=False)
+                   steps_per_epoch=int(steps_per_epoch), seed=int(seed), skip_comm=False,
+                   defer_updates=bool(defer_updates))
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,

@@ -98,8 +98,10 @@ class StepDriver final : public frugal::TransportRunner {
   std::unique_ptr<frugal::Work> RunInBackground(
       std::string_view what, std::function<frugal::Status(frugal::Transport&)> fn) override;
 
-  // Seconds the training thread was blocked on gradient communication, the seconds the engine
-  // (or the blocking reducer) spent reducing, and the share of it hidden behind computation.
+  // Seconds the training thread was blocked on communication, the seconds the engine (or the
+  // blocking reducer) spent reducing, and the share of it hidden behind computation. Both of the
+  // first two include the strategy's own exchanges (BeforeForward, AfterOptimizerStep, Settle:
+  // gossip rounds, model averages), during which the training thread waits.
   double blocked_seconds() const;
   double comm_seconds() const;
   double hidden_fraction() const;
@@ -131,6 +133,7 @@ class StepDriver final : public frugal::TransportRunner {
   std::unique_ptr<internal::NanGuard> nan_guard_;
   std::optional<std::string> skipped_;
   double last_compute_seconds_ = 0;  // forward + backward of the last step (stragglers)
+  double exchange_seconds_ = 0;      // in the strategy's BeforeForward, AfterOptimizerStep, Settle
 };
 
 }  // namespace frugal_torch

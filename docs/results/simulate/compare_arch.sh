@@ -1,0 +1,28 @@
+#!/bin/bash
+# Simulated against measured step times for the parameter-server and D-PSGD runs of
+# `validate_emulated.sh BUILD arch`: the network from the all-reduce fit on 4 emulated hosts at
+# the same NIC rate (--fit fit_h4_RATE.jsonl), the per-layer times from the 4-host profile (the
+# trace of the top-k run at 1 Gbit/s, tl_h4_1gbit_topk.json), as compare_emulated.sh does for the
+# ring. Usage: compare_arch.sh BUILD_DIR
+set -u
+build="$(cd "$1" && pwd)"
+cd "$(dirname "$0")"
+F="$build/apps/frugal/frugal"
+printf "| NIC | architecture | measured step (ms) | simulated step (ms) | error |\n"
+printf "| --- | --- | ---: | ---: | ---: |\n"
+for nic in 100mbit 1gbit; do
+  for run in ps1 ps2 dpsgd dpsgd1; do
+    case $run in
+      ps1) arch=ps:servers=1; label="parameter server, 1 server" ;;
+      ps2) arch=ps:servers=2; label="parameter server, 2 servers" ;;
+      dpsgd) arch=gossip:topology=ring; label="D-PSGD, ring" ;;
+      dpsgd1) arch=gossip:topology=onepeer-exp; label="D-PSGD, one-peer exponential" ;;
+    esac
+    j=${run}_h4_${nic}.jsonl
+    measured=$(grep '"event":"summary"' $j | python3 -c 'import json,sys; print(json.load(sys.stdin)["step_seconds_median"]*1e3)')
+    sim=$("$F" simulate --timeline tl_h4_1gbit_topk.json --model cnn --workers 4 \
+      --fit fit_h4_${nic}.jsonl --arch $arch | tail -1 | awk '{print $4}')
+    err=$(python3 -c "print(f'{($sim-$measured)/$measured*100:+.1f}%')")
+    printf "| %s | %s | %.1f | %.1f | %s |\n" $nic "$label" $measured $sim $err
+  done
+done

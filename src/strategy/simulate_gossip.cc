@@ -1,0 +1,111 @@
+// Gossip in the step simulator (see simulate.h).
+//
+// One worker stands for all (every rank of a regular graph has the same degree; otherwise the
+// largest degree of the phase). Per step: the compute of the layers (forward, backward and the
+// optimizer's step), and the round of the step if it has one, of
+//   round = alpha + d M / B + encode + d decode
+// with M the algorithm's message (GossipMessageBytes over the layers' gradients), d the phase's
+// largest out- or in-degree and B the NIC (the host's rate when every rank is on one host).
+//   D-PSGD cta:  the round starts with the step (max(channel free, step start)); the step ends
+//                when the compute and the round are both done;
+//   SGP overlap: the round starts after the step's compute and must end before the next step's
+//                compute ends;
+//   the others:  the round runs after the compute; the next step starts when it ends.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "frugal/gossip_graph.h"
+#include "strategy/simulate_internal.h"
+#include "strategy/step_cost_internal.h"
+
+namespace frugal::strategy_internal {
+
+StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry& registry) {
+  const SyncSpec& sync = o.sync;
+  if (sync.kind != SyncKind::kBsp && sync.kind != SyncKind::kLocal) {
+    return InvalidArgumentError(
+        fmt::format("frugal simulate: --sync {} over gossip is not simulated (bsp, local:period=H)",
+                    SyncSpecName(sync)));
+  }
+  StrategyPlan plan;
+  plan.arch = o.arch;
+  plan.sync = sync;
+  plan.compressed = o.compressed;
+  std::vector<CostTensor> tensors;
+  double compute = 0;
+  for (const SimLayer& l : o.layers) {
+    compute += o.straggler_factor * (l.forward_s + l.backward_s);
+    if (l.floats > 0) tensors.push_back(CostTensor{l.name, l.floats, {}});
+  }
+  const bool local = sync.kind == SyncKind::kLocal;
+  const GossipAlgorithm algorithm = local ? GossipAlgorithm::kDpsgd : o.arch.gossip.algorithm;
+  if (!local && (algorithm == GossipAlgorithm::kChoco || algorithm == GossipAlgorithm::kDcd ||
+                 algorithm == GossipAlgorithm::kEcd) != o.compressed.has_value()) {
+    return InvalidArgumentError(
+        "frugal simulate: choco, dcd and ecd need --compress, dpsgd and sgp send models dense");
+  }
+  bool exact = true;
+  FRUGAL_ASSIGN_OR_RETURN(const uint64_t message,
+                          GossipMessageBytes(plan, tensors, registry, &exact));
+  const int n = o.workers;
+  std::vector<double> rounds;  // the round time of each phase
+  if (n > 1) {
+    FRUGAL_ASSIGN_OR_RETURN(Topology g, Topology::Make(o.arch.gossip.topology, n, o.seed));
+    const int l = std::max(1, o.network.ranks_per_host);
+    const double b = n <= l ? o.network.host_bytes_per_s : o.network.nic_bytes_per_s;
+    double model_bytes = 0;
+    for (const CostTensor& t : tensors) model_bytes += 4.0 * static_cast<double>(t.numel);
+    const double encode =
+        o.compressed && o.encode_bytes_per_s > 0 ? model_bytes / o.encode_bytes_per_s : 0;
+    const double decode =
+        o.compressed && o.decode_bytes_per_s > 0 ? model_bytes / o.decode_bytes_per_s : 0;
+    for (int p = 0; p < g.period(); ++p) {
+      size_t d = 0;
+      for (int r = 0; r < n; ++r) {
+        d = std::max({d, g.Out(r, static_cast<uint64_t>(p)).size(),
+                      g.In(r, static_cast<uint64_t>(p)).size()});
+      }
+      const double dd = static_cast<double>(d);
+      rounds.push_back(o.network.alpha_s + dd * static_cast<double>(message) / b + encode +
+                       dd * decode);
+    }
+  }
+  const bool cta = !local && algorithm == GossipAlgorithm::kDpsgd && !o.arch.gossip.atc;
+  const bool overlapped = !local && algorithm == GossipAlgorithm::kSgp && o.arch.gossip.overlap;
+  const int64_t every = local ? sync.period : 1;
+  // Whole periods of the rounds and of the graph's phases after the first step.
+  const int64_t cycle = every * static_cast<int64_t>(std::max<size_t>(1, rounds.size()));
+  SimOptions run = o;
+  run.steps = static_cast<int>(1 + cycle * std::max<int64_t>(1, (o.steps - 1 + cycle - 1) / cycle));
+  std::vector<double> step_end(static_cast<size_t>(run.steps), 0);
+  double now = 0;
+  double channel_free = 0;
+  double in_flight_until = 0;  // SGP overlap: the previous round
+  double busy = 0;
+  uint64_t round = 0;
+  for (int s = 0; s < run.steps; ++s) {
+    const bool gossips = !rounds.empty() && (s + 1) % every == 0;
+    const double seconds = gossips ? rounds[round % rounds.size()] : 0;
+    const double start = now;
+    double end = start + compute;
+    if (gossips) {
+      ++round;
+      busy += seconds;
+      if (cta) {
+        channel_free = std::max(channel_free, start) + seconds;
+        end = std::max(end, channel_free);
+      } else if (overlapped) {
+        end = std::max(end, in_flight_until);
+        in_flight_until = end + seconds;
+      } else {
+        end += seconds;
+      }
+    }
+    now = end;
+    step_end[static_cast<size_t>(s)] = end;
+  }
+  return SummarizeSteps(run, step_end, busy);
+}
+
+}  // namespace frugal::strategy_internal

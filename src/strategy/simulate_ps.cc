@@ -1,0 +1,122 @@
+// The parameter server in the step simulator (see simulate.h).
+//
+// One worker stands for all (lock step, every worker pushes the same key at the same time). Per
+// step: the forward (kPriority: layer i waits for its keys of the previous step; otherwise the
+// whole previous step), then the backward, which makes each layer's keys ready. The worker's NIC
+// sends one push at a time, taking the next ready key by the policy when it frees; for a key of m
+// bytes on server s:
+//   push_end   = max(nic_out, ready) + m / B                      (the worker's NIC)
+//   in_end     = max(in[s] + alpha + W m / B, push_end + alpha)   (server s's NIC, W pushes)
+//   out_end    = max(out[s], in_end + apply) + alpha + W m / B    (W answers)
+//   back       = max(nic_in, out_end - m / B) + m / B             (the worker's NIC receives)
+// where apply is the optimizer layers' time times the key's share of the floats. Channel busy
+// time is the busiest server's inbound time.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "ps/messages.h"
+#include "ps/sharding.h"
+#include "strategy/simulate_internal.h"
+
+namespace frugal::strategy_internal {
+
+StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
+  const int servers = o.arch.servers;
+  if (servers < 1) return InvalidArgumentError("frugal simulate: ps needs servers >= 1");
+  if (o.compressed.has_value()) {
+    return InvalidArgumentError("frugal simulate: --compress does not run over a parameter server");
+  }
+  const int layers = static_cast<int>(o.layers.size());
+  const double f = o.straggler_factor;
+  const double w = o.workers;
+  const double b = o.network.nic_bytes_per_s;
+  const double alpha = o.network.alpha_s;
+  // The keys, as the servers cut them.
+  std::vector<TensorSpec> tensors;
+  std::vector<int> layer_of;  // tensor index -> layer
+  double optimizer_s = 0;
+  size_t floats = 0;
+  for (int i = 0; i < layers; ++i) {
+    const SimLayer& l = o.layers[static_cast<size_t>(i)];
+    if (l.optimizer) optimizer_s += f * l.forward_s;
+    if (l.floats == 0) continue;
+    tensors.push_back(TensorSpec{l.name, l.floats});
+    layer_of.push_back(i);
+    floats += l.floats;
+  }
+  const size_t part_bytes = std::max<size_t>(
+      sizeof(float), static_cast<size_t>(o.arch.shard_mb * static_cast<double>(1 << 20)));
+  const ps_internal::ShardPlan plan = ps_internal::PlanShards(tensors, servers, part_bytes);
+  const size_t keys = plan.parts.size();
+
+  std::vector<double> step_end(static_cast<size_t>(o.steps), 0);
+  std::vector<double> layer_updated(static_cast<size_t>(layers), 0);
+  std::vector<double> in(static_cast<size_t>(servers), 0);
+  std::vector<double> out(static_cast<size_t>(servers), 0);
+  std::vector<double> busy_in(static_cast<size_t>(servers), 0);
+  double nic_out = 0;
+  double nic_in = 0;
+  double now = 0;
+  for (int s = 0; s < o.steps; ++s) {
+    for (int i = 0; i < layers; ++i) {
+      const SimLayer& l = o.layers[static_cast<size_t>(i)];
+      if (o.overlap == SimOverlap::kPriority) now = std::max(now, layer_updated[i]);
+      if (!l.optimizer) now += f * l.forward_s;
+    }
+    std::vector<double> ready_at(static_cast<size_t>(layers));
+    for (int i = layers - 1; i >= 0; --i) {
+      now += f * o.layers[static_cast<size_t>(i)].backward_s;
+      ready_at[static_cast<size_t>(i)] = now;
+    }
+    const double backward_end = now;
+    std::vector<double> ready(keys);
+    for (size_t k = 0; k < keys; ++k) {
+      const int layer = layer_of[plan.parts[k].tensor];
+      ready[k] = o.overlap == SimOverlap::kNone ? backward_end : ready_at[layer];
+    }
+    std::vector<bool> sent(keys, false);
+    std::fill(layer_updated.begin(), layer_updated.end(), 0.0);
+    double all_done = backward_end;
+    for (size_t left = keys; left > 0; --left) {
+      double earliest = std::numeric_limits<double>::infinity();
+      for (size_t k = 0; k < keys; ++k) {
+        if (!sent[k]) earliest = std::min(earliest, ready[k]);
+      }
+      const double t = std::max(nic_out, earliest);
+      size_t best = keys;
+      for (size_t k = 0; k < keys; ++k) {
+        if (sent[k] || ready[k] > t) continue;
+        const int layer = layer_of[plan.parts[k].tensor];
+        const bool better = best == keys || (o.overlap == SimOverlap::kPriority
+                                                 ? layer < layer_of[plan.parts[best].tensor]
+                                                 : ready[k] < ready[best]);
+        if (better) best = k;
+      }
+      sent[best] = true;
+      const ps_internal::KeyPart& part = plan.parts[best];
+      const size_t server = static_cast<size_t>(part.server);
+      const double m = static_cast<double>(ps_internal::kHeaderBytes + 4 * part.count);
+      const double apply =
+          floats > 0 ? optimizer_s * static_cast<double>(part.count) / static_cast<double>(floats)
+                     : 0;
+      nic_out = t + m / b;
+      const double in_start = std::max(in[server], t);
+      const double in_end = std::max(in_start + alpha + w * m / b, nic_out + alpha);
+      busy_in[server] += in_end - in_start;
+      in[server] = in_end;
+      out[server] = std::max(out[server], in_end + apply) + alpha + w * m / b;
+      nic_in = std::max(nic_in, out[server] - m / b) + m / b;
+      const double back = std::max(out[server], nic_in);
+      const int layer = layer_of[part.tensor];
+      layer_updated[layer] = std::max(layer_updated[layer], back);
+      all_done = std::max(all_done, back);
+    }
+    if (o.overlap != SimOverlap::kPriority) now = all_done;
+    step_end[static_cast<size_t>(s)] = all_done;
+  }
+  return SummarizeSteps(o, step_end, *std::max_element(busy_in.begin(), busy_in.end()));
+}
+
+}  // namespace frugal::strategy_internal

@@ -1,0 +1,85 @@
+// The step simulator's parameter server and gossip against hand-computed schedules: the server's
+// NIC carrying every worker's push and answer, keys spread over two servers, the optimizer's step
+// moved to the servers; D-PSGD's round during the step (cta) and after it (atc), Local SGD's
+// rounds every H steps, SGP with and without overlap, and what is refused.
+#include <gtest/gtest.h>
+
+#include "frugal/simulate.h"
+
+namespace frugal {
+namespace {
+
+// One layer of `floats` gradient elements, forward 1 ms and backward 2 ms; 1e6 bytes/s NICs, no
+// latency, workers on hosts of their own.
+SimOptions Options(size_t floats, int workers, const std::string& arch,
+                   const std::string& sync = "bsp") {
+  SimOptions o;
+  o.layers = {SimLayer{"a", floats, {}, 1e-3, 2e-3}};
+  o.workers = workers;
+  o.overlap = SimOverlap::kWfbp;
+  o.network.alpha_s = 0;
+  o.network.nic_bytes_per_s = 1e6;
+  o.network.ranks_per_host = 1;
+  o.steps = 3;
+  o.arch = ParseArchSpec(arch).value();
+  o.sync = ParseSyncSpec(sync).value();
+  return o;
+}
+
+double StepMs(const SimOptions& o) {
+  auto r = Simulate(o, DefaultCompressorRegistry());
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r->step_s * 1e3 : -1;
+}
+
+TEST(SimulateArch, ParameterServerNicCarriesEveryWorker) {
+  // One key of 1000 floats: messages of 52 + 4000 bytes. The server receives 2 pushes (8.104 ms)
+  // after the backward (3 ms), then sends 2 answers (8.104 ms).
+  SimOptions o = Options(1000, 2, "ps:servers=1");
+  EXPECT_NEAR(StepMs(o), 3 + 2 * 8.104, 1e-9);
+  // 4 workers: twice the server's time.
+  o.workers = 4;
+  EXPECT_NEAR(StepMs(o), 3 + 2 * 16.208, 1e-9);
+}
+
+TEST(SimulateArch, ParameterServerKeysOnTwoServers) {
+  // 2000 floats: one key of 8052 bytes on one server, 3 + 2 x 2 x 8.052 ms.
+  SimOptions one = Options(2000, 2, "ps:servers=1");
+  EXPECT_NEAR(StepMs(one), 3 + 4 * 8.052, 1e-9);
+  // Keys of 1000 floats on two servers: key 0 pushed 3-7.052, in at 11.104, answered at 19.208;
+  // key 1 pushed 7.052-11.104, in at 15.156 (its server's NIC from 7.052), answered at 23.26.
+  SimOptions two = Options(2000, 2, "ps:servers=2,shard-mb=0.003814697265625");  // 4000 B
+  EXPECT_NEAR(StepMs(two), 23.26, 1e-9);
+}
+
+TEST(SimulateArch, ParameterServerRunsTheOptimizerOnTheServers) {
+  SimOptions o = Options(1000, 2, "ps:servers=1");
+  o.layers.insert(o.layers.begin(), SimLayer{"opt", 0, {}, 2e-3, 0, /*optimizer=*/true});
+  // The worker's compute is 3 ms; the server applies the update (2 ms) between pushes and answers.
+  EXPECT_NEAR(StepMs(o), 3 + 2 * 8.104 + 2, 1e-9);
+}
+
+TEST(SimulateArch, GossipRounds) {
+  // Ring of 4: two neighbours, messages of 4000 bytes: a round of 8 ms; compute 3 ms.
+  EXPECT_NEAR(StepMs(Options(1000, 4, "gossip:topology=ring")), 8, 1e-9);  // during the step
+  EXPECT_NEAR(StepMs(Options(1000, 4, "gossip:topology=ring,order=atc")), 11, 1e-9);
+  // Local SGD every 2 steps: 2 x 3 + 8 ms per two steps.
+  EXPECT_NEAR(StepMs(Options(1000, 4, "gossip:topology=ring", "local:period=2")), 7, 1e-9);
+  // SGP on the one-peer exponential graph: one message of 4004 bytes after the step, or during
+  // the next one with overlap=1.
+  EXPECT_NEAR(StepMs(Options(1000, 4, "gossip:algorithm=sgp")), 7.004, 1e-9);
+  EXPECT_NEAR(StepMs(Options(1000, 4, "gossip:algorithm=sgp,overlap=1")), 4.004, 1e-9);
+  // One worker: compute alone.
+  EXPECT_NEAR(StepMs(Options(1000, 1, "gossip:topology=ring")), 3, 1e-9);
+}
+
+TEST(SimulateArch, RefusesTheAsynchronousModels) {
+  SimOptions o = Options(1000, 2, "ps:servers=1", "asp");
+  auto r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("asp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace frugal
