@@ -39,12 +39,14 @@ fail() {
 frugal_lines() {
   grep -E '^([EW][0-9:.]+ \[rank [0-9]+\]|frugal: )' "$work/err" | grep -v -- '--inject'
 }
-# The job fails within 30 s and the error line of a rank that stopped names rank 1 (the ranks
-# print "frugal: rank R: train: ..." as they end).
+# The job fails within 30 s and an error line of another rank names rank 1: its engine's error
+# log or its "frugal: rank R: train: ..." line as it ends (a rank whose peer failed first may be
+# ended by the job's abort before it prints the second).
 ends_naming_rank1() {
   [ "$code" -ne 0 ] || fail "exit code 0"
   [ "$elapsed_ms" -le 30000 ] || fail "took more than 30 s"
-  frugal_lines | grep -E '^frugal: rank [02]: train: ' | grep -q "rank 1" ||
+  frugal_lines | grep -E '^(frugal: rank [02]: train: |E[0-9:.]+ \[rank [02]\] engine: )' |
+    grep -q "rank 1" ||
     fail "no rank's error line names rank 1"
 }
 summary_field() {
