@@ -2,6 +2,7 @@
 ctest as one process (it starts the jobs); FRUGAL is the `frugal` command to test."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -51,12 +52,12 @@ ALLREDUCE_AND_NETWORK = """
 
 
 def ranks_and_namespaces(proc, n):
-    """Each rank's line (sum of 1..n), and the network namespace every rank reported."""
+    """Each rank's report (sum of 1..n), and the network namespace every rank reported. The
+    ranks' output may interleave within a line, so the reports are found anywhere in it."""
     namespaces = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("rank "):
-            head, ns = line.split(", netns ")
-            namespaces[head] = int(ns)
+    for rank, size, total, ns in re.findall(r"rank (\d+) of (\d+): (\d+), netns (\d+)",
+                                            proc.stdout):
+        namespaces["rank %s of %s: %s" % (rank, size, total)] = int(ns)
     expected = {"rank %d of %d: %d" % (r, n, n * (n + 1) // 2) for r in range(n)}
     assert set(namespaces) == expected, proc.stdout + proc.stderr
     return namespaces
