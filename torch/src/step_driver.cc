@@ -192,6 +192,8 @@ Status StepDriver::Synchronize() {
 Status StepDriver::Settle() {
   FRUGAL_RETURN_IF_ERROR(Synchronize());
   frugal::ModelBuffers model = ModelBuffersOf(module_, optimizer_);
+  // Strategies whose replicas stay identical have nothing to settle.
+  if (strategy_.traits().identical_replicas) return strategy_.Settle(model, *this);
   const frugal::Stopwatch watch;
   Status status = strategy_.Settle(model, *this);
   exchange_seconds_ += watch.Seconds();
