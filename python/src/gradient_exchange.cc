@@ -131,7 +131,8 @@ void GradientExchange::Submit(size_t index, const torch::Tensor& grad, uint64_t 
 frugal::Status GradientExchange::Wait(const std::vector<size_t>& indices) {
   frugal::Status first;
   for (size_t i : indices) {
-    if (i >= works_.size()) return frugal::InvalidArgumentError("no parameter " + std::to_string(i));
+    if (i >= works_.size())
+      return frugal::InvalidArgumentError("no parameter " + std::to_string(i));
     if (!works_[i]) continue;
     frugal::Status status = works_[i]->Wait(runtime_.wait_timeout());
     if (first.ok() && !status.ok()) first = status;

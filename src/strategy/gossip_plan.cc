@@ -121,9 +121,8 @@ Status CheckGossipPlan(const StrategyOptions& options, StrategyPlan& plan) {
     case SyncKind::kSsp:
     case SyncKind::kBackup:
     case SyncKind::kLag:
-      return InvalidArgumentError(
-          fmt::format("--sync {} runs over a parameter server (--arch ps:servers=S), not gossip",
-                      sync));
+      return InvalidArgumentError(fmt::format(
+          "--sync {} runs over a parameter server (--arch ps:servers=S), not gossip", sync));
   }
   FRUGAL_RETURN_IF_ERROR(CheckGossipCompression(options, plan));
   if (options.workers > 0) FRUGAL_RETURN_IF_ERROR(MakeGossipGraph(plan, options.workers).status());

@@ -62,8 +62,10 @@ TEST(StrategySpec, GlooIsAnotherLibrarysAllreduce) {
   EXPECT_EQ(ParseArchSpec("allreduce:gloo").value().algorithm, "gloo");
   EXPECT_EQ(ParseArchSpec("allreduce:gloo:halving_doubling").value().algorithm,
             "gloo:halving_doubling");
-  EXPECT_NE(ParseArchSpec("allreduce:gloo:ring").status().message().find(
-                "unknown all-reduce algorithm 'gloo:ring'"),
+  EXPECT_NE(ParseArchSpec("allreduce:gloo:ring")
+                .status()
+                .message()
+                .find("unknown all-reduce algorithm 'gloo:ring'"),
             std::string::npos);
   StrategyOptions options;
   options.arch = "allreduce:gloo:halving_doubling";
@@ -186,8 +188,8 @@ TEST(StrategyPlanRules, OneBitCompressorsGetAllgatherWorkerMomentumAndErrorFeedb
   EXPECT_DOUBLE_EQ(onebit.compressed->worker_momentum, 0.9);
   EXPECT_EQ(onebit.optimizer_momentum, 0);
   EXPECT_TRUE(onebit.compressed->error_feedback);
-  EXPECT_EQ(onebit.implied, (std::vector<std::string>{"--aggregate allgather",
-                                                      "--worker-momentum", "--ef"}));
+  EXPECT_EQ(onebit.implied,
+            (std::vector<std::string>{"--aggregate allgather", "--worker-momentum", "--ef"}));
   // efsign keeps its own error feedback: nothing to add there.
   options.compress = "efsign";
   const StrategyPlan efsign = PlanStrategy(options).value();

@@ -28,12 +28,7 @@ using frugal::Transport;
 
 frugal::StepCost CostOf(const frugal::StrategyPlan& plan, int workers) {
   frugal::StepCostInput in;
-  auto model = MakeModel("mlp", 1).value();
-  for (const auto& item : model->named_parameters()) {
-    std::vector<int64_t> shape(item.value().sizes().begin(), item.value().sizes().end());
-    in.parameters.push_back(
-        {item.key(), static_cast<size_t>(item.value().numel()), std::move(shape)});
-  }
+  in.parameters = testing_torch::CostTensorsOf("mlp");
   in.workers = workers;
   in.plan = plan;
   auto cost = frugal::ComputeStepCost(in, frugal::DefaultCompressorRegistry());

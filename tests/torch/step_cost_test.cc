@@ -57,12 +57,7 @@ std::string Describe(const Case& c) {
 
 frugal::StepCostInput InputFor(const frugal::StrategyPlan& plan, const Case& c) {
   frugal::StepCostInput in;
-  auto model = MakeModel("mlp", 1).value();
-  for (const auto& item : model->named_parameters()) {
-    std::vector<int64_t> shape(item.value().sizes().begin(), item.value().sizes().end());
-    in.parameters.push_back(
-        {item.key(), static_cast<size_t>(item.value().numel()), std::move(shape)});
-  }
+  in.parameters = testing_torch::CostTensorsOf("mlp");
   in.workers = c.n;
   in.plan = plan;
   in.partition_bytes = c.engine ? frugal::kDefaultPartitionBytes : 0;

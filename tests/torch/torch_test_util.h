@@ -8,14 +8,17 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "frugal/inproc_transport.h"
 #include "frugal/reducer.h"
 #include "frugal/status.h"
+#include "frugal/step_cost.h"
 #include "frugal/strategy.h"
 #include "frugal/transport.h"
 #include "frugal_torch/data.h"
+#include "frugal_torch/models.h"
 #include "frugal_torch/trainer.h"
 
 namespace frugal_torch::testing_torch {
@@ -28,6 +31,17 @@ inline const FashionMnist& Data() {
     return new FashionMnist(std::move(loaded).value());
   }();
   return *data;
+}
+
+// The trainable parameters of `model` (seed 1) as the step-cost model takes them.
+inline std::vector<frugal::CostTensor> CostTensorsOf(std::string_view model) {
+  std::vector<frugal::CostTensor> tensors;
+  auto net = MakeModel(model, 1).value();
+  for (const auto& item : net->named_parameters()) {
+    std::vector<int64_t> shape(item.value().sizes().begin(), item.value().sizes().end());
+    tensors.push_back({item.key(), static_cast<size_t>(item.value().numel()), std::move(shape)});
+  }
+  return tensors;
 }
 
 // The dense ring reducer with a 30 s timeout.

@@ -13,9 +13,7 @@ fail() {
   echo "--- stderr:"; cat "$work/err"
   exit 1
 }
-summary_field() {  # FILE KEY
-  grep '"event":"summary"' "$1" | tail -1 | grep -o "\"$2\":[^,}]*" | cut -d: -f2-
-}
+source "$(dirname "$0")/summary_lib.sh"
 
 "$frugal" train "${flags[@]}" --json "$work/whole.json" >"$work/out" 2>"$work/err" ||
   fail "the uninterrupted run failed"
@@ -39,10 +37,6 @@ rmdir "$blocked"
   --resume "$work/ckpt" --json "$work/resumed.json" >"$work/out" 2>"$work/err" ||
   fail "the resumed run failed"
 [ "$(summary_field "$work/resumed.json" resumed_from_step)" = 5 ] || fail "not resumed at step 5"
-for key in params_hash test_loss steps; do
-  whole=$(summary_field "$work/whole.json" $key)
-  resumed=$(summary_field "$work/resumed.json" $key)
-  echo "$key: uninterrupted $whole, resumed $resumed"
-  [ -n "$whole" ] && [ "$whole" = "$resumed" ] || fail "$key differs"
-done
+same_summary "" uninterrupted "$work/whole.json" resumed "$work/resumed.json" \
+  params_hash test_loss steps
 echo PASS

@@ -18,9 +18,7 @@ fail() {
   echo "--- stderr:"; cat "$work/err"
   exit 1
 }
-summary_field() {  # FILE KEY: the value of KEY in the last summary record of FILE
-  grep '"event":"summary"' "$1" | tail -1 | grep -o "\"$2\":[^,}]*" | cut -d: -f2-
-}
+source "$(dirname "$0")/summary_lib.sh"
 
 "$frugal" train "${flags[@]}" --json "$work/whole.json" >"$work/out" 2>"$work/err" ||
   fail "the uninterrupted run failed"
@@ -37,10 +35,6 @@ grep -qx "frugal: 1 restart(s), 3 step(s) redone" "$work/err" || fail "no summar
 grep '"event":"restarts"' "$work/restarted.json" | grep -q '"restarts":1,"steps_redone":3' ||
   fail "no restarts record in --json"
 ls "$work"/ckpt/.progress-* "$work"/ckpt/.failure-* >/dev/null 2>&1 && fail "notes were left behind"
-for key in params_hash test_loss test_accuracy steps; do
-  whole=$(summary_field "$work/whole.json" $key)
-  restarted=$(summary_field "$work/restarted.json" $key)
-  echo "$key: uninterrupted $whole, restarted $restarted"
-  [ -n "$whole" ] && [ "$whole" = "$restarted" ] || fail "$key differs"
-done
+same_summary "" uninterrupted "$work/whole.json" restarted "$work/restarted.json" \
+  params_hash test_loss test_accuracy steps
 echo PASS

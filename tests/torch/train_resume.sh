@@ -22,9 +22,7 @@ fail() {
   for f in "$work"/*.out; do echo "--- $f"; cat "$f"; done
   exit 1
 }
-summary_field() {  # FILE KEY: the value of KEY in the last summary record of FILE
-  grep '"event":"summary"' "$1" | tail -1 | grep -o "\"$2\":[^,}]*" | cut -d: -f2-
-}
+source "$(dirname "$0")/summary_lib.sh"
 
 # WHOLE_SAVES=1: the uninterrupted run saves the same checkpoints (for strategies whose checkpoint
 # completes an exchange in flight).
@@ -54,10 +52,6 @@ run "$@" --checkpoint-dir "$work/ckpt" --checkpoint-every "$every" --resume "$wo
   --json "$work/resumed.json" >"$work/resumed.out" 2>&1 || fail "the resumed run failed"
 [ "$(summary_field "$work/resumed.json" resumed_from_step)" = "$expected" ] ||
   fail "resumed_from_step is $(summary_field "$work/resumed.json" resumed_from_step), expected $expected"
-for key in params_hash test_loss test_accuracy train_loss steps bytes_sent_per_worker; do
-  whole=$(summary_field "$work/whole.json" $key)
-  resumed=$(summary_field "$work/resumed.json" $key)
-  echo "$key: uninterrupted $whole, resumed $resumed"
-  [ -n "$whole" ] && [ "$whole" = "$resumed" ] || fail "$key differs"
-done
+same_summary "" uninterrupted "$work/whole.json" resumed "$work/resumed.json" \
+  params_hash test_loss test_accuracy train_loss steps bytes_sent_per_worker
 echo PASS

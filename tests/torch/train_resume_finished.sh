@@ -13,9 +13,7 @@ fail() {
   for f in "$work"/*.err; do echo "--- $f"; cat "$f"; done
   exit 1
 }
-summary_field() {  # FILE KEY
-  grep '"event":"summary"' "$1" | tail -1 | grep -o "\"$2\":[^,}]*" | cut -d: -f2-
-}
+source "$(dirname "$0")/summary_lib.sh"
 # NAME EVENT FLAGS...: a run saving checkpoints, then --resume of its newest one.
 check() {
   local name=$1 event=$2
@@ -26,12 +24,8 @@ check() {
     --resume "$work/$name" --json "$work/$name.resumed.jsonl" >/dev/null 2>"$work/$name.err" ||
     fail "$name: the resumed run failed"
   grep -q "\"event\":\"$event\"" "$work/$name.resumed.jsonl" && fail "$name: the resumed run wrote a $event record"
-  for key in params_hash steps train_loss test_loss test_accuracy bytes_sent_per_worker; do
-    first=$(summary_field "$work/$name.first.json" $key)
-    resumed=$(summary_field "$work/$name.resumed.jsonl" $key)
-    echo "$name $key: first $first, resumed $resumed"
-    [ -n "$first" ] && [ "$first" = "$resumed" ] || fail "$name: $key differs"
-  done
+  same_summary "$name: " first "$work/$name.first.json" resumed "$work/$name.resumed.jsonl" \
+    params_hash steps train_loss test_loss test_accuracy bytes_sent_per_worker
 }
 
 check max_steps epoch --model mlp --batch-size 32 --max-steps 10 --overlap none \
