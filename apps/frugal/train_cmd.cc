@@ -19,6 +19,7 @@
 #include "frugal/compressed_reducer.h"
 #include "frugal/engine_phases.h"
 #include "frugal/strategy.h"
+#include "frugal_torch/checkpoint.h"
 #include "frugal_torch/data.h"
 #include "frugal_torch/dataset.h"
 #include "frugal_torch/trainer.h"
@@ -70,7 +71,21 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     optimizer.momentum = options.momentum;
     optimizer.weight_decay = options.weight_decay;
     optimizer.nesterov = options.nesterov;
-    return RunServerRole(world, plan, optimizer, context.logger);
+    // The server's files of the run's checkpoints, over the whole job with the workers' files.
+    ServerCheckpointHooks checkpoints;
+    const frugal_torch::CheckpointOptions& ckpt = options.checkpoint;
+    if (ckpt.saves()) {
+      checkpoints.save = [&](Transport& t, uint64_t step,
+                             const std::function<void(StateVisitor&)>& visit) {
+        return frugal_torch::SaveRankCheckpoint(t, ckpt, step, visit, nullptr, plan.timeout);
+      };
+    }
+    if (!ckpt.resume.empty()) {
+      checkpoints.resume = [&](const std::function<void(StateVisitor&)>& visit) {
+        return frugal_torch::LoadRankCheckpoint(ckpt, world.rank(), world.size(), visit).status();
+      };
+    }
+    return RunServerRole(world, plan, optimizer, context.logger, &checkpoints);
   }
   Transport& workers = *group.transport;
   FRUGAL_ASSIGN_OR_RETURN(
@@ -101,9 +116,10 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     if (!plan.implied.empty()) {
       std::string implied;
       for (const std::string& flag : plan.implied) implied += " " + flag;
-      std::printf("frugal train: --compress %s runs with%s (give --aggregate to choose the path "
-                  "yourself)\n",
-                  flags.compress.c_str(), implied.c_str());
+      std::printf(
+          "frugal train: --compress %s runs with%s (give --aggregate to choose the path "
+          "yourself)\n",
+          flags.compress.c_str(), implied.c_str());
     }
     std::fflush(stdout);
     callbacks.on_step = [&progress](const frugal_torch::StepProgress& p) { progress.Step(p); };

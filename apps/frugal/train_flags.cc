@@ -437,10 +437,13 @@ StatusOr<frugal_torch::CheckpointOptions> ToCheckpointOptions(const TrainFlags& 
     }
     options.every_steps = n;
   }
-  if (plan.arch.kind == ArchKind::kParameterServer &&
+  const bool shared_epochs = plan.sync.kind == SyncKind::kSsp || plan.sync.kind == SyncKind::kAsp ||
+                             plan.sync.kind == SyncKind::kBackup;
+  if (plan.arch.kind == ArchKind::kParameterServer && shared_epochs &&
       (!flags.checkpoint_dir.empty() || !flags.resume.empty())) {
-    return InvalidArgumentError(
-        "--checkpoint-dir and --resume do not cover --arch ps: the servers' shards are not saved");
+    return InvalidArgumentError(fmt::format(
+        "--checkpoint-dir and --resume cover --arch ps with --sync bsp and lag, not --sync {}",
+        SyncSpecName(plan.sync)));
   }
   if (flags.od_sgd && options.every_steps > 0) {
     return InvalidArgumentError(

@@ -34,6 +34,7 @@
 #include "frugal/compressor.h"
 #include "frugal/engine.h"
 #include "frugal/logging.h"
+#include "frugal/state_visitor.h"
 #include "frugal/status.h"
 #include "frugal/timeline.h"
 #include "frugal/transport.h"
@@ -162,13 +163,32 @@ struct ServerReport {
 // pulls under ssp, asp or backup. Connect and RunParameterServer check the same.
 Status CheckParameterServerCompression(const ParameterServerConfig& config);
 
+// A server's part of the job's checkpoints (docs/checkpoints.md). `visit` visits the server's
+// whole state (StateVisitor): every key's parameters, optimizer state, version, progress, updates
+// and workers' clocks and kept gradients, the compression state (x_hat of compressed pulls, the
+// push decoders' contexts), which workers rest, and the counts and bytes the statistics report.
+struct ServerCheckpointHooks {
+  // Called on the server's thread when every worker asked for the checkpoint of `step`
+  // (ParameterClient::Checkpoint): every worker's pushes up to its step are applied and every
+  // pull answered, no pull is held. Saves the state through `visit`, collective over `world` with
+  // the workers' part of the same checkpoint; its error fails the server (and the job). Empty:
+  // a checkpoint request is refused (kFailedPrecondition).
+  std::function<Status(Transport& world, uint64_t step,
+                       const std::function<void(StateVisitor&)>& visit)>
+      save;
+  // Called once every hello and initial value is in, before the workers are welcomed: restores
+  // the state through `visit` (the initial values are then overwritten). Empty: a fresh start.
+  std::function<Status(const std::function<void(StateVisitor&)>& visit)> resume;
+};
+
 // Runs the server loop of this rank (one of config.server_ranks) over `world` until every worker
 // has sent done (OK) or the job fails (the Status names the ranks and keys; every worker is told).
 // Blocks the calling thread, which owns `world` meanwhile. `report` (optional) receives what the
-// server did.
+// server did; `checkpoints` (optional, must outlive the call) saves and resumes its state.
 Status RunParameterServer(Transport& world, const ParameterServerConfig& config,
                           const ServerOptimizer& optimizer, const Logger& logger,
-                          ServerReport* report = nullptr);
+                          ServerReport* report = nullptr,
+                          const ServerCheckpointHooks* checkpoints = nullptr);
 
 struct ParameterClientOptions {
   Logger logger;
@@ -216,6 +236,17 @@ class ParameterClient final : public TensorExchange {
   // that rests once every worker rests (so that every worker gets the same counts at the end of
   // an epoch), one that does not at once.
   std::unique_ptr<Work> FetchStats(ParameterServerStats* out);
+  // After everything submitted before it (every pull answered): asks every server for the
+  // checkpoint of `step`, then runs `save` with `world` on the client's thread. `save` is
+  // collective over `world`: the servers join it once every worker asked for the same step
+  // (ServerCheckpointHooks::save), so that the checkpoint is a cut at which every worker pushed
+  // and pulled exactly its steps. Completes with save's Status; later commands wait for it.
+  std::unique_ptr<Work> Checkpoint(uint64_t step, std::function<Status(Transport& world)> save);
+  // The client's state (StateVisitor): per key the clock, the version and progress last pulled,
+  // LAG's rule, the push compressor's context (error-feedback residuals) and the copy of the
+  // parameters compressed pulls update; and the push bytes so far. Only on the client's thread:
+  // inside a function given to Call or Checkpoint. Loading refuses another key layout.
+  void VisitState(StateVisitor& visitor);
 
   class Impl;
 

@@ -185,6 +185,20 @@ class Strategy {
     VisitState([&](std::string_view name, std::span<float> data) { visitor.Floats(name, data); });
   }
 
+  // Ranks of the job that are not workers but keep state of the run (the parameter server's
+  // servers: the last ranks of the world). A checkpoint then spans workers + these ranks, every
+  // rank writing its own file; the workers' ranks in it are their ranks among the workers.
+  virtual int checkpoint_peers() const { return 0; }
+  // Runs `save` (the checkpoint of `step`: every rank writes its file and the set is committed,
+  // collective over the transport it is given) on the thread that owns the transport, between
+  // steps, after Settle. The default runs it through `runner` over the workers; a strategy with
+  // checkpoint_peers() > 0 runs it over the whole job once its peers joined the same step.
+  virtual Status RunCheckpoint(uint64_t step, TransportRunner& runner,
+                               const std::function<Status(Transport&)>& save) {
+    (void)step;
+    return runner.Run("checkpoint", save);
+  }
+
   // Strategies whose workers do not run the optimizer (traits().worker_runs_optimizer false) have
   // an exchange of their own, which the loop submits every gradient to in place of the
   // communication engine, and which answers with the parameters to use (TensorExchange::Result::
@@ -349,8 +363,9 @@ Status CheckWorldSize(const StrategyPlan& plan, int world_size);
 
 // A server rank's part of the run: serves the workers until they are done or the job fails
 // (RunParameterServer), with `optimizer` (the loop's SGD and learning-rate schedule).
+// `checkpoints` (optional, must outlive the call): the server's part of the run's checkpoints.
 Status RunServerRole(Transport& world, const StrategyPlan& plan, const ServerOptimizer& optimizer,
-                     const Logger& logger);
+                     const Logger& logger, const ServerCheckpointHooks* checkpoints = nullptr);
 
 // The transport of this rank's role group: `world` itself when every rank is a worker, otherwise
 // a Split of it by role (collective over `world`; the result must not outlive it).

@@ -99,7 +99,7 @@ class ClientWork final : public Work {
   Timeline* timeline_;
 };
 
-enum class CommandKind { kSubmit, kCall, kRest, kStats };
+enum class CommandKind { kSubmit, kCall, kRest, kStats, kCheckpoint };
 
 struct Command {
   CommandKind kind = CommandKind::kSubmit;
@@ -107,7 +107,8 @@ struct Command {
   uint32_t tensor = 0;
   int priority = 0;
   std::span<float> data;
-  // A call.
+  // A call; a checkpoint (fn with the world transport, after asking the servers for `step`).
+  uint64_t step = 0;
   std::string name;
   std::function<Status(Transport&)> fn;
   // A stats request.
@@ -212,6 +213,35 @@ class ParameterClient::Impl {
     c.name = name;
     c.fn = std::move(fn);
     return EnqueueControl(std::move(c), fmt::format("call '{}'", name));
+  }
+
+  std::unique_ptr<Work> Checkpoint(uint64_t step, std::function<Status(Transport&)> save) {
+    Command c;
+    c.kind = CommandKind::kCheckpoint;
+    c.step = step;
+    c.name = "checkpoint";
+    c.fn = std::move(save);
+    return EnqueueControl(std::move(c), fmt::format("the checkpoint of step {}", step));
+  }
+
+  void VisitState(StateVisitor& v) {
+    for (const KeyPart& part : plan_.parts) {
+      StateVisitor::Scope key(v, part.name);
+      v.U64("clock", clock_[part.key]);
+      v.U64("version", version_[part.key]);
+      v.U64("progress", key_progress_[part.key]);
+      if (!lag_.empty()) {
+        StateVisitor::Scope lag(v, "lag");
+        lag_[part.key].VisitState(v);
+      }
+    }
+    ps_internal::VisitCodecs(v, push_, pull_);
+    uint64_t push_bytes = push_bytes_.load();
+    v.U64("push_bytes", push_bytes);
+    if (!v.loading() || !v.ok()) return;
+    push_bytes_ = push_bytes;
+    progress_ =
+        key_progress_.empty() ? 0 : *std::min_element(key_progress_.begin(), key_progress_.end());
   }
 
   std::unique_ptr<Work> Rest() {
@@ -434,12 +464,23 @@ class ParameterClient::Impl {
         commands_.pop_front();
       }
       busy = true;
-      if (c.kind == CommandKind::kCall) {
+      if (c.kind == CommandKind::kCall || c.kind == CommandKind::kCheckpoint) {
+        const bool checkpoint = c.kind == CommandKind::kCheckpoint;
+        if (checkpoint) {
+          for (int s = 0; s < config_.servers(); ++s) {
+            SendEmpty(s, MessageType::kCheckpoint, c.step);
+          }
+        }
         Status s;
         try {
-          s = c.fn(workers_);
+          s = c.fn(checkpoint ? world_ : workers_);
         } catch (const std::exception& e) {
           s = InternalError(fmt::format("call '{}': {}", c.name, e.what()));
+        }
+        if (checkpoint) {
+          // The servers were busy with the same checkpoint meanwhile: silence is not a failure.
+          const Clock::time_point now = Clock::now();
+          std::fill(server_heard_.begin(), server_heard_.end(), now);
         }
         c.state->Complete(s);
         continue;
@@ -729,9 +770,10 @@ class ParameterClient::Impl {
     }
   }
 
-  void SendEmpty(int server, MessageType type) {
+  void SendEmpty(int server, MessageType type, uint64_t step = 0) {
     MessageHeader h;
     h.type = type;
+    h.step = step;
     std::vector<std::byte> bytes;
     ps_internal::EncodeMessage(h, std::span<const std::byte>(), bytes);
     Post(server, std::move(bytes), false);
@@ -853,6 +895,11 @@ EngineStats ParameterClient::stats() const { return impl_->stats(); }
 uint64_t ParameterClient::push_bytes() const { return impl_->push_bytes(); }
 uint64_t ParameterClient::progress() const { return impl_->progress(); }
 std::unique_ptr<Work> ParameterClient::Rest() { return impl_->Rest(); }
+std::unique_ptr<Work> ParameterClient::Checkpoint(uint64_t step,
+                                                  std::function<Status(Transport&)> save) {
+  return impl_->Checkpoint(step, std::move(save));
+}
+void ParameterClient::VisitState(StateVisitor& visitor) { impl_->VisitState(visitor); }
 std::unique_ptr<Work> ParameterClient::FetchStats(ParameterServerStats* out) {
   return impl_->FetchStats(out);
 }

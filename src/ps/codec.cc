@@ -141,6 +141,13 @@ uint64_t PullEncoder::version(uint32_t key) const {
   return it == streams_.end() ? 0 : it->second.version;
 }
 
+void PushDecoder::VisitState(StateVisitor& visitor) {
+  for (size_t w = 0; w < ctx_.size(); ++w) {
+    StateVisitor::Scope scope(visitor, std::to_string(w));
+    ctx_[w].VisitState(visitor);
+  }
+}
+
 void PullEncoder::VisitState(StateVisitor& visitor) {
   for (auto& [key, s] : streams_) {
     StateVisitor::Scope scope(visitor, s.part->name);

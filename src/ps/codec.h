@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,6 +74,8 @@ class PushDecoder {
   // overwritten). kMalformed for a payload the compressor refuses.
   Status Decode(const KeyPart& part, int worker, uint64_t step, std::span<const std::byte> payload,
                 std::span<float> out);
+  // Each worker's decoding context (any state the compressor keeps there), by worker.
+  void VisitState(StateVisitor& visitor);
 
  private:
   std::unique_ptr<Compressor> compressor_;
@@ -131,5 +134,18 @@ class PullDecoder {
   std::map<uint32_t, Copy> copies_;
   std::map<uint32_t, std::string> names_;
 };
+
+// The state of one side's codecs, those it has, under "push" and "pull" (checkpoints).
+template <class PushCodec, class PullCodec>
+void VisitCodecs(StateVisitor& v, std::optional<PushCodec>& push, std::optional<PullCodec>& pull) {
+  if (push) {
+    StateVisitor::Scope scope(v, "push");
+    push->VisitState(v);
+  }
+  if (pull) {
+    StateVisitor::Scope scope(v, "pull");
+    pull->VisitState(v);
+  }
+}
 
 }  // namespace frugal::ps_internal

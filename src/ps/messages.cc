@@ -68,6 +68,7 @@ bool EncodingAllowed(MessageType type, Encoding e, uint8_t flags) {
     case MessageType::kDone:
     case MessageType::kStatsRequest:
     case MessageType::kRest:
+    case MessageType::kCheckpoint:
       return e == Encoding::kNone;
   }
   return false;
@@ -112,6 +113,8 @@ const char* MessageTypeName(MessageType type) {
       return "abort";
     case MessageType::kRest:
       return "rest";
+    case MessageType::kCheckpoint:
+      return "checkpoint";
   }
   return "?";
 }

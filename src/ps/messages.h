@@ -44,8 +44,11 @@ enum class MessageType : uint8_t {
   kStats = 10,  // server -> worker (kBytes)
   kAbort = 11,  // either way: the job fails; the payload is the reason (kBytes)
   kRest = 12,   // worker -> server: resting (evaluating) until its next push
+  // worker -> server: every step up to `step` is pushed and pulled; save the checkpoint of `step`
+  // once every worker asked for it.
+  kCheckpoint = 13,
 };
-inline constexpr uint8_t kMaxMessageType = 12;
+inline constexpr uint8_t kMaxMessageType = 13;
 
 enum class Encoding : uint8_t { kNone = 0, kFloats = 1, kCompressed = 2, kBytes = 3 };
 

@@ -21,6 +21,13 @@
 // tensors and the same configuration text. Worker 0 sends the initial values of this server's
 // keys after its hello; the workers are welcomed once every hello and every initial value are in.
 //
+// Checkpoints (ServerCheckpointHooks): a worker asks for the checkpoint of its step once every
+// pull of its steps is answered, and sends nothing more until the checkpoint is saved. When every
+// worker has asked for the same step, every push is applied and no pull is held, so the server's
+// state is a consistent cut: the server saves it, collectively with the workers (the save hook,
+// over the world). A resumed server restores its state after the initial values, before the
+// welcome.
+//
 // Deadlines (config.timeout = T): every hello within 3 T of the start; a held pull answered within
 // T (else the job fails naming the key, the version and the workers it waits for: whose push of
 // the version is missing, or under ssp whose clock is behind); every welcomed worker heard from
@@ -30,6 +37,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <deque>
 #include <optional>
 
@@ -51,11 +59,12 @@ namespace {
 class Server {
  public:
   Server(Transport& world, const ParameterServerConfig& config, const ServerOptimizer& optimizer,
-         const Logger& logger)
+         const Logger& logger, const ServerCheckpointHooks* checkpoints)
       : world_(world),
         config_(config),
         optimizer_(optimizer),
         logger_(logger),
+        checkpoints_(checkpoints),
         rules_(config),
         peers_(world, config) {
     const int w = config.workers();
@@ -63,6 +72,8 @@ class Server {
     welcomed_.assign(w, 0);
     done_.assign(w, 0);
     resting_.assign(w, 0);
+    checkpoint_asked_.assign(w, 0);
+    checkpoint_step_.assign(w, 0);
     stats_.resize(static_cast<size_t>(w));
     last_heard_.assign(w, Clock::now());
     last_sent_.assign(w, Clock::now());
@@ -180,6 +191,8 @@ class Server {
         return SetResting(w, true);
       case MessageType::kStatsRequest:
         return OnStatsRequest(w);
+      case MessageType::kCheckpoint:
+        return OnCheckpoint(w, m.header.step);
       case MessageType::kAbort:
         return CancelledError(
             fmt::format("worker rank {} failed: {}", peers_.WorkerRank(w), AsText(m.payload)));
@@ -213,8 +226,7 @@ class Server {
                       hello.tensors.size(), peers_.WorkerRank(tensors_from_), tensors_.size()));
     }
     hello_[w] = 1;
-    Welcome();
-    return Status::Ok();
+    return Welcome();
   }
 
   Status OnInit(int w, const Message& m) {
@@ -228,15 +240,21 @@ class Server {
     k->Initialize(std::move(values));
     if (pull_) pull_->Start(k->part(), k->values());
     --inits_left_;
-    Welcome();
-    return Status::Ok();
+    return Welcome();
   }
 
   // Welcomes every worker once every hello (all agreeing) and every initial value are in, so
-  // that nobody starts while a worker may still be refused.
-  void Welcome() {
-    if (inits_left_ > 0 || keys_.empty()) return;
-    if (std::any_of(hello_.begin(), hello_.end(), [](char h) { return h == 0; })) return;
+  // that nobody starts while a worker may still be refused; a resumed server first restores its
+  // checkpoint over the initial values.
+  Status Welcome() {
+    if (inits_left_ > 0 || keys_.empty()) return Status::Ok();
+    if (std::any_of(hello_.begin(), hello_.end(), [](char h) { return h == 0; })) {
+      return Status::Ok();
+    }
+    if (!resumed_ && checkpoints_ != nullptr && checkpoints_->resume) {
+      resumed_ = true;
+      FRUGAL_RETURN_IF_ERROR(checkpoints_->resume([this](StateVisitor& v) { VisitState(v); }));
+    }
     for (int w = 0; w < config_.workers(); ++w) {
       if (welcomed_[w] != 0) continue;
       MessageHeader h;
@@ -244,6 +262,84 @@ class Server {
       Post(w, h, {});
       welcomed_[w] = 1;
     }
+    return Status::Ok();
+  }
+
+  // A worker finished step `step` (every pull answered) and asks for its checkpoint. Once every
+  // worker has asked for the same step, no push is in flight and no pull held: the state is a
+  // consistent cut, saved collectively with the workers' part.
+  Status OnCheckpoint(int w, uint64_t step) {
+    if (checkpoints_ == nullptr || !checkpoints_->save) {
+      return FailedPreconditionError("a checkpoint request, but this server saves no checkpoints");
+    }
+    if (checkpoint_asked_[w] != 0) return MalformedError("a second checkpoint request");
+    checkpoint_asked_[w] = 1;
+    checkpoint_step_[w] = step;
+    if (std::any_of(checkpoint_asked_.begin(), checkpoint_asked_.end(),
+                    [](char a) { return a == 0; })) {
+      return Status::Ok();
+    }
+    for (int v = 0; v < config_.workers(); ++v) {
+      if (checkpoint_step_[v] != step) {
+        return InvalidArgumentError(
+            fmt::format("checkpoint: worker rank {} asked for step {}, worker rank {} for step {}",
+                        peers_.WorkerRank(w), step, peers_.WorkerRank(v), checkpoint_step_[v]));
+      }
+    }
+    for (const auto& [key, k] : keys_) {
+      if (!k.held().empty()) {
+        return InternalError(fmt::format(
+            "checkpoint of step {}: the pull of key '{}' by worker rank {} is still held", step,
+            k.part().name, peers_.WorkerRank(k.held().front().worker)));
+      }
+    }
+    FRUGAL_RETURN_IF_ERROR(
+        checkpoints_->save(world_, step, [this](StateVisitor& v) { VisitState(v); }));
+    std::fill(checkpoint_asked_.begin(), checkpoint_asked_.end(), 0);
+    // The workers took part in the same checkpoint meanwhile: silence is not a failure.
+    std::fill(last_heard_.begin(), last_heard_.end(), Clock::now());
+    return Status::Ok();
+  }
+
+  // Everything a checkpoint holds (ServerCheckpointHooks).
+  void VisitState(StateVisitor& v) {
+    for (auto& [key, k] : keys_) {
+      StateVisitor::Scope scope(v, "key/" + k.part().name);
+      k.VisitState(v);
+    }
+    VisitCodecs(v, push_, pull_);
+    std::vector<std::byte> resting(resting_.size());
+    for (size_t w = 0; w < resting_.size(); ++w) resting[w] = std::byte(resting_[w] != 0);
+    v.Bytes("resting", resting);
+    if (v.loading() && v.ok() && resting.size() != resting_.size()) {
+      v.Reject(fmt::format("{} workers, this run has {}", resting.size(), resting_.size()));
+    }
+    for (size_t w = 0; w < stats_.size(); ++w) {
+      StateVisitor::Scope scope(v, "stats/" + std::to_string(w));
+      WorkerPushStats& s = stats_[w];
+      v.U64("applied", s.applied);
+      v.U64("dropped", s.dropped);
+      v.U64("skipped", s.skipped);
+      std::vector<std::byte> staleness(s.staleness.size() * sizeof(uint64_t));
+      if (!staleness.empty()) std::memcpy(staleness.data(), s.staleness.data(), staleness.size());
+      v.Bytes("staleness", staleness);
+      if (v.loading() && v.ok()) {
+        if (staleness.size() % sizeof(uint64_t) != 0 ||
+            staleness.size() / sizeof(uint64_t) > WorkerPushStats::kMaxStaleness + 1) {
+          v.Reject(fmt::format("a staleness histogram of {} bytes", staleness.size()));
+          return;
+        }
+        s.staleness.resize(staleness.size() / sizeof(uint64_t));
+        if (!staleness.empty()) std::memcpy(s.staleness.data(), staleness.data(), staleness.size());
+      }
+    }
+    v.U64("bytes_in", bytes_in_);
+    v.U64("bytes_out", bytes_out_);
+    v.U64("push_bytes_in", push_bytes_in_);
+    v.U64("params_bytes_out", params_bytes_out_);
+    if (!v.loading() || !v.ok()) return;
+    for (size_t w = 0; w < resting_.size(); ++w)
+      resting_[w] = static_cast<char>(resting[w] != std::byte{0});
   }
 
   StatusOr<KeyState*> Mine(uint32_t key) {
@@ -376,7 +472,10 @@ class Server {
       }
     }
     for (int w = 0; w < config_.workers(); ++w) {
-      if (welcomed_[w] == 0 || done_[w] != 0 || now - last_heard_[w] <= t) continue;
+      if (welcomed_[w] == 0 || done_[w] != 0 || checkpoint_asked_[w] != 0 ||
+          now - last_heard_[w] <= t) {
+        continue;
+      }
       return TimeoutError(fmt::format(
           "parameter server: worker rank {} sent nothing for {:.1f} s (no push, no heartbeat)",
           peers_.WorkerRank(w), Seconds(now - last_heard_[w])));
@@ -451,6 +550,8 @@ class Server {
   const ParameterServerConfig& config_;
   const ServerOptimizer& optimizer_;
   const Logger& logger_;
+  const ServerCheckpointHooks* checkpoints_;
+  bool resumed_ = false;
   ConsistencyRules rules_;
   Peers peers_;
   PendingSends sends_{world_, "worker"};
@@ -466,6 +567,8 @@ class Server {
   std::vector<char> welcomed_;
   std::vector<char> done_;
   std::vector<char> resting_;
+  std::vector<char> checkpoint_asked_;     // by worker: asked for the checkpoint under way
+  std::vector<uint64_t> checkpoint_step_;  // by worker: of which step
   std::vector<WorkerPushStats> stats_;
   std::vector<int> stats_waiting_;  // resting workers whose stats request waits for the others
   std::vector<Clock::time_point> last_heard_;
@@ -482,8 +585,8 @@ class Server {
 
 Status RunParameterServer(Transport& world, const ParameterServerConfig& config,
                           const ServerOptimizer& optimizer, const Logger& logger,
-                          ServerReport* report) {
-  ps_internal::Server server(world, config, optimizer, logger);
+                          ServerReport* report, const ServerCheckpointHooks* checkpoints) {
+  ps_internal::Server server(world, config, optimizer, logger, checkpoints);
   return server.Run(report);
 }
 

@@ -92,6 +92,20 @@ class ParameterServerStrategy final : public Strategy {
 
   uint64_t bytes_sent() const override { return client_ ? client_->push_bytes() : 0; }
 
+  // The servers write their own files of every checkpoint: the set spans the whole world, taken
+  // when every worker asked for the same step (ParameterClient::Checkpoint).
+  int checkpoint_peers() const override { return config_.servers(); }
+  Status RunCheckpoint(uint64_t step, TransportRunner& runner,
+                       const std::function<Status(Transport&)>& save) override {
+    if (!client_) return runner.Run("checkpoint", save);
+    return client_->Checkpoint(step, save)->Wait(4 * config_.timeout);
+  }
+  // The client's clocks, versions, LAG rules and compression state (on the client's thread).
+  using Strategy::VisitState;
+  void VisitState(StateVisitor& visitor) override {
+    if (client_) client_->VisitState(visitor);
+  }
+
   void Report(
       const std::function<void(std::string_view name, double value)>& report) const override {
     if (stats_.workers.empty()) return;

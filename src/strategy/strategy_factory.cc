@@ -78,14 +78,14 @@ Status CheckWorldSize(const StrategyPlan& plan, int world_size) {
 }
 
 Status RunServerRole(Transport& world, const StrategyPlan& plan, const ServerOptimizer& optimizer,
-                     const Logger& logger) {
+                     const Logger& logger, const ServerCheckpointHooks* checkpoints) {
   if (plan.arch.kind != ArchKind::kParameterServer) {
     return FailedPreconditionError(
         fmt::format("--arch {} has no servers", ArchSpecName(plan.arch)));
   }
   const ParameterServerConfig config =
       strategy_internal::ParameterServerConfigOf(plan, world.size());
-  return RunParameterServer(world, config, optimizer, logger);
+  return RunParameterServer(world, config, optimizer, logger, nullptr, checkpoints);
 }
 
 StatusOr<RoleGroup> JoinRoleGroup(Transport& world, const RoleAssignment& roles, Duration timeout) {

@@ -200,4 +200,26 @@ Status SaveCheckpoint(frugal::Transport& t, const CheckpointOptions& options, ui
   return Status::Ok();
 }
 
+Status SaveRankCheckpoint(frugal::Transport& t, const CheckpointOptions& options, uint64_t step,
+                          const std::function<void(StateVisitor&)>& visit, uint64_t* bytes,
+                          frugal::Duration timeout) {
+  frugal::StateSaver saver;
+  visit(saver);
+  FRUGAL_RETURN_IF_ERROR(saver.status());
+  return SaveCheckpoint(t, options, step, saver.records(), bytes, timeout);
+}
+
+frugal::StatusOr<uint64_t> LoadRankCheckpoint(const CheckpointOptions& options, int rank,
+                                              int world_size,
+                                              const std::function<void(StateVisitor&)>& visit) {
+  FRUGAL_ASSIGN_OR_RETURN(
+      frugal::OpenedCheckpoint opened,
+      frugal::OpenCheckpoint(options.resume, rank, world_size, options.identity));
+  frugal::StateLoader loader(opened.state);
+  visit(loader);
+  FRUGAL_RETURN_IF_ERROR(loader.Finish().Annotate(
+      fmt::format("checkpoint {}/rank-{:05d}.state", opened.checkpoint.path, rank)));
+  return opened.checkpoint.manifest.step;
+}
+
 }  // namespace frugal_torch

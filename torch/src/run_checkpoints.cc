@@ -28,32 +28,29 @@ void LastEvaluation::ReportIn(TrainSummary& summary) const {
 
 StatusOr<uint64_t> RunCheckpoints::Resume(int rank, int world_size,
                                           const std::function<void(frugal::StateVisitor&)>& visit) {
-  FRUGAL_ASSIGN_OR_RETURN(
-      frugal::OpenedCheckpoint opened,
-      frugal::OpenCheckpoint(options_.resume, rank, world_size, options_.identity));
-  const std::string where =
-      fmt::format("checkpoint {}/rank-{:05d}.state", opened.checkpoint.path, rank);
+  uint64_t step = 0;
   FRUGAL_RETURN_IF_ERROR(runner_.Run("resume", [&](frugal::Transport&) -> Status {
-    frugal::StateLoader loader(opened.state);
-    visit(loader);
-    return loader.Finish().Annotate(where);
+    FRUGAL_ASSIGN_OR_RETURN(step, LoadRankCheckpoint(options_, rank, world_size, visit));
+    return Status::Ok();
   }));
-  return opened.checkpoint.manifest.step;
+  return step;
 }
 
 StatusOr<uint64_t> RunCheckpoints::Save(uint64_t position,
                                         const std::function<void(frugal::StateVisitor&)>& visit) {
   const frugal::Stopwatch watch;
   uint64_t exchanged = 0;
-  FRUGAL_RETURN_IF_ERROR(runner_.Run("checkpoint", [&](frugal::Transport& t) -> Status {
-    frugal::StateSaver saver;
-    visit(saver);
-    FRUGAL_RETURN_IF_ERROR(saver.status());
+  const auto save = [&](frugal::Transport& t) -> Status {
     const uint64_t before = t.bytes_sent();
-    Status status = SaveCheckpoint(t, options_, position, saver.records(), &bytes_, timeout_);
+    Status status = SaveRankCheckpoint(t, options_, position, visit, &bytes_, timeout_);
     exchanged = t.bytes_sent() - before;
     return status;
-  }));
+  };
+  FRUGAL_RETURN_IF_ERROR(strategy_ != nullptr ? strategy_->RunCheckpoint(position, runner_, save)
+                                              : runner_.Run("checkpoint", save));
+  // A checkpoint that spans more ranks than the workers is exchanged over the whole job, not on
+  // the workers' transport, whose bytes the caller counts.
+  if (strategy_ != nullptr && strategy_->checkpoint_peers() > 0) exchanged = 0;
   ++saves_;
   seconds_ += watch.Seconds();
   return exchanged;

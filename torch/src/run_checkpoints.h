@@ -39,9 +39,10 @@ struct LastEvaluation {
 
 class RunCheckpoints {
  public:
+  // `strategy` (optional): Save runs through Strategy::RunCheckpoint.
   RunCheckpoints(const CheckpointOptions& options, frugal::TransportRunner& runner,
-                 frugal::Duration timeout)
-      : options_(options), runner_(runner), timeout_(timeout) {}
+                 frugal::Duration timeout, frugal::Strategy* strategy = nullptr)
+      : options_(options), runner_(runner), timeout_(timeout), strategy_(strategy) {}
 
   bool resuming() const { return !options_.resume.empty(); }
   // Reads this rank's file of options.resume and restores it through `visit`; returns the
@@ -60,7 +61,8 @@ class RunCheckpoints {
   }
 
   // Collective: saves the state `visit` gives as checkpoint `position`. Returns the bytes the
-  // ranks' exchange about it sent from this rank (not training traffic).
+  // ranks' exchange about it sent from this rank (not training traffic). The transport's bytes
+  // are read on the transport `save` is given.
   frugal::StatusOr<uint64_t> Save(uint64_t position,
                                   const std::function<void(frugal::StateVisitor&)>& visit);
 
@@ -72,6 +74,7 @@ class RunCheckpoints {
   const CheckpointOptions& options_;
   frugal::TransportRunner& runner_;
   frugal::Duration timeout_;
+  frugal::Strategy* strategy_;
   int64_t saves_ = 0;
   double seconds_ = 0;
   uint64_t bytes_ = 0;

@@ -164,7 +164,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   // Bytes of evaluating drifting replicas (averaging them for the evaluation): not training.
   uint64_t eval_bytes = 0;
   // Everything of this rank a checkpoint holds (checkpoint.h), with the loop's position.
-  internal::RunCheckpoints checkpoints(options.checkpoint, *driver, timeout);
+  internal::RunCheckpoints checkpoints(options.checkpoint, *driver, timeout, &strategy);
   auto visit_run = [&](frugal::StateVisitor& v, LoopPosition& position) {
     VisitModelState(*model, optimizer, v);
     VisitTorchRng(v);
@@ -180,9 +180,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   };
   LoopPosition resumed;
   if (checkpoints.resuming()) {
-    FRUGAL_RETURN_IF_ERROR(
-        checkpoints.Resume(rank, world, [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
-            .status());
+    FRUGAL_RETURN_IF_ERROR(checkpoints
+                               .Resume(rank, world + strategy.checkpoint_peers(),
+                                       [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
+                               .status());
   }
   // Read on the thread that owns the transport (the engine thread when there is one); the
   // engine's negotiation messages are reported on their own.

@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "frugal/checkpoint.h"
@@ -47,5 +48,19 @@ void VisitTorchRng(frugal::StateVisitor& visitor);
 frugal::Status SaveCheckpoint(frugal::Transport& t, const CheckpointOptions& options, uint64_t step,
                               const frugal::StateRecords& state, uint64_t* bytes,
                               frugal::Duration timeout);
+
+// Collective over `t`: the state `visit` saves (StateSaver), as SaveCheckpoint saves it.
+frugal::Status SaveRankCheckpoint(frugal::Transport& t, const CheckpointOptions& options,
+                                  uint64_t step,
+                                  const std::function<void(frugal::StateVisitor&)>& visit,
+                                  uint64_t* bytes, frugal::Duration timeout);
+
+// Rank `rank`'s file of the checkpoint options.resume names, in a job of `world_size` ranks
+// (OpenCheckpoint: the identity and world size checked), restored through `visit`
+// (StateLoader); returns the checkpoint's step. kInvalidArgument / kMalformed / kNotFound naming
+// the file and the field.
+frugal::StatusOr<uint64_t> LoadRankCheckpoint(
+    const CheckpointOptions& options, int rank, int world_size,
+    const std::function<void(frugal::StateVisitor&)>& visit);
 
 }  // namespace frugal_torch
