@@ -383,34 +383,43 @@ CheckpointIdentity CheckpointIdentityOf(const TrainFlags& flags, const StrategyP
   std::string milestones;
   for (double m : flags.lr_milestones)
     milestones += fmt::format("{}{}", milestones.empty() ? "" : ",", m);
-  return {{"model", flags.model},
-          {"dataset", DatasetName(flags)},
-          {"batch_size", fmt::format("{}", flags.batch_size)},
-          {"seed", fmt::format("{}", flags.seed)},
-          {"arch", ArchSpecName(plan.arch)},
-          {"sync", SyncSpecName(plan.sync)},
-          {"compress", compressor},
-          {"ef", fmt::format("{}", flags.ef)},
-          {"worker_momentum", fmt::format("{}", flags.worker_momentum)},
-          {"compress_min_bytes", fmt::format("{}", flags.compress_min_bytes)},
-          {"aggregate", flags.aggregate},
-          {"lr", fmt::format("{}", flags.lr)},
-          {"momentum", fmt::format("{}", flags.momentum)},
-          {"weight_decay", fmt::format("{}", flags.weight_decay)},
-          {"nesterov", fmt::format("{}", flags.nesterov)},
-          {"lr_schedule", flags.lr_schedule},
-          {"warmup_epochs", fmt::format("{}", flags.warmup_epochs)},
-          {"lr_milestones", milestones},
-          {"lr_gamma", fmt::format("{}", flags.lr_gamma)},
-          {"partition", flags.partition},
-          {"overlap", flags.overlap},
-          {"fusion", flags.fusion},
-          {"fusion_threshold_mb", fmt::format("{}", flags.fusion_threshold_mb)},
-          {"partition_mb", fmt::format("{}", flags.partition_mb)},
-          {"bucket_cap_mb", fmt::format("{}", flags.bucket_cap_mb)},
-          {"od_sgd", fmt::format("{}", flags.od_sgd)},
-          {"skip_comm", fmt::format("{}", flags.skip_comm)},
-          {"threads", fmt::format("{}", flags.threads)}};
+  CheckpointIdentity identity = {
+      {"model", flags.model},
+      {"dataset", DatasetName(flags)},
+      {"batch_size", fmt::format("{}", flags.batch_size)},
+      {"seed", fmt::format("{}", flags.seed)},
+      {"arch", ArchSpecName(plan.arch)},
+      {"sync", SyncSpecName(plan.sync)},
+      {"compress", compressor},
+      {"ef", fmt::format("{}", flags.ef)},
+      {"worker_momentum", fmt::format("{}", flags.worker_momentum)},
+      {"compress_min_bytes", fmt::format("{}", flags.compress_min_bytes)},
+      {"aggregate", flags.aggregate},
+      {"lr", fmt::format("{}", flags.lr)},
+      {"momentum", fmt::format("{}", flags.momentum)},
+      {"weight_decay", fmt::format("{}", flags.weight_decay)},
+      {"nesterov", fmt::format("{}", flags.nesterov)},
+      {"lr_schedule", flags.lr_schedule},
+      {"warmup_epochs", fmt::format("{}", flags.warmup_epochs)},
+      {"lr_milestones", milestones},
+      {"lr_gamma", fmt::format("{}", flags.lr_gamma)},
+      {"partition", flags.partition},
+      {"overlap", flags.overlap},
+      {"fusion", flags.fusion},
+      {"fusion_threshold_mb", fmt::format("{}", flags.fusion_threshold_mb)},
+      {"partition_mb", fmt::format("{}", flags.partition_mb)},
+      {"bucket_cap_mb", fmt::format("{}", flags.bucket_cap_mb)},
+      {"od_sgd", fmt::format("{}", flags.od_sgd)},
+      {"skip_comm", fmt::format("{}", flags.skip_comm)},
+      {"threads", fmt::format("{}", flags.threads)}};
+  if (plan.arch.kind == ArchKind::kParameterServer) {
+    // What the servers compute with: the push and pull compressors and the staleness policy.
+    identity.emplace_back("ps_push_compress", plan.push_compress);
+    identity.emplace_back("ps_push_ef", fmt::format("{}", plan.push_error_feedback));
+    identity.emplace_back("ps_pull_compress", plan.pull_compress);
+    identity.emplace_back("ps_staleness_policy", flags.staleness_policy);
+  }
+  return identity;
 }
 
 namespace {

@@ -21,13 +21,15 @@ ckpt="$work/ckpt/ckpt-000000000010"
 [ -f "$ckpt/MANIFEST" ] || fail "no checkpoint at step 10"
 cp -r "$work/ckpt" "$work/pristine"
 
-# refused NAME EXPECTED_REGEX ARGS... (with --resume): exit 2, one stderr line matching, nothing changed.
+# refused NAME EXPECTED_REGEX ARGS... (with --resume): exit 2, one stderr line matching, nothing
+# changed in $ckdir.
+ckdir=$work/ckpt
 refused() {
   local name=$1 expected=$2
   shift 2
   rm -f "$work/out.json"
   local before
-  before=$(cd "$work/ckpt" && find . -type f -print0 | sort -z | xargs -0 md5sum)
+  before=$(cd "$ckdir" && find . -type f -print0 | sort -z | xargs -0 md5sum)
   local model=(--model mlp)
   [[ " $* " == *" --model "* ]] && model=()
   "$frugal" train "${flags[@]}" "${model[@]}" --max-steps 20 --json "$work/out.json" "$@" >"$work/$name.out" 2>"$work/$name.err"
@@ -37,7 +39,7 @@ refused() {
   [ "$(wc -l <"$work/$name.err")" -eq 1 ] || fail "$name: stderr is not one line"
   grep -Eq -- "$expected" "$work/$name.err" || fail "$name: stderr does not match '$expected'"
   [ -e "$work/out.json" ] && fail "$name: --json was written"
-  [ "$(cd "$work/ckpt" && find . -type f -print0 | sort -z | xargs -0 md5sum)" = "$before" ] ||
+  [ "$(cd "$ckdir" && find . -type f -print0 | sort -z | xargs -0 md5sum)" = "$before" ] ||
     fail "$name: the checkpoint directory changed"
 }
 restore() { rm -rf "$work/ckpt" && cp -r "$work/pristine" "$work/ckpt"; }
@@ -68,4 +70,21 @@ restore
 mkdir -p "$work/empty"
 refused empty "--resume $work/empty: no committed checkpoint in $work/empty" --np 2 \
   --resume "$work/empty"
+
+# The parameter server (3 workers, 1 server): the server's file is part of the set; another server
+# count, sharding, synchronization or pull compressor is refused.
+"$frugal" train --np 4 "${flags[@]}" --model mlp --max-steps 6 --arch ps:servers=1 \
+  --checkpoint-dir "$work/ps" --checkpoint-every 3 >"$work/ps_save.out" 2>&1 ||
+  { cat "$work/ps_save.out"; fail "saving the parameter server's checkpoint failed"; }
+[ -f "$work/ps/ckpt-000000000006/rank-00003.state" ] || fail "no file of the server (rank 3)"
+ckdir=$work/ps
+manifest="checkpoint $work/ps/ckpt-000000000006/MANIFEST"
+refused ps_servers "$manifest: field 'identity/arch' is 'ps:servers=1,shard-mb=4', this run has 'ps:servers=2,shard-mb=4'$" \
+  --np 4 --resume "$work/ps" --arch ps:servers=2
+refused ps_sharding "$manifest: field 'identity/arch' is 'ps:servers=1,shard-mb=4', this run has 'ps:servers=1,shard-mb=0.01'$" \
+  --np 4 --resume "$work/ps" --arch ps:servers=1,shard-mb=0.01
+refused ps_sync "$manifest: field 'identity/sync' is 'bsp', this run has 'lag" \
+  --np 4 --resume "$work/ps" --arch ps:servers=1 --sync lag
+refused ps_pull "$manifest: field 'identity/ps_pull_compress' is '', this run has 'qsgd'$" \
+  --np 4 --resume "$work/ps" --arch ps:servers=1 --compress-pull qsgd
 echo PASS

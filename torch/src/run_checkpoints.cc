@@ -48,9 +48,6 @@ StatusOr<uint64_t> RunCheckpoints::Save(uint64_t position,
   };
   FRUGAL_RETURN_IF_ERROR(strategy_ != nullptr ? strategy_->RunCheckpoint(position, runner_, save)
                                               : runner_.Run("checkpoint", save));
-  // A checkpoint that spans more ranks than the workers is exchanged over the whole job, not on
-  // the workers' transport, whose bytes the caller counts.
-  if (strategy_ != nullptr && strategy_->checkpoint_peers() > 0) exchanged = 0;
   ++saves_;
   seconds_ += watch.Seconds();
   return exchanged;

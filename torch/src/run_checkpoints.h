@@ -61,8 +61,7 @@ class RunCheckpoints {
   }
 
   // Collective: saves the state `visit` gives as checkpoint `position`. Returns the bytes the
-  // ranks' exchange about it sent from this rank (not training traffic). The transport's bytes
-  // are read on the transport `save` is given.
+  // ranks' exchange about it sent from this rank (not training traffic).
   frugal::StatusOr<uint64_t> Save(uint64_t position,
                                   const std::function<void(frugal::StateVisitor&)>& visit);
 
