@@ -110,12 +110,11 @@ std::string ExchangeTable(const std::vector<ExchangeSample>& samples) {
               {false, true});
   for (const ExchangeSample& s : samples) {
     const double ratio = BothOverOneWay(samples, s);
-    table.AddRow({FormatBytes(s.bytes), std::string(ExchangeModeName(s.mode)),
-                  fmt::format("{}", s.iters), fmt::format("{:.2f}", s.seconds * 1e3),
-                  fmt::format("{:.2f}", s.fastest_seconds * 1e3),
-                  fmt::format("{:.2f}", s.slowest_seconds * 1e3),
-                  fmt::format("{:.1f}", MbitPerSecond(s)),
-                  ratio > 0 ? fmt::format("{:.2f}", ratio) : "-"});
+    table.AddRow(
+        {FormatBytes(s.bytes), std::string(ExchangeModeName(s.mode)), fmt::format("{}", s.iters),
+         fmt::format("{:.2f}", s.seconds * 1e3), fmt::format("{:.2f}", s.fastest_seconds * 1e3),
+         fmt::format("{:.2f}", s.slowest_seconds * 1e3), fmt::format("{:.1f}", MbitPerSecond(s)),
+         ratio > 0 ? fmt::format("{:.2f}", ratio) : "-"});
   }
   return table.Render();
 }

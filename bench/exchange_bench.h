@@ -25,8 +25,7 @@ std::string_view ExchangeModeName(ExchangeMode mode);
 
 struct ExchangeBenchOptions {
   std::vector<size_t> sizes;  // message sizes in bytes
-  std::vector<ExchangeMode> modes = {ExchangeMode::kSend, ExchangeMode::kRecv,
-                                     ExchangeMode::kBoth};
+  std::vector<ExchangeMode> modes = {ExchangeMode::kSend, ExchangeMode::kRecv, ExchangeMode::kBoth};
   int iters = 5;   // timed exchanges per size and mode
   int warmup = 1;  // untimed ones before them
   Duration timeout = kDefaultTimeout;

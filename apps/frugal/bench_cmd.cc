@@ -266,8 +266,8 @@ void AddBenchExchangeCommand(CLI::App& bench, Dispatcher& dispatcher) {
     action.check_files = [flags] { return CheckJsonPath(flags->json); };
     action.check_world = [](const Transport& world) {
       if (world.size() != 2) {
-        return InvalidArgumentError(fmt::format(
-            "bench exchange needs exactly 2 ranks (--np 2), not {}", world.size()));
+        return InvalidArgumentError(
+            fmt::format("bench exchange needs exactly 2 ranks (--np 2), not {}", world.size()));
       }
       return Status::Ok();
     };
