@@ -27,6 +27,15 @@ Status Annotated(std::string_view flag, const Status& status) {
 }
 
 // `out` = the value of a --sync parameter, or its error naming the flag.
+// "--FLAG 'SPEC': NAME needs KEY=V (FORM)" when the spec lacks KEY (needed = "KEY=V").
+Status Require(const CompressorParams& params, std::string_view flag, std::string_view spec,
+               std::string_view needed, std::string_view form) {
+  const std::string_view key = needed.substr(0, needed.find('='));
+  if (params.Has(key)) return Status::Ok();
+  return InvalidArgumentError(
+      fmt::format("{} '{}': {} needs {} ({})", flag, spec, params.name(), needed, form));
+}
+
 template <typename T>
 Status Assign(const StatusOr<T>& value, T& out) {
   FRUGAL_RETURN_IF_ERROR(Annotated("--sync", value.status()));
@@ -37,10 +46,7 @@ Status Assign(const StatusOr<T>& value, T& out) {
 // "ps:servers=S[,shard-mb=M]".
 StatusOr<ArchSpec> ParseParameterServerSpec(std::string_view spec) {
   FRUGAL_ASSIGN_OR_RETURN(CompressorParams params, ParseItems("--arch", spec));
-  if (!params.Has("servers")) {
-    return InvalidArgumentError(
-        fmt::format("--arch '{}': ps needs servers=S (ps:servers=S[,shard-mb=M])", spec));
-  }
+  FRUGAL_RETURN_IF_ERROR(Require(params, "--arch", spec, "servers=S", "ps:servers=S[,shard-mb=M]"));
   ArchSpec arch;
   arch.kind = ArchKind::kParameterServer;
   arch.algorithm.clear();
@@ -105,12 +111,9 @@ StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
     sync.kind = SyncKind::kAsp;
   } else if (params.name() == "local") {
     sync.kind = SyncKind::kLocal;
-    if (!params.Has("period")) {
-      return InvalidArgumentError(fmt::format(
-          "--sync '{}': local needs period=H (local:period=H[,start-epoch=E][,intra-period=h]"
-          "[,buffers=0|1][,momenta=0|1])",
-          spec));
-    }
+    FRUGAL_RETURN_IF_ERROR(Require(params, "--sync", spec, "period=H",
+                                   "local:period=H[,start-epoch=E][,intra-period=h]"
+                                   "[,buffers=0|1][,momenta=0|1]"));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("period", 1, 1, kMaxInt), sync.period));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("start-epoch", 0, 0, kMaxInt), sync.start_epoch));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("intra-period", 0, 0, kMaxInt), sync.intra_period));
@@ -125,10 +128,7 @@ StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
     sync.kind = SyncKind::kFedAvg;
     constexpr std::string_view kForm =
         "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]";
-    if (!params.Has("clients")) {
-      return InvalidArgumentError(
-          fmt::format("--sync '{}': fedavg needs clients=K ({})", spec, kForm));
-    }
+    FRUGAL_RETURN_IF_ERROR(Require(params, "--sync", spec, "clients=K", kForm));
     if (params.Has("local-epochs") && params.Has("local-steps")) {
       return InvalidArgumentError(fmt::format(
           "--sync '{}': give local-epochs=E or local-steps=S, not both ({})", spec, kForm));
@@ -140,17 +140,11 @@ StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("min-samples", 0, 1, kMaxInt), sync.min_samples));
   } else if (params.name() == "ssp") {
     sync.kind = SyncKind::kSsp;
-    if (!params.Has("staleness")) {
-      return InvalidArgumentError(
-          fmt::format("--sync '{}': ssp needs staleness=S (ssp:staleness=S)", spec));
-    }
+    FRUGAL_RETURN_IF_ERROR(Require(params, "--sync", spec, "staleness=S", "ssp:staleness=S"));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("staleness", 0, 0, 1 << 20), sync.staleness));
   } else if (params.name() == "backup") {
     sync.kind = SyncKind::kBackup;
-    if (!params.Has("workers")) {
-      return InvalidArgumentError(
-          fmt::format("--sync '{}': backup needs workers=B (backup:workers=B)", spec));
-    }
+    FRUGAL_RETURN_IF_ERROR(Require(params, "--sync", spec, "workers=B", "backup:workers=B"));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("workers", 0, 1, 1 << 20), sync.backup_workers));
   } else if (params.name() == "lag") {
     sync.kind = SyncKind::kLag;

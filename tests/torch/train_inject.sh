@@ -18,6 +18,8 @@ set -uo pipefail
 frugal=$1 mpirun=$2 mode=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+summary=$work/summary.json
+source "$(dirname "$0")/summary_lib.sh"
 
 base=(--model mlp --batch-size 32 --max-steps 12 --progress none --timeout-ms 5000)
 run() {
@@ -48,9 +50,6 @@ ends_naming_rank1() {
   frugal_lines | grep -E '^(frugal: rank [02]: train: |E[0-9:.]+ \[rank [02]\] engine: )' |
     grep -q "rank 1" ||
     fail "no rank's error line names rank 1"
-}
-summary_field() {
-  grep '"event":"summary"' "$work/summary.json" | grep -o "\"$1\":[^,}]*" | cut -d: -f2-
 }
 
 case "$mode" in
@@ -87,25 +86,25 @@ case "$mode" in
       fail "no line names the rank, the step and the tensor"
     ;;
   nan-skip)
-    run --overlap none --nan-policy skip --inject nan:rank=1,step=5 --json "$work/summary.json"
+    run --overlap none --nan-policy skip --inject nan:rank=1,step=5 --json "$summary"
     [ "$code" -eq 0 ] || fail "exit code $code"
     [ "$(grep -c 'skipped the update' "$work/err")" -eq 1 ] || fail "not one line about the skip"
     grep -q "^frugal: step 5: the gradient of 'fc1.weight' on rank 1 is not finite: every rank skipped the update" \
       "$work/err" || fail "the skip is not named"
-    [ "$(summary_field skipped_steps)" = 1 ] || fail "skipped_steps is not 1"
-    [ "$(summary_field params_consistent)" = true ] || fail "the replicas differ"
-    [ "$(summary_field steps)" = 12 ] || fail "steps is not 12"
-    loss=$(summary_field test_loss)
+    [ "$(summary_field "$summary" skipped_steps)" = 1 ] || fail "skipped_steps is not 1"
+    [ "$(summary_field "$summary" params_consistent)" = true ] || fail "the replicas differ"
+    [ "$(summary_field "$summary" steps)" = 12 ] || fail "steps is not 12"
+    loss=$(summary_field "$summary" test_loss)
     case "$loss" in *nan* | *inf* | null) fail "test loss $loss" ;; esac
     ;;
   slow)
     # --overlap none: with priority overlap and 3 ranks the bucket composition follows timing.
-    run --overlap none --json "$work/summary.json"
+    run --overlap none --json "$summary"
     [ "$code" -eq 0 ] || fail "the plain run failed"
-    plain=$(summary_field params_hash)
-    run --overlap none --inject slow:rank=1,factor=3 --json "$work/summary.json"
+    plain=$(summary_field "$summary" params_hash)
+    run --overlap none --inject slow:rank=1,factor=3 --json "$summary"
     [ "$code" -eq 0 ] || fail "the slow run failed"
-    [ "$(summary_field params_hash)" = "$plain" ] || fail "the slow run ended elsewhere"
+    [ "$(summary_field "$summary" params_hash)" = "$plain" ] || fail "the slow run ended elsewhere"
     ;;
   *)
     echo "unknown mode $mode"
