@@ -237,8 +237,8 @@ TEST(DenseReducer, BucketMemoryIsReducedWithoutStagedSendsOrReceives) {
         return Status::Ok();
       });
       for (int r = 0; r < n; ++r) {
-        EXPECT_TRUE(statuses[r].ok()) << algorithm << " n=" << n << " rank " << r << ": "
-                                      << statuses[r].ToString();
+        EXPECT_TRUE(statuses[r].ok())
+            << algorithm << " n=" << n << " rank " << r << ": " << statuses[r].ToString();
       }
       // The counter sees the staged path where it is taken.
       EXPECT_GT(std::accumulate(staged_ops.begin(), staged_ops.end(), 0), 0) << algorithm;
