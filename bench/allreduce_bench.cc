@@ -46,6 +46,19 @@ float InputValue(size_t i, int rank) {
 
 bool IsPeerName(std::string_view name) { return name == kMpiPeerName || name == kGlooPeerName; }
 
+// A case of frugal's: "ring" (on the shared buffer, no staging) or "ring:staged" (the same
+// algorithm through the transport's staging copies, as on a buffer the transport does not share).
+struct FrugalCase {
+  std::string_view algorithm;
+  bool staged = false;
+};
+FrugalCase ParseFrugalCase(std::string_view name) {
+  if (name.ends_with(kStagedSuffix)) {
+    return {name.substr(0, name.size() - kStagedSuffix.size()), true};
+  }
+  return {name, false};
+}
+
 // Seconds per byte of `a[i] += b[i]` on float32, median of a few passes over 16 MiB.
 double MeasureGamma() {
   const size_t count = size_t{4} << 20;
@@ -124,13 +137,14 @@ Status ValidateAllreduceBenchOptions(const AllreduceBenchOptions& options) {
       return InvalidArgumentError("'gloo' is not available: frugal was built without Gloo");
     }
     if (!IsPeerName(name)) {
-      auto parsed = ParseAllreduceAlgorithm(name);
+      auto parsed = ParseAllreduceAlgorithm(ParseFrugalCase(name).algorithm);
       if (!parsed.ok()) {
         std::string accepted;
         for (const auto& n : DefaultAllreduceNames())
           accepted += (accepted.empty() ? "" : ", ") + n;
-        return InvalidArgumentError(
-            fmt::format("unknown allreduce algorithm '{}' (accepted: {})", name, accepted));
+        return InvalidArgumentError(fmt::format(
+            "unknown allreduce algorithm '{}' (accepted: {}, and any of frugal's as ALGO{})", name,
+            accepted, kStagedSuffix));
       }
     }
     if (!seen.insert(name).second) {
@@ -210,7 +224,8 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
       for (int r = 0; r < n; ++r) expected[i] += InputValue(i, r);
     }
     // Every case works on one buffer in memory shared with the transport (Transport::NewShared):
-    // frugal's algorithms send from and receive into it without staging copies.
+    // frugal's algorithms send from and receive into it without staging copies, except the
+    // ALGO:staged cases, which do not tell the algorithm so and take the transport's copies.
     const SharedBytes memory = t.NewShared(count * sizeof(float));
     const std::span<float> data(reinterpret_cast<float*>(memory.bytes.data()), count);
     const size_t first_row = report.rows.size();
@@ -223,7 +238,8 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
         AllreducePeer* peer = peers.at(name).get();
         runs[c] = [peer, &data] { return peer->Allreduce(data); };
       } else {
-        algorithms[c] = ParseAllreduceAlgorithm(name).value();
+        const FrugalCase frugal_case = ParseFrugalCase(name);
+        algorithms[c] = ParseAllreduceAlgorithm(frugal_case.algorithm).value();
         AllreduceOptions ar;
         ar.algorithm = *algorithms[c];
         ar.op = ReduceOp::kSum;
@@ -232,7 +248,7 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
         ar.segment_bytes = options.segment_bytes;
         ar.ranks_per_host = options.ranks_per_host;
         ar.torus_rows = options.torus_rows;
-        ar.data_owner = memory.owner;
+        if (!frugal_case.staged) ar.data_owner = memory.owner;
         runs[c] = [&t, data, ar] { return Allreduce(t, data, ar); };
       }
     }

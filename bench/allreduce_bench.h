@@ -20,10 +20,14 @@ namespace frugal::bench {
 // Names accepted besides frugal's own algorithms (ParseAllreduceAlgorithm).
 inline constexpr std::string_view kMpiPeerName = "mpi";
 inline constexpr std::string_view kGlooPeerName = "gloo";
+// Appended to one of frugal's algorithms ("ring:staged"): the same algorithm on the same buffer,
+// but not told that the buffer is shared with the transport (AllreduceOptions::data_owner), so
+// its sends and receives on it take the transport's staging copies, as on a caller's own memory.
+inline constexpr std::string_view kStagedSuffix = ":staged";
 
 struct AllreduceBenchOptions {
   std::vector<size_t> sizes;            // bytes, multiples of sizeof(float)
-  std::vector<std::string> algorithms;  // frugal algorithm names, "mpi", "gloo"
+  std::vector<std::string> algorithms;  // frugal algorithm names (ALGO:staged too), "mpi", "gloo"
   int iters = 10;
   int warmup = 2;
   Duration timeout = kDefaultTimeout;

@@ -68,6 +68,9 @@ struct StrategyTraits {
   bool identical_replicas = true;
   // The workers run the optimizer (false: servers apply the updates).
   bool worker_runs_optimizer = true;
+  // The strategy has an exchange of its own (StartExchange), which the loop starts in the
+  // engine's place.
+  bool own_exchange = false;
 };
 
 // A float buffer of the model, by name. `data` stays valid for the whole run.

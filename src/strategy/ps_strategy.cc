@@ -17,10 +17,22 @@
 // summary: pushes applied, dropped and skipped, the staleness distribution over all
 // workers and per worker, and each server's bytes in and out.
 //
+// Local SGD over the servers (`local:period=H`): the workers run their own optimizer and take
+// local steps; after local step j (j = step + 1) with j % H == 0 each worker pushes, for every
+// parameter (and float buffer unless buffers=0), its model delta d_i = anchor - x_i, where the
+// anchor is the model it last pulled (the start model first). The servers run BSP with the
+// averaging rule (ModelAveragingOptimizer: plain SGD at learning rate 1), so each key becomes
+// anchor - (1/W) sum_i d_i, the workers' average model up to float rounding, which every worker
+// pulls into its model and keeps as its next anchor. Pushes take --compress (the residual of
+// error feedback keeps what compression dropped from a delta), answers --compress-pull. The
+// optimizer's momentum stays on each worker; the replicas differ between averages.
+//
 // Roles: the last `servers` ranks of the world serve (RunServerRole), the others train.
 #include "strategy/ps_strategy.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace frugal::strategy_internal {
 namespace {
@@ -51,23 +63,33 @@ class ParameterServerStrategy final : public Strategy {
   std::string name() const override { return SyncSpecName(plan_.sync); }
   StrategyTraits traits() const override {
     StrategyTraits traits;
-    traits.worker_runs_optimizer = false;
-    traits.identical_replicas = !SharesEpochs();
+    traits.worker_runs_optimizer = local_;
+    traits.own_exchange = true;
+    traits.identical_replicas = !SharesEpochs() && !local_;
     return traits;
   }
 
   Status Begin(ModelBuffers& model) override {
     parameters_.clear();
-    for (const NamedBuffer& p : model.parameters) {
+    anchors_.clear();
+    deltas_.clear();
+    for (const NamedBuffer& p : AveragedParts(model)) {
       parameters_.emplace_back(p.name, std::span<const float>(p.data));
+      if (local_) {
+        anchors_.emplace_back(p.data.begin(), p.data.end());
+        deltas_.emplace_back(p.data.size());
+      }
     }
     return Status::Ok();
   }
 
-  bool AveragesGradients(const StepPoint&) const override { return true; }
-  bool ExchangesAfterStep(const StepPoint&) const override { return false; }
-  Status AfterOptimizerStep(const StepPoint&, ModelBuffers&, TransportRunner&) override {
-    return Status::Ok();
+  bool AveragesGradients(const StepPoint&) const override { return !local_; }
+  bool ExchangesAfterStep(const StepPoint& p) const override {
+    return local_ && (p.step + 1) % static_cast<uint64_t>(plan_.sync.period) == 0;
+  }
+  Status AfterOptimizerStep(const StepPoint& p, ModelBuffers& model, TransportRunner&) override {
+    if (!ExchangesAfterStep(p)) return Status::Ok();
+    return AverageModels(p, model).Annotate(fmt::format("step {}", p.step));
   }
 
   bool SharesEpochs() const override {
@@ -91,6 +113,12 @@ class ParameterServerStrategy final : public Strategy {
   }
 
   uint64_t bytes_sent() const override { return client_ ? client_->push_bytes() : 0; }
+
+  void VisitState(const std::function<void(std::string_view, std::span<float>)>& visit) override {
+    for (size_t i = 0; i < anchors_.size(); ++i) {
+      visit("anchor/" + parameters_[i].first, anchors_[i]);
+    }
+  }
 
   void Report(
       const std::function<void(std::string_view name, double value)>& report) const override {
@@ -133,11 +161,53 @@ class ParameterServerStrategy final : public Strategy {
   }
 
  private:
+  // What the servers hold: the parameters, and under local the float buffers unless buffers=0.
+  std::vector<NamedBuffer> AveragedParts(const ModelBuffers& model) const {
+    std::vector<NamedBuffer> parts = model.parameters;
+    if (local_ && plan_.sync.average_buffers) {
+      parts.insert(parts.end(), model.buffers.begin(), model.buffers.end());
+    }
+    return parts;
+  }
+
+  // Local SGD's average: every part's delta pushed, the servers' average pulled (see above).
+  Status AverageModels(const StepPoint& p, ModelBuffers& model) {
+    if (!client_) return FailedPreconditionError("the parameter-server client is not started");
+    const std::vector<NamedBuffer> parts = AveragedParts(model);
+    FRUGAL_INTERNAL_ASSERT(parts.size() == anchors_.size(), "the model has ", parts.size(),
+                           " parts, the servers ", anchors_.size());
+    std::vector<std::unique_ptr<Work>> pulls;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const std::span<const float> x = parts[i].data;
+      std::transform(anchors_[i].begin(), anchors_[i].end(), x.begin(), deltas_[i].begin(),
+                     [](float anchor, float mine) { return anchor - mine; });
+      TensorRequest request;
+      request.name = parts[i].name;
+      request.priority = static_cast<int>(i);
+      request.step = p.step;
+      pulls.push_back(client_->Submit(std::move(request), deltas_[i]));
+    }
+    Status first;
+    for (std::unique_ptr<Work>& pull : pulls) {
+      Status status = pull->Wait(2 * config_.timeout);
+      if (first.ok() && !status.ok()) first = status;
+    }
+    FRUGAL_RETURN_IF_ERROR(first);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::copy(deltas_[i].begin(), deltas_[i].end(), parts[i].data.begin());
+      anchors_[i] = deltas_[i];
+    }
+    return Status::Ok();
+  }
+
   StrategyPlan plan_;
   Transport& workers_;
   Transport& world_;
   ParameterServerConfig config_;
+  const bool local_ = plan_.sync.kind == SyncKind::kLocal;
   std::vector<std::pair<std::string, std::span<const float>>> parameters_;
+  std::vector<std::vector<float>> anchors_;  // local: the model last pulled, by part
+  std::vector<std::vector<float>> deltas_;   // local: the pushes, then the pulls
   std::unique_ptr<ParameterClient> client_;
   ParameterServerStats stats_;
 };
@@ -166,6 +236,12 @@ ParameterServerConfig ParameterServerConfigOf(const StrategyPlan& plan, int worl
   config.seed = plan.seed;
   config.timeout = plan.timeout;
   return config;
+}
+
+ServerOptimizer ModelAveragingOptimizer() {
+  ServerOptimizer optimizer;
+  optimizer.lr = [](int64_t) { return 1.0; };
+  return optimizer;
 }
 
 std::unique_ptr<Strategy> MakeParameterServerStrategy(const StrategyPlan& plan, Transport& workers,

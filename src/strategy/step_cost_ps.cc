@@ -17,7 +17,9 @@ StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& in) {
   const SyncSpec& sync = in.plan.sync;
   if (sync.kind == SyncKind::kLocal || sync.kind == SyncKind::kFedAvg) {
     return InvalidArgumentError(fmt::format(
-        "frugal cost: --sync {} does not run over a parameter server", SyncSpecName(sync)));
+        "frugal cost: --sync {} is not modelled over a parameter server (bsp, ssp, asp, backup "
+        "and lag are)",
+        SyncSpecName(sync)));
   }
   if (in.plan.compressed.has_value()) {
     return InvalidArgumentError("frugal cost: --compress does not run over a parameter server");

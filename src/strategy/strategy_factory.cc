@@ -85,6 +85,9 @@ Status RunServerRole(Transport& world, const StrategyPlan& plan, const ServerOpt
   }
   const ParameterServerConfig config =
       strategy_internal::ParameterServerConfigOf(plan, world.size());
+  if (plan.sync.kind == SyncKind::kLocal) {
+    return RunParameterServer(world, config, strategy_internal::ModelAveragingOptimizer(), logger);
+  }
   return RunParameterServer(world, config, optimizer, logger);
 }
 

@@ -187,11 +187,18 @@ Status CheckParameterServer(const StrategyOptions& options, const StrategyPlan& 
     return InvalidArgumentError(fmt::format("--{} runs over all-reduce, not --arch {}",
                                             options.od_sgd ? "od-sgd" : "skip-comm", arch));
   }
-  if (plan.sync.kind == SyncKind::kLocal || plan.sync.kind == SyncKind::kFedAvg) {
+  if (plan.sync.kind == SyncKind::kFedAvg) {
     return InvalidArgumentError(
         fmt::format("--sync {} does not run over --arch {} (accepted: bsp, ssp:staleness=S, asp, "
-                    "backup:workers=B, lag[:...])",
+                    "backup:workers=B, lag[:...], local:period=H)",
                     SyncSpecName(plan.sync), arch));
+  }
+  if (plan.sync.kind == SyncKind::kLocal &&
+      (plan.sync.start_epoch > 0 || plan.sync.intra_period > 0 || plan.sync.average_momenta)) {
+    return InvalidArgumentError(fmt::format(
+        "--sync {} over --arch {}: start-epoch, intra-period and momenta=1 do not apply (the "
+        "servers average the workers' models, every period local steps, and run no optimizer)",
+        SyncSpecName(plan.sync), arch));
   }
   if (plan.sync.kind == SyncKind::kBackup && options.workers > 0 &&
       plan.sync.backup_workers >= options.workers) {
@@ -226,11 +233,15 @@ Status PlanParameterServerCompression(const StrategyOptions& options, StrategyPl
         arch));
   }
   plan.push_compress = options.compress;
-  plan.push_error_feedback = options.error_feedback;
+  // Model deltas, as Local SGD's over all-reduce, always keep an error-feedback residual.
+  plan.push_error_feedback =
+      options.error_feedback || (plan.sync.kind == SyncKind::kLocal && !options.compress.empty());
   plan.pull_compress = options.compress_pull;
-  // Only whether workers may skip versions matters here: bsp and lag do not, the others do.
+  // Only whether workers may skip versions matters here: bsp, lag and local do not, the others
+  // do.
   ParameterServerConfig config;
-  config.consistency = plan.sync.kind == SyncKind::kBsp || plan.sync.kind == SyncKind::kLag
+  config.consistency = plan.sync.kind == SyncKind::kBsp || plan.sync.kind == SyncKind::kLag ||
+                               plan.sync.kind == SyncKind::kLocal
                            ? PsConsistency::kBsp
                            : PsConsistency::kAsp;
   config.push_compress = plan.push_compress;

@@ -248,13 +248,15 @@ TEST(EmulatedNetwork, EachHostHasItsOwnRate) {
   for (const Transfer& t : {Transfer{0, 1, 50'000'000}, Transfer{1, 2, 50'000'000},
                             Transfer{0, 2, 200'000'000}}) {
     Receiver receiver = StartReceiver(hosts[t.to].name, hosts[t.to].address, port, 1);
-    pid_t sender = StartSender(hosts[t.from].name, hosts[t.to].address, port, t.expected / 8);
+    // Two seconds of data at the expected rate: TCP's slow start weighs less than in one.
+    pid_t sender = StartSender(hosts[t.from].name, hosts[t.to].address, port, t.expected / 4);
     const double measured = ReadRate(receiver);
     EXPECT_EQ(WaitChild(sender, std::chrono::seconds(30)), 0);
     const double fraction = measured / static_cast<double>(t.expected);
     std::printf("host %d -> host %d: %.1f Mbit/s = %.3f of the slower NIC\n", t.from, t.to,
                 measured / 1e6, fraction);
-    EXPECT_GE(fraction, 0.90) << t.from << " -> " << t.to;
+    // A wrong bucket is off by 4x (50 against 200 Mbit/s); a loaded machine costs up to 15%.
+    EXPECT_GE(fraction, 0.85) << t.from << " -> " << t.to;
     EXPECT_LE(fraction, 1.05) << t.from << " -> " << t.to;
     ++port;
   }

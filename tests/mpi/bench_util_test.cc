@@ -1,6 +1,7 @@
 // The benchmark helpers of bench/ (no MPI needed): size lists, medians, tables, fits, busbw.
 #include "bench_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -102,6 +103,15 @@ TEST(BenchUtil, AllreduceOptionsAreValidatedBeforeAnythingRuns) {
   EXPECT_NE(s.message().find("'nccl'"), std::string::npos) << s.message();
   options.algorithms = {"ring", "ring"};
   EXPECT_FALSE(ValidateAllreduceBenchOptions(options).ok());
+  // Any of frugal's algorithms may also run staged; the peers may not, unknown names neither.
+  options.algorithms = {"ring", "ring:staged", "dbtree:staged", "mpi"};
+  EXPECT_TRUE(ValidateAllreduceBenchOptions(options).ok());
+  for (const char* bad : {"mpi:staged", "nccl:staged", "ring:stage", ":staged"}) {
+    options.algorithms = {bad};
+    s = ValidateAllreduceBenchOptions(options);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(fmt::format("'{}'", bad)), std::string::npos) << s.message();
+  }
   options.algorithms = {"ring"};
   options.sizes = {4098};
   EXPECT_FALSE(ValidateAllreduceBenchOptions(options).ok());

@@ -82,11 +82,23 @@ TEST(ParameterServerSpec, RefusesWhatDoesNotRunOverIt) {
   o = OverServers();
   o.skip_comm = true;
   ExpectRefused(o, "--skip-comm runs over all-reduce");
-  for (const char* sync : {"local:period=4", "fedavg:clients=4"}) {
+  o = OverServers();
+  o.sync = "fedavg:clients=4";
+  ExpectRefused(o, "does not run over --arch ps");
+  // Local SGD runs over the servers as plain periodic averaging only.
+  for (const char* sync : {"local:period=4,start-epoch=1", "local:period=4,intra-period=2",
+                           "local:period=4,momenta=1"}) {
     o = OverServers();
     o.sync = sync;
-    ExpectRefused(o, "does not run over --arch ps");
+    ExpectRefused(o, "start-epoch, intra-period and momenta=1 do not apply");
   }
+  o = OverServers();
+  o.sync = "local:period=4";
+  o.compress = "topk:ratio=0.1";
+  o.compress_pull = "fp16";
+  const StrategyPlan local = PlanStrategy(o).value();
+  EXPECT_TRUE(local.push_error_feedback) << "model deltas always keep a residual";
+  EXPECT_EQ(local.pull_compress, "fp16");
   // The consistency models of a parameter server need one.
   for (const char* sync : {"ssp:staleness=2", "backup:workers=1", "lag"}) {
     StrategyOptions allreduce;

@@ -1,13 +1,14 @@
 # Runs `frugal train --arch ps:servers=2` under a real mpirun (2 workers + 2 servers) and the same
 # training with ring all-reduce on 2 ranks, and checks the parameter server's run: exit code,
 # identical replicas, the exact bytes of its pushes, and the same model as all-reduce BSP (its test
-# loss to float tolerance).
+# loss to float tolerance); then Local SGD over 1 server against Local SGD over all-reduce: the
+# bytes of its model deltas and the same test loss to float tolerance.
 #   cmake -DFRUGAL=path -DMPIEXEC=mpirun -DJSON=file -P ps_mpi_check.cmake
 set(steps 12)
 set(common train --model mlp --batch-size 32 --max-steps ${steps} --momentum 0.9 --nesterov
     --weight-decay 0.0001 --progress none)
 
-function(run_train np json)
+function(run_train np json consistent)
   file(REMOVE "${json}")
   execute_process(
     COMMAND ${MPIEXEC} -np ${np} --oversubscribe --mca pml ob1 --mca btl tcp,vader,self
@@ -17,17 +18,17 @@ function(run_train np json)
   if(NOT code EQUAL 0)
     message(FATAL_ERROR "exit code ${code}")
   endif()
-  if(NOT out MATCHES "params consistent +yes")
-    message(FATAL_ERROR "the summary table does not say the parameters are consistent")
+  if(NOT out MATCHES "params consistent +${consistent}")
+    message(FATAL_ERROR "the summary table does not say params consistent ${consistent}")
   endif()
   file(STRINGS "${json}" records)
   list(GET records -1 summary)
   set(summary "${summary}" PARENT_SCOPE)
 endfunction()
 
-run_train(2 "${JSON}.allreduce")
+run_train(2 "${JSON}.allreduce" yes)
 set(allreduce "${summary}")
-run_train(4 "${JSON}" --arch ps:servers=2)
+run_train(4 "${JSON}" yes --arch ps:servers=2)
 set(ps "${summary}")
 
 string(JSON arch GET "${ps}" arch)
@@ -57,9 +58,28 @@ function(micro value out)
   math(EXPR result "${whole} * 1000000 + ${fraction}")
   set(${out} ${result} PARENT_SCOPE)
 endfunction()
-micro("${a}" a_micro)
-micro("${b}" b_micro)
-math(EXPR difference "${a_micro} - ${b_micro}")
-if(difference GREATER 100 OR difference LESS -100)
-  message(FATAL_ERROR "test loss ${b} over the parameter server, ${a} over all-reduce")
+# Test losses `a` and `b` within `millionths`.
+function(expect_near a b millionths what)
+  micro("${a}" a_micro)
+  micro("${b}" b_micro)
+  math(EXPR difference "${a_micro} - ${b_micro}")
+  if(difference GREATER ${millionths} OR difference LESS -${millionths})
+    message(FATAL_ERROR "${what}: test loss ${b} over the parameter server, ${a} over all-reduce")
+  endif()
+endfunction()
+expect_near("${a}" "${b}" 100 "bsp")
+
+# Local SGD, period 4: three averages of the workers' models in 12 steps; the last one ends the
+# run, so every worker holds the same model.
+run_train(2 "${JSON}.local_allreduce" yes --sync local:period=4)
+set(local_allreduce "${summary}")
+run_train(3 "${JSON}.local" yes --arch ps:servers=1 --sync local:period=4)
+set(local_ps "${summary}")
+math(EXPR expected "3 * (6 * 52 + 4 * 269322)")
+string(JSON bytes GET "${local_ps}" bytes_sent_per_worker)
+if(NOT bytes EQUAL expected)
+  message(FATAL_ERROR "local: bytes_sent_per_worker = ${bytes}, expected ${expected}")
 endif()
+string(JSON a GET "${local_allreduce}" test_loss)
+string(JSON b GET "${local_ps}" test_loss)
+expect_near("${a}" "${b}" 10 "local:period=4")

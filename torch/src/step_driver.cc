@@ -70,8 +70,8 @@ StatusOr<std::unique_ptr<StepDriver>> StepDriver::Start(
   FRUGAL_ASSIGN_OR_RETURN(
       self->nan_guard_, internal::NanGuard::Create(module, options.nan_policy == NanPolicy::kAbort,
                                                    options.inject_nan));
-  // A strategy whose servers run the optimizer always exchanges through its own client.
-  if (options.overlap || !strategy.traits().worker_runs_optimizer) {
+  // A strategy with an exchange of its own (a parameter server's client) always starts it.
+  if (options.overlap || strategy.traits().own_exchange) {
     FRUGAL_ASSIGN_OR_RETURN(self->session_,
                             EngineSession::Start(t, reducer, module, optimizer,
                                                  options.overlap.value_or(OverlapOptions{}),
