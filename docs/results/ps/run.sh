@@ -5,8 +5,14 @@
 #        (dense pushes and pulls);
 #   straggler: 4 workers + 1 server on this machine (shared memory, the 2 cores), rank 1 three
 #        times slower (--straggler 1:3), cnn, lr 0.05: bsp, ssp:staleness=1 and 4, asp,
-#        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs).
-# Usage: run.sh FRUGAL_BINARY net|straggler. Run it alone (under quiet).
+#        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs);
+#   compress: the net setup with 1 server, pushes compressed (top-k 1% with error feedback) and
+#        pushes and pulls compressed (top-k 1% both ways), cnn and vgg;
+#   many: 16 workers + 1 server on this machine (oversubscribed), cnn, lr 0.05, one epoch of asp
+#        and of bsp.
+# Usage: run.sh FRUGAL_BINARY net|straggler|compress|many [SYNC...]. straggler and many take the
+# syncs to run (default: all of them), so that each can run in a hold of its own. Run it alone
+# (under quiet).
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 frugal="$1"
@@ -35,13 +41,36 @@ net() {
 
 straggler() {
   local common="--np 5 --arch ps:servers=1 --model cnn --straggler 1:3 --lr 0.05 --epochs 3"
-  for sync in bsp ssp:staleness=1 ssp:staleness=4 asp backup:workers=1 lag; do
+  local sync syncs=("$@")
+  [ ${#syncs[@]} -gt 0 ] || syncs=(bsp ssp:staleness=1 ssp:staleness=4 asp backup:workers=1 lag)
+  for sync in "${syncs[@]}"; do
     timed "straggler_${sync//[:=]/_}" $common --sync "$sync" --stop-at-accuracy 0.88
   done
 }
 
+compress() {
+  local e=nic=100mbit push="--compress topk:ratio=0.01 --ef" pull="--compress-pull topk:ratio=0.01"
+  local ps="--np 5 --emulate hosts=5,$e --arch ps:servers=1"
+  timed ps1_cnn_push $ps --model cnn --max-steps 40 $push
+  timed ps1_cnn_pushpull $ps --model cnn --max-steps 40 $push $pull
+  timed ps1_vgg_push $ps --model vgg --max-steps 12 $push
+  timed ps1_vgg_pushpull $ps --model vgg --max-steps 12 $push $pull
+}
+
+many() {
+  local common="--np 17 --arch ps:servers=1 --model cnn --lr 0.05 --epochs 1"
+  local sync syncs=("$@")
+  [ ${#syncs[@]} -gt 0 ] || syncs=(asp bsp)
+  for sync in "${syncs[@]}"; do
+    timed "many16_${sync//[:=]/_}" $common --sync "$sync"
+  done
+}
+
+shift 2
 case "$part" in
   net) net ;;
-  straggler) straggler ;;
-  *) echo "usage: run.sh FRUGAL net|straggler" >&2; exit 2 ;;
+  straggler) straggler "$@" ;;
+  compress) compress ;;
+  many) many "$@" ;;
+  *) echo "usage: run.sh FRUGAL net|straggler|compress|many [SYNC...]" >&2; exit 2 ;;
 esac

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""The parameter server's tables from the runs' JSON lines: python3 table.py NAME..."""
+"""The parameter server's tables from the runs' JSON lines: python3 table.py [--epochs] NAME...
+
+Without --epochs: step time, bytes and the servers' NIC per run (the net and compress parts).
+With --epochs: per epoch test accuracy, samples/s and the time to 88% (straggler and many)."""
 import json
 import sys
 
@@ -11,6 +14,28 @@ def summary(name):
         records = [json.loads(line) for line in f if line.strip()]
     return [r for r in records if r.get("event") == "epoch"], records[-1]
 
+
+def epochs_table(names):
+    print("| run | epochs | test acc. per epoch | samples/s | epoch times (s) | time to 88% (s) | "
+          "pushes applied / dropped / skipped | staleness median / p95 / max |")
+    print("| --- | ---: | --- | ---: | --- | ---: | ---: | ---: |")
+    for name in names:
+        epochs, s = summary(name)
+        reached = [e for e in epochs if e["test_accuracy"] >= 0.88]
+        tta = f"{reached[0]['wall_seconds']:.0f}" if reached else "not reached"
+        accs = ", ".join(f"{e['test_accuracy']:.4f}" for e in epochs)
+        times = ", ".join(f"{e['epoch_seconds']:.0f}" for e in epochs)
+        counts = (f"{s.get('ps_pushes_applied', 0):.0f} / {s.get('ps_pushes_dropped', 0):.0f} / "
+                  f"{s.get('ps_pushes_skipped', 0):.0f}")
+        stale = (f"{s.get('staleness_median', 0):.0f} / {s.get('staleness_p95', 0):.0f} / "
+                 f"{s.get('staleness_max', 0):.0f}")
+        print(f"| {name} | {len(epochs)} | {accs} | {s['samples_per_second']:.0f} | {times} | "
+              f"{tta} | {counts} | {stale} |")
+
+
+if sys.argv[1:2] == ["--epochs"]:
+    epochs_table(sys.argv[2:])
+    sys.exit(0)
 
 print("| run | workers + servers | median step (ms) | MB sent per worker and step | "
       "server MB in / out per step | server NIC busy | samples/s | test acc. |")
