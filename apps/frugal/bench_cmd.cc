@@ -1,5 +1,6 @@
-// `frugal bench pingpong` and `frugal bench allreduce`: flags to options, then the benchmark
-// (bench/) on every rank; rank 0 prints the table and writes the JSON lines.
+// `frugal bench pingpong`, `frugal bench allreduce` and `frugal bench exchange`: flags to
+// options, then the benchmark (bench/) on every rank; rank 0 prints the table and writes the
+// JSON lines.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include "allreduce_bench.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "exchange_bench.h"
 #include "pingpong.h"
 
 namespace frugal::apps {
@@ -64,6 +66,33 @@ struct AllreduceFlags {
   std::string json;
 };
 
+struct ExchangeFlags {
+  std::string sizes = "1M,4M";
+  std::string modes = "send,recv,both";
+  int iters = 5;
+  int warmup = 1;
+  int timeout_ms = 60000;
+  std::string json;
+};
+
+StatusOr<bench::ExchangeBenchOptions> ToOptions(const ExchangeFlags& flags) {
+  bench::ExchangeBenchOptions options;
+  FRUGAL_ASSIGN_OR_RETURN(options.sizes, bench::ParseByteSizeList(flags.sizes));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<std::string> modes, bench::ParseNameList(flags.modes));
+  options.modes.clear();
+  for (const std::string& name : modes) {
+    FRUGAL_ASSIGN_OR_RETURN(bench::ExchangeMode mode, bench::ParseExchangeMode(name));
+    options.modes.push_back(mode);
+  }
+  if (flags.iters <= 0) return InvalidArgumentError("--iters must be positive");
+  if (flags.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
+  if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
+  options.iters = flags.iters;
+  options.warmup = flags.warmup;
+  options.timeout = Duration(flags.timeout_ms);
+  return options;
+}
+
 StatusOr<bench::PingPongOptions> ToOptions(const PingPongFlags& flags) {
   bench::PingPongOptions options;
   if (flags.sizes.empty()) {
@@ -112,6 +141,7 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher) {
   bench->require_subcommand(1);
   AddBenchPingPongCommand(*bench, dispatcher);
   AddBenchAllreduceCommand(*bench, dispatcher);
+  AddBenchExchangeCommand(*bench, dispatcher);
   AddBenchCompressCommand(*bench, dispatcher);
   AddBenchPolarCommand(*bench, dispatcher);
 }
@@ -206,6 +236,48 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
       FRUGAL_ASSIGN_OR_RETURN(bench::AllreduceBenchReport report,
                               bench::RunAllreduceBench(context.world, options, context.logger));
       return Publish(context, bench::AllreduceTable(report), bench::AllreduceJson(report),
+                     flags->json);
+    };
+    dispatcher.Select(std::move(action));
+  });
+}
+
+void AddBenchExchangeCommand(CLI::App& bench, Dispatcher& dispatcher) {
+  auto flags = std::make_shared<ExchangeFlags>();
+  CLI::App* cmd = bench.add_subcommand(
+      "exchange",
+      "Two ranks: one message sent only, received only, or both at once (a gossip round)");
+  cmd->add_option("--sizes", flags->sizes, "Message sizes in bytes (K, M, G suffixes)")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--modes", flags->modes, "send, recv, both (as seen from rank 0)")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--iters", flags->iters, "Timed exchanges per size and mode")
+      ->capture_default_str();
+  cmd->add_option("--warmup", flags->warmup, "Untimed exchanges before them")
+      ->capture_default_str();
+  cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
+      ->capture_default_str();
+  cmd->add_option("--json", flags->json, "Write one JSON object per (size, mode) to FILE")
+      ->type_name("FILE");
+  cmd->callback([flags, &dispatcher] {
+    Action action;
+    action.name = "bench exchange";
+    action.validate = [flags] { return ToOptions(*flags).status(); };
+    action.check_files = [flags] { return CheckJsonPath(flags->json); };
+    action.check_world = [](const Transport& world) {
+      if (world.size() != 2) {
+        return InvalidArgumentError(
+            fmt::format("bench exchange needs exactly 2 ranks (--np 2), not {}", world.size()));
+      }
+      return Status::Ok();
+    };
+    action.run = [flags](RankContext& context) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(bench::ExchangeBenchOptions options, ToOptions(*flags));
+      FRUGAL_ASSIGN_OR_RETURN(std::vector<bench::ExchangeSample> samples,
+                              bench::RunExchangeBench(context.world, options));
+      return Publish(context, bench::ExchangeTable(samples), bench::ExchangeJson(samples),
                      flags->json);
     };
     dispatcher.Select(std::move(action));

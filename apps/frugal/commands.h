@@ -86,6 +86,7 @@ class Dispatcher {
 void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher);
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher);
+void AddBenchExchangeCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher);  // bench_compress.cc
 void AddBenchPolarCommand(CLI::App& bench, Dispatcher& dispatcher);     // bench_polar.cc
 

@@ -78,6 +78,21 @@ class GradientReducer {
   // the ranks. Collective: every rank calls it with the same bucket.
   virtual Status Reduce(const BucketInfo& bucket, std::span<float> data) = 0;
 
+  // Memory for a bucket of `count` floats that the reducer can reduce without copies of its own:
+  // a caller that gathers a bucket's parts into one buffer (the engine's fused buckets) gathers
+  // them there and calls ReduceShared. The all-reduce reducers of frugal's algorithms return the
+  // transport's shared memory (Transport::NewShared), which their sends and receives use directly
+  // (AllreduceOptions::data_owner); the default returns an empty SharedBytes (owner null): no such
+  // memory, use Reduce on memory of the caller's own.
+  virtual SharedBytes NewBucketMemory(size_t count) { return {}; }
+
+  // Reduce() of `data`, which lies in memory from NewBucketMemory that `owner` keeps alive. After
+  // a failed reduction the caller must not use that memory again. The default calls Reduce().
+  virtual Status ReduceShared(const BucketInfo& bucket, std::span<float> data,
+                              std::shared_ptr<void> owner) {
+    return Reduce(bucket, data);
+  }
+
   // A short description for logs and summaries, e.g. "allreduce:ring" or "mpi".
   virtual std::string name() const = 0;
 

@@ -2,7 +2,9 @@
 //
 // AllreduceReducer runs frugal's Allreduce over the transport with ReduceOp::kAverage and the
 // chosen AllreduceAlgorithm; its bytes_sent() is the growth of Transport::bytes_sent() across
-// its own calls, so it counts exactly what this reducer put on the wire.
+// its own calls, so it counts exactly what this reducer put on the wire. Its bucket memory
+// (NewBucketMemory) is the transport's shared memory, and ReduceShared passes it to Allreduce as
+// AllreduceOptions::data_owner: sends and receives on it skip the transport's staging copies.
 //
 // "mpi" is MPI_Allreduce and "gloo[:ALGORITHM]" Gloo's all-reduce: peers frugal compares itself
 // with, not its algorithms. They live in mpi_reducer.cc and gloo_reducer.cc.
@@ -39,12 +41,18 @@ class AllreduceReducer final : public GradientReducer {
       : transport_(t), options_(std::move(options)) {}
 
   Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
-    FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
-    const uint64_t before = transport_.bytes_sent();
-    Status status = Allreduce(transport_, data, options_);
-    bytes_sent_ += transport_.bytes_sent() - before;
-    return status.Annotate("allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) +
-                           ")");
+    return Run(bucket, data, options_);
+  }
+
+  SharedBytes NewBucketMemory(size_t count) override {
+    return transport_.NewShared(count * sizeof(float));
+  }
+
+  Status ReduceShared(const BucketInfo& bucket, std::span<float> data,
+                      std::shared_ptr<void> owner) override {
+    AllreduceOptions options = options_;
+    options.data_owner = std::move(owner);
+    return Run(bucket, data, options);
   }
 
   std::string name() const override {
@@ -54,6 +62,15 @@ class AllreduceReducer final : public GradientReducer {
   std::string bytes_counted_by() const override { return "transport"; }
 
  private:
+  Status Run(const BucketInfo& bucket, std::span<float> data, const AllreduceOptions& options) {
+    FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
+    const uint64_t before = transport_.bytes_sent();
+    Status status = Allreduce(transport_, data, options);
+    bytes_sent_ += transport_.bytes_sent() - before;
+    return status.Annotate("allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) +
+                           ")");
+  }
+
   Transport& transport_;
   AllreduceOptions options_;
   uint64_t bytes_sent_ = 0;

@@ -13,6 +13,16 @@ BucketReduction::BucketReduction(GradientReducer& reducer, Timeline* timeline,
                                  PhaseRecorder* phases)
     : reducer_(reducer), timeline_(timeline), phases_(phases) {}
 
+std::span<float> BucketReduction::FusionBuffer(size_t count) {
+  if (shared_.bytes.size() < count * sizeof(float) && !own_only_) {
+    shared_ = reducer_.NewBucketMemory(count);
+    own_only_ = shared_.owner == nullptr;
+  }
+  if (shared_.owner) return std::span<float>(reinterpret_cast<float*>(shared_.bytes.data()), count);
+  if (own_.size() < count) own_.resize(count);
+  return std::span<float>(own_.data(), count);
+}
+
 ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int id, uint64_t step) {
   BucketInfo info;
   info.id = id;
@@ -27,26 +37,30 @@ ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int i
                   ? parts[0].name
                   : fmt::format("fused({}..{})", parts.front().name, parts.back().name);
   std::span<float> data = parts[0].data;
+  std::shared_ptr<void> owner;  // set when `data` is the reducer's bucket memory
   if (parts.size() > 1) {
-    fusion_buffer_.resize(total);
+    data = FusionBuffer(total);
+    owner = shared_.owner;
     for (size_t i = 0; i < parts.size(); ++i) {
-      std::memcpy(fusion_buffer_.data() + info.entries[i].offset, parts[i].data.data(),
+      std::memcpy(data.data() + info.entries[i].offset, parts[i].data.data(),
                   parts[i].data.size_bytes());
     }
-    data = std::span<float>(fusion_buffer_.data(), total);
   }
   if (phases_) (void)phases_->Drain();
   ReductionResult result;
   result.count = total;
   result.begin = Clock::now();
-  result.status = reducer_.Reduce(info, data);
+  result.status =
+      owner ? reducer_.ReduceShared(info, data, std::move(owner)) : reducer_.Reduce(info, data);
   result.end = Clock::now();
   if (parts.size() > 1 && result.status.ok()) {
     for (size_t i = 0; i < parts.size(); ++i) {
-      std::memcpy(parts[i].data.data(), fusion_buffer_.data() + info.entries[i].offset,
+      std::memcpy(parts[i].data.data(), data.data() + info.entries[i].offset,
                   parts[i].data.size_bytes());
     }
   }
+  // The network may still write memory of a failed reduction: it is not used again.
+  if (!result.status.ok()) shared_ = {};
   if (timeline_) {
     std::vector<DrawnUnit> drawn;
     for (const BucketPart& part : parts) drawn.push_back({part.name, part.tensor});

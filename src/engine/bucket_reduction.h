@@ -1,6 +1,9 @@
 // One bucket through the reducer (internal): the parts are reduced in place when there is one,
 // through a fusion buffer otherwise (copied in, reduced, copied out if the reduction succeeded),
-// with the bucket's step, and the reduction's phases are drawn in the timeline.
+// with the bucket's step, and the reduction's phases are drawn in the timeline. The fusion buffer
+// is the reducer's bucket memory when it has some (GradientReducer::NewBucketMemory, reduced with
+// ReduceShared: over MPI, memory the transport sends and receives without staging copies), kept
+// from one bucket to the next while it is large enough and dropped after a failed reduction.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +47,12 @@ class BucketReduction {
   GradientReducer& reducer_;
   Timeline* const timeline_;
   PhaseRecorder* const phases_;
-  std::vector<float> fusion_buffer_;
+  // The fusion buffer: `shared_` when the reducer gave bucket memory, `own_` otherwise.
+  std::span<float> FusionBuffer(size_t count);
+
+  SharedBytes shared_;
+  bool own_only_ = false;  // the reducer has no bucket memory
+  std::vector<float> own_;
 };
 
 }  // namespace frugal::engine_internal

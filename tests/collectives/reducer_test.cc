@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,6 +140,119 @@ TEST(DenseReducer, EveryAlgorithmAveragesLikeASerialSum) {
         }
       }
     }
+  }
+}
+
+// Forwards to a transport and counts the sends and receives that were not on shared memory
+// (ISend/IRecv, which the MPI transport stages) apart from those that were (ISendShared/
+// IRecvShared).
+class CountingTransport final : public Transport {
+ public:
+  explicit CountingTransport(Transport& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string hostname() const override { return inner_.hostname(); }
+  std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
+    ++own_;
+    return inner_.ISend(dst, tag, data);
+  }
+  std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
+    ++own_;
+    return inner_.IRecv(src, tag, data);
+  }
+  std::unique_ptr<Work> ISendShared(int dst, int tag, std::shared_ptr<const void> owner,
+                                    std::span<const std::byte> data) override {
+    ++shared_;
+    return inner_.ISendShared(dst, tag, std::move(owner), data);
+  }
+  std::unique_ptr<Work> IRecvShared(int src, int tag, std::shared_ptr<void> owner,
+                                    std::span<std::byte> data) override {
+    ++shared_;
+    return inner_.IRecvShared(src, tag, std::move(owner), data);
+  }
+  SharedBytes NewShared(size_t bytes) override { return inner_.NewShared(bytes); }
+  StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
+    return inner_.Probe(src, tag, timeout);
+  }
+  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
+    return inner_.IProbe(src, tag);
+  }
+  StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
+    return inner_.Split(color, key, timeout);
+  }
+  uint64_t bytes_sent() const override { return inner_.bytes_sent(); }
+  uint64_t messages_sent() const override { return inner_.messages_sent(); }
+
+  int own() const { return own_; }
+  int shared() const { return shared_; }
+
+ private:
+  Transport& inner_;
+  int own_ = 0;
+  int shared_ = 0;
+};
+
+// A bucket in the reducer's bucket memory goes through the transport without a single staged
+// send or receive, with the same result and the same bytes as the staged Reduce of the same
+// values; a reducer without bucket memory (another library's all-reduce) says so.
+TEST(DenseReducer, BucketMemoryIsReducedWithoutStagedSendsOrReceives) {
+  const size_t count = 1000;
+  const BucketInfo bucket = Plan({{"grad", count}}, kDefaultBucketCapBytes)[0];
+  for (const std::string& algorithm : {"ring", "rd", "rabenseifner", "tree", "dbtree"}) {
+    for (int n : {2, 3, 5}) {
+      std::vector<int> staged_ops(static_cast<size_t>(n));
+      auto statuses = RunRanks(n, [&](Transport& inner) -> Status {
+        CountingTransport t(inner);
+        DenseReducerOptions options;
+        options.algorithm = algorithm;
+        options.timeout = std::chrono::seconds(20);
+        // As in training (the bucket plan is verified once): no per-call length check, whose
+        // few bytes go from the caller's own memory.
+        options.allreduce.check_lengths = false;
+        FRUGAL_ASSIGN_OR_RETURN(auto reducer, MakeDenseReducer(t, options));
+        std::vector<float> staged = RankValues(t.rank(), count);
+        FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, staged));
+        const uint64_t staged_bytes = reducer->bytes_sent();
+        const int staged_own = t.own();
+        const SharedBytes memory = reducer->NewBucketMemory(count);
+        if (!memory.owner || memory.bytes.size() != count * sizeof(float)) {
+          return InternalError("no bucket memory of the bucket's size");
+        }
+        const std::span<float> data(reinterpret_cast<float*>(memory.bytes.data()), count);
+        const std::vector<float> values = RankValues(t.rank(), count);
+        std::copy(values.begin(), values.end(), data.begin());
+        const int own_before = t.own();
+        FRUGAL_RETURN_IF_ERROR(reducer->ReduceShared(bucket, data, memory.owner));
+        staged_ops[static_cast<size_t>(t.rank())] = staged_own;
+        if (t.own() != own_before) {
+          return InternalError(std::to_string(t.own() - own_before) + " staged operations");
+        }
+        if (reducer->bytes_sent() != 2 * staged_bytes) {
+          return InternalError("bytes: " + std::to_string(reducer->bytes_sent() - staged_bytes) +
+                               " shared, " + std::to_string(staged_bytes) + " staged");
+        }
+        if (!std::equal(data.begin(), data.end(), staged.begin())) {
+          return InternalError("the shared result differs from the staged one");
+        }
+        return Status::Ok();
+      });
+      for (int r = 0; r < n; ++r) {
+        EXPECT_TRUE(statuses[r].ok())
+            << algorithm << " n=" << n << " rank " << r << ": " << statuses[r].ToString();
+      }
+      // The counter sees the staged path where it is taken.
+      EXPECT_GT(std::accumulate(staged_ops.begin(), staged_ops.end(), 0), 0) << algorithm;
+    }
+  }
+  if (GlooAvailable()) {
+    auto statuses = RunRanks(1, [](Transport& t) -> Status {
+      DenseReducerOptions options;
+      options.algorithm = "gloo";
+      FRUGAL_ASSIGN_OR_RETURN(auto reducer, MakeDenseReducer(t, options));
+      if (reducer->NewBucketMemory(10).owner) return InternalError("gloo has bucket memory");
+      return Status::Ok();
+    });
+    EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
   }
 }
 

@@ -464,6 +464,8 @@ TEST(Engine, AHigherPriorityTensorOvertakesQueuedPartitions) {
 TEST(Engine, CycleFusionPacksReadyTensorsUpToTheThreshold) {
   const int n = 2;
   std::vector<std::vector<size_t>> counts(n);
+  std::vector<std::vector<bool>> shared(n);
+  std::vector<std::vector<std::vector<float>>> results(n);
   ExpectAllOk(RunRanks(n, [&](Transport& t) -> Status {
     RecordingReducer reducer(RingReducer(t));
     EngineOptions options;
@@ -484,11 +486,26 @@ TEST(Engine, CycleFusionPacksReadyTensorsUpToTheThreshold) {
     gate.Open();
     for (auto& w : works) FRUGAL_RETURN_IF_ERROR(w->Wait(kWait));
     counts[t.rank()] = reducer.counts();
+    shared[t.rank()] = reducer.shared();
+    results[t.rank()] = data;
     return engine->Shutdown();
   }));
-  // Ids follow first submission: t0..t5; FIFO packing up to 100 elements.
+  // Ids follow first submission: t0..t5; FIFO packing up to 100 elements. The fused bucket is
+  // gathered into the ring reducer's bucket memory (reduced without staging copies), the single
+  // tensors are reduced where they are; every result is the exact average.
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(counts[r], (std::vector<size_t>{90, 30, 150, 10})) << "rank " << r;
+    EXPECT_EQ(shared[r], (std::vector<bool>{true, false, false, false})) << "rank " << r;
+    size_t k = 0;
+    for (size_t size : {30, 30, 30, 30, 150, 10}) {
+      std::vector<float> average(size, 0.0f);
+      for (int q = 0; q < n; ++q) {
+        const std::vector<float> input = DyadicInput(q, size, k);
+        for (size_t i = 0; i < size; ++i) average[i] += input[i] / n;
+      }
+      EXPECT_EQ(results[r][k], average) << "rank " << r << " tensor " << k;
+      ++k;
+    }
   }
 }
 

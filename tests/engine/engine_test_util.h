@@ -47,15 +47,14 @@ class RecordingReducer final : public GradientReducer {
   explicit RecordingReducer(std::unique_ptr<GradientReducer> inner) : inner_(std::move(inner)) {}
 
   Status Reduce(const BucketInfo& bucket, std::span<float> data) override {
-    if (calls_++ == 0 && before_first) before_first();
-    std::vector<std::string> names;
-    for (const BucketEntry& e : bucket.entries) names.push_back(e.name);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      buckets_.push_back(std::move(names));
-      counts_.push_back(bucket.count);
-    }
+    Record(bucket, false);
     return inner_->Reduce(bucket, data);
+  }
+  SharedBytes NewBucketMemory(size_t count) override { return inner_->NewBucketMemory(count); }
+  Status ReduceShared(const BucketInfo& bucket, std::span<float> data,
+                      std::shared_ptr<void> owner) override {
+    Record(bucket, true);
+    return inner_->ReduceShared(bucket, data, std::move(owner));
   }
   std::string name() const override { return "recording:" + inner_->name(); }
   uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
@@ -69,15 +68,31 @@ class RecordingReducer final : public GradientReducer {
     std::lock_guard<std::mutex> lock(mutex_);
     return counts_;
   }
+  // Per bucket: whether it came through ReduceShared (in the reducer's bucket memory).
+  std::vector<bool> shared() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return shared_;
+  }
 
   std::function<void()> before_first;
 
  private:
+  void Record(const BucketInfo& bucket, bool shared) {
+    if (calls_++ == 0 && before_first) before_first();
+    std::vector<std::string> names;
+    for (const BucketEntry& e : bucket.entries) names.push_back(e.name);
+    std::lock_guard<std::mutex> lock(mutex_);
+    buckets_.push_back(std::move(names));
+    counts_.push_back(bucket.count);
+    shared_.push_back(shared);
+  }
+
   std::unique_ptr<GradientReducer> inner_;
   int calls_ = 0;
   mutable std::mutex mutex_;
   std::vector<std::vector<std::string>> buckets_;
   std::vector<size_t> counts_;
+  std::vector<bool> shared_;
 };
 
 // prefix + k (a function: GCC 12 warns falsely about `"t" + std::to_string(k)`).

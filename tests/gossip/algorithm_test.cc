@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "frugal/inproc_transport.h"
+#include "frugal/mpi_transport.h"
 #include "frugal/timer.h"
 #include "gossip/gossip_reference.h"
 #include "gossip/neighbour_exchange.h"
@@ -199,6 +200,121 @@ TEST(NeighbourExchange, ProgressCompletesARoundWithoutFinish) {
     return Status::Ok();
   });
   for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// A model larger than the MPI transport's TCP eager limit leaves in segments under it: with
+// sends above the limit completing only when a receive takes them (as Open MPI's rendezvous),
+// the sender's round completes before the receiver has posted anything, and the receiver then
+// reassembles the model.
+TEST(NeighbourExchange, AModelAboveTheEagerLimitLeavesInEagerSegments) {
+  InProcWorld world(2, InProcOptions{.rendezvous_bytes = kTcpEagerBytes});
+  constexpr size_t kFloats = (gossip::NeighbourExchange::kSegmentBytes * 5 / 2) / sizeof(float) + 3;
+  std::vector<float> model(kFloats);
+  for (size_t e = 0; e < kFloats; ++e) model[e] = static_cast<float>(e);
+  const size_t bytes = kFloats * sizeof(float);
+  std::promise<void> sent;
+  std::shared_future<void> rank0_sent = sent.get_future().share();
+  const std::vector<Status> statuses = RunRanks(world, [&](Transport& t) -> Status {
+    gossip::NeighbourExchange exchange;
+    if (t.rank() == 0) {
+      exchange.Start(t, gossip::kMixTag, std::vector<int>{1},
+                     std::as_bytes(std::span<const float>(model)), {}, bytes);
+      Status status = exchange.Finish(t, std::chrono::seconds(5), "send");
+      sent.set_value();
+      return status;
+    }
+    rank0_sent.wait();
+    exchange.Start(t, gossip::kMixTag, {}, std::span<const std::byte>(), std::vector<int>{0},
+                   bytes);
+    FRUGAL_RETURN_IF_ERROR(exchange.Finish(t, std::chrono::seconds(30), "receive"));
+    std::span<const float> got = exchange.ReceivedFloats(0);
+    EXPECT_EQ(got.size(), kFloats);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), model.begin(), model.end()));
+    return Status::Ok();
+  });
+  for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// Segmented messages on a ring of 3 (each rank sends its own model to both neighbours and
+// receives both of theirs), with two rounds in flight on one tag at once as SGP's overlap keeps
+// them: every model arrives whole, in its own round.
+TEST(NeighbourExchange, SegmentedRoundsInFlightTogetherStayApart) {
+  constexpr size_t kFloats = (gossip::NeighbourExchange::kSegmentBytes * 9 / 4) / sizeof(float);
+  auto value = [](int round, int rank, size_t e) {
+    return static_cast<float>(round * 10 + rank) + static_cast<float>(e % 1000) * 1e-3f;
+  };
+  const std::vector<Status> statuses = RunRanks(3, [&](Transport& t) -> Status {
+    const int me = t.rank();
+    const std::vector<int> peers = {(me + 1) % 3, (me + 2) % 3};
+    std::vector<std::vector<float>> models(2, std::vector<float>(kFloats));
+    for (int round = 0; round < 2; ++round) {
+      for (size_t e = 0; e < kFloats; ++e) models[round][e] = value(round, me, e);
+    }
+    gossip::NeighbourExchange rounds[2];
+    for (int round = 0; round < 2; ++round) {
+      rounds[round].Start(t, gossip::kMixTag, peers,
+                          std::as_bytes(std::span<const float>(models[round])), peers,
+                          kFloats * sizeof(float));
+    }
+    for (int round = 0; round < 2; ++round) {
+      FRUGAL_RETURN_IF_ERROR(rounds[round].Finish(t, std::chrono::seconds(30), "round"));
+      for (size_t k = 0; k < peers.size(); ++k) {
+        std::span<const float> got = rounds[round].ReceivedFloats(k);
+        EXPECT_EQ(got.size(), kFloats);
+        size_t wrong = 0;
+        for (size_t e = 0; e < got.size(); ++e) wrong += got[e] != value(round, peers[k], e);
+        EXPECT_EQ(wrong, 0u) << "rank " << me << " round " << round << " from " << peers[k];
+      }
+    }
+    return Status::Ok();
+  });
+  for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// A segmented message whose last segment is shorter than the size the receiver expects is
+// malformed, and the error names the sender.
+TEST(NeighbourExchange, ASegmentedMessageOfAnotherSizeIsMalformed) {
+  const size_t expected = gossip::NeighbourExchange::kSegmentBytes * 2 + 200;
+  std::vector<std::byte> payload(expected - 100, std::byte{1});
+  const std::vector<Status> statuses = RunRanks(2, [&](Transport& t) -> Status {
+    gossip::NeighbourExchange exchange;
+    if (t.rank() == 0) {
+      exchange.Start(t, gossip::kMixTag, std::vector<int>{1}, payload, {}, expected);
+    } else {
+      exchange.Start(t, gossip::kMixTag, {}, std::span<const std::byte>(), std::vector<int>{0},
+                     expected);
+    }
+    return exchange.Finish(t, std::chrono::seconds(30), "round 7");
+  });
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0].ToString();
+  EXPECT_EQ(statuses[1].code(), StatusCode::kMalformed) << statuses[1].ToString();
+  EXPECT_NE(statuses[1].message().find("round 7: rank 0 sent 100 bytes where 200 were expected"),
+            std::string::npos)
+      << statuses[1].ToString();
+}
+
+// A round that expires names every neighbour that did not answer, the one whose wait expired
+// included: sends of segmented messages that no receive takes, then receives nobody sends.
+TEST(NeighbourExchange, AnExpiredRoundNamesTheNeighboursThatDidNotAnswer) {
+  InProcWorld world(3, InProcOptions{.rendezvous_bytes = 64});
+  std::vector<std::byte> payload(gossip::NeighbourExchange::kSegmentBytes * 2 + 8, std::byte{2});
+  Status sending, receiving;
+  const std::vector<Status> statuses = RunRanks(world, [&](Transport& t) -> Status {
+    if (t.rank() != 0) return Status::Ok();
+    const std::vector<int> peers = {1, 2};
+    gossip::NeighbourExchange exchange;
+    exchange.Start(t, gossip::kMixTag, peers, payload, {}, payload.size());
+    sending = exchange.Finish(t, Duration(100), "round 3");
+    exchange.Start(t, gossip::kMixTag, {}, std::span<const std::byte>(), peers, payload.size());
+    receiving = exchange.Finish(t, Duration(100), "round 4");
+    return Status::Ok();
+  });
+  for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(sending.code(), StatusCode::kTimeout);
+  EXPECT_EQ(sending.message(),
+            "round 3: no receipt of this rank's message from ranks 1, 2 within 100 ms");
+  EXPECT_EQ(receiving.code(), StatusCode::kTimeout);
+  EXPECT_EQ(receiving.message(), "round 4: no message from ranks 1, 2 within 100 ms");
 }
 
 // ---- Gossip alone ------------------------------------------------------------------------------

@@ -4,16 +4,18 @@
 # (`frugal bench allreduce`) and 40 steps of cnn, dense and top-k 1% + EF, with --timeline.
 # With `arch`, instead: 40 steps of cnn over a parameter server (4 workers and 1 or 2 servers,
 # each rank on a host of its own) and D-PSGD on a ring of 4 hosts, at 100 Mbit/s and 1 Gbit/s.
-# Usage: validate_emulated.sh BUILD_DIR [arch] (run alone: the emulated network and the times).
+# With `dpsgd`: only the D-PSGD runs of `arch`.
+# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
 what="${2:-allreduce}"
 cd "$(dirname "$0")"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
-if [ "$what" = arch ]; then
+if [ "$what" = arch ] || [ "$what" = dpsgd ]; then
   for nic in 100mbit 1gbit; do
     for servers in 1 2; do
+      [ "$what" = dpsgd ] && continue
       np=$((4 + servers))
       "$F" train --np $np --emulate hosts=$np,nic=$nic --arch ps:servers=$servers --model cnn \
         --max-steps 40 --progress none --json ps${servers}_h4_${nic}.jsonl \
