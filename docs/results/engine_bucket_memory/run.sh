@@ -2,7 +2,7 @@
 # Training throughput with fused buckets (--overlap fusion), before and after the engine gathers
 # them into the reducer's bucket memory: two builds, runs interleaved, then a segment-size sweep
 # of the all-reduce at 1 and 16 MB on 2 ranks. Run from the source tree, alone on the machine:
-#   /work/bin/quiet docs/results/engine_bucket_memory/run.sh BEFORE_FRUGAL AFTER_FRUGAL
+#   docs/results/engine_bucket_memory/run.sh BEFORE_FRUGAL AFTER_FRUGAL
 # (and software counters of 16 MB all-reduces of one algorithm each under `perf stat`)
 set -e
 before=$1

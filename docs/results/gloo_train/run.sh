@@ -2,7 +2,7 @@
 # Step time of `frugal train --np 4 --model cnn` with frugal's ring, MPI_Allreduce and Gloo's two
 # all-reduces, interleaved (two rounds over the four), on shared memory; then one round on 4
 # emulated hosts at 1 Gbit/s. Run from the source tree, alone on the machine:
-#   /work/bin/quiet docs/results/gloo_train/run.sh build/apps/frugal/frugal
+#   docs/results/gloo_train/run.sh build/apps/frugal/frugal
 set -e
 frugal=$1
 out=$(dirname "$0")

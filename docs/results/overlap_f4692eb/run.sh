@@ -3,7 +3,7 @@
 # and vgg (24 steps), compute only (--skip-comm), no overlap (its communication time per step is
 # the communication alone) and the best overlap found before (priority, 0.25 MB partitions for
 # cnn, 4 MB for vgg). Run from the source tree, alone on the machine:
-#   /work/bin/quiet docs/results/overlap_f4692eb/run.sh build/apps/frugal/frugal
+#   docs/results/overlap_f4692eb/run.sh build/apps/frugal/frugal
 set -e
 frugal=$1
 out=$(dirname "$0")

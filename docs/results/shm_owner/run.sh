@@ -4,9 +4,9 @@
 # through the transport's staging copies (ALGO:staged), against MPI_Allreduce, interleaved in one
 # run. Run from the source tree, alone on the machine, one rank count (and, for 4 ranks, one group
 # of sizes) per command:
-#   /work/bin/quiet docs/results/shm_owner/run.sh build/apps/frugal/frugal 2 1M,4M,16M,64M np2
-#   /work/bin/quiet docs/results/shm_owner/run.sh build/apps/frugal/frugal 4 1M,4M,16M np4
-#   /work/bin/quiet docs/results/shm_owner/run.sh build/apps/frugal/frugal 4 64M np4_64M
+#   docs/results/shm_owner/run.sh build/apps/frugal/frugal 2 1M,4M,16M,64M np2
+#   docs/results/shm_owner/run.sh build/apps/frugal/frugal 4 1M,4M,16M np4
+#   docs/results/shm_owner/run.sh build/apps/frugal/frugal 4 64M np4_64M
 set -e
 frugal=$1
 np=$2

@@ -2,7 +2,7 @@
 # All-reduce over shared memory (2 and 4 ranks on one host) and on 4 emulated hosts at 1 Gbit/s:
 # frugal's algorithms against MPI_Allreduce and Gloo, interleaved in one run per setting. Run
 # from the source tree, alone on the machine:
-#   /work/bin/quiet docs/results/shm_shared/run.sh build/apps/frugal/frugal
+#   docs/results/shm_shared/run.sh build/apps/frugal/frugal
 set -e
 frugal=$1
 out=$(dirname "$0")

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Simulated against measured step times (median) for the validation runs.
-cd /work/wt-study
+cd "$(dirname "$0")/../../.."
 F=build/apps/frugal/frugal
 OUT=docs/results/simulate
 printf "| hosts | NIC | method | measured step (ms) | simulated step (ms) | error |\n| ---: | --- | --- | ---: | ---: | ---: |\n"

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Validation runs of frugal simulate: per-layer profiles, then emulated runs (under /work/bin/quiet).
+# Validation runs of frugal simulate: per-layer profiles, then emulated runs (with nothing else running).
 set -u
-cd /work/wt-study
+cd "$(dirname "$0")/../../.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F=build/apps/frugal/frugal
 OUT=docs/results/simulate
