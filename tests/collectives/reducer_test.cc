@@ -198,7 +198,7 @@ class CountingTransport final : public Transport {
 TEST(DenseReducer, BucketMemoryIsReducedWithoutStagedSendsOrReceives) {
   const size_t count = 1000;
   const BucketInfo bucket = Plan({{"grad", count}}, kDefaultBucketCapBytes)[0];
-  for (const std::string& algorithm : {"ring", "rd", "rabenseifner", "tree", "dbtree"}) {
+  for (const char* algorithm : {"ring", "rd", "rabenseifner", "tree", "dbtree"}) {
     for (int n : {2, 3, 5}) {
       std::vector<int> staged_ops(static_cast<size_t>(n));
       auto statuses = RunRanks(n, [&](Transport& inner) -> Status {

@@ -133,7 +133,9 @@ TEST(RunSupervised, ExtraEnvironmentWhileAnotherThreadUsesTheEnvironment) {
     }
     auto code = run.get();
     ASSERT_TRUE(code.ok()) << code.status().ToString();
-    if (hung == 0) EXPECT_EQ(*code, 0) << "the child did not see its environment";
+    if (hung == 0) {
+      EXPECT_EQ(*code, 0) << "the child did not see its environment";
+    }
     if (hung > 0) break;
   }
   stop = true;

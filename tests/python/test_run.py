@@ -36,7 +36,9 @@ def test_runs_program_on_every_rank():
 
 def test_arguments_reach_the_program():
     proc, _ = run(["run", "--np", "2", "--", sys.executable, "-c",
-                   "import sys; print('args', sys.argv[1:])", "--lr", "0.1", "x y"])
+                   # One write per rank: two ranks' writes never split each other's line.
+                   "import sys; sys.stdout.write('args %r\\n' % (sys.argv[1:],))",
+                   "--lr", "0.1", "x y"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("args ['--lr', '0.1', 'x y']") == 2
 
