@@ -15,6 +15,7 @@
 #include "frugal/gloo.h"
 #include "frugal/inproc_transport.h"
 #include "frugal/random.h"
+#include "transport/forwarding_transport.h"
 
 namespace frugal {
 namespace {
@@ -146,12 +147,9 @@ TEST(DenseReducer, EveryAlgorithmAveragesLikeASerialSum) {
 // Forwards to a transport and counts the sends and receives that were not on shared memory
 // (ISend/IRecv, which the MPI transport stages) apart from those that were (ISendShared/
 // IRecvShared).
-class CountingTransport final : public Transport {
+class CountingTransport final : public transport_test::ForwardingTransport {
  public:
-  explicit CountingTransport(Transport& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::string hostname() const override { return inner_.hostname(); }
+  using ForwardingTransport::ForwardingTransport;
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
     ++own_;
     return inner_.ISend(dst, tag, data);
@@ -171,23 +169,11 @@ class CountingTransport final : public Transport {
     return inner_.IRecvShared(src, tag, std::move(owner), data);
   }
   SharedBytes NewShared(size_t bytes) override { return inner_.NewShared(bytes); }
-  StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
-    return inner_.Probe(src, tag, timeout);
-  }
-  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
-    return inner_.IProbe(src, tag);
-  }
-  StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
-    return inner_.Split(color, key, timeout);
-  }
-  uint64_t bytes_sent() const override { return inner_.bytes_sent(); }
-  uint64_t messages_sent() const override { return inner_.messages_sent(); }
 
   int own() const { return own_; }
   int shared() const { return shared_; }
 
  private:
-  Transport& inner_;
   int own_ = 0;
   int shared_ = 0;
 };

@@ -245,8 +245,8 @@ TEST(EmulatedNetwork, EachHostHasItsOwnRate) {
     std::uint64_t expected;  // bits per second
   };
   int port = 5210;
-  for (const Transfer& t : {Transfer{0, 1, 50'000'000}, Transfer{1, 2, 50'000'000},
-                            Transfer{0, 2, 200'000'000}}) {
+  for (const Transfer& t :
+       {Transfer{0, 1, 50'000'000}, Transfer{1, 2, 50'000'000}, Transfer{0, 2, 200'000'000}}) {
     Receiver receiver = StartReceiver(hosts[t.to].name, hosts[t.to].address, port, 1);
     // Two seconds of data at the expected rate: TCP's slow start weighs less than in one.
     pid_t sender = StartSender(hosts[t.from].name, hosts[t.to].address, port, t.expected / 4);

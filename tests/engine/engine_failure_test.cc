@@ -16,6 +16,7 @@
 #include "frugal/compressed_reducer.h"
 #include "frugal/engine.h"
 #include "frugal/timer.h"
+#include "transport/forwarding_transport.h"
 
 namespace frugal::testing {
 namespace {
@@ -262,7 +263,7 @@ TEST(EngineFaults, DelayedMessagesStillGiveTheAverages) {
 // Forwards to a transport; once `recording` is set, logs every send (destination) and every wait
 // on a send (with the time it was called and its timeout). `before_send`, if set, runs first on
 // every send with its tag (to hold the rank there).
-class RecordingTransport final : public Transport {
+class RecordingTransport final : public transport_test::ForwardingTransport {
  public:
   struct Event {
     bool wait = false;  // else: a send
@@ -271,11 +272,8 @@ class RecordingTransport final : public Transport {
     Duration timeout{};
   };
 
-  explicit RecordingTransport(Transport& inner) : inner_(inner) {}
+  using ForwardingTransport::ForwardingTransport;
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::string hostname() const override { return inner_.hostname(); }
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
     if (before_send) before_send(tag);
     std::unique_ptr<Work> work = inner_.ISend(dst, tag, data);
@@ -283,20 +281,6 @@ class RecordingTransport final : public Transport {
     Record({false, dst, Clock::now(), {}});
     return std::make_unique<RecordingWork>(std::move(work), *this, dst);
   }
-  std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
-    return inner_.IRecv(src, tag, data);
-  }
-  StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
-    return inner_.Probe(src, tag, timeout);
-  }
-  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
-    return inner_.IProbe(src, tag);
-  }
-  StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
-    return inner_.Split(color, key, timeout);
-  }
-  uint64_t bytes_sent() const override { return inner_.bytes_sent(); }
-  uint64_t messages_sent() const override { return inner_.messages_sent(); }
 
   std::vector<Event> events() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -330,7 +314,6 @@ class RecordingTransport final : public Transport {
     events_.push_back(e);
   }
 
-  Transport& inner_;
   std::mutex mutex_;
   std::vector<Event> events_;
 };
