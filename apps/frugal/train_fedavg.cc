@@ -72,6 +72,13 @@ Status ValidateFedAvgFlags(const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
   if (plan.sync.kind != SyncKind::kFedAvg) return Status::Ok();
+  if (plan.arch.kind == ArchKind::kParameterServer &&
+      (!flags.checkpoint_dir.empty() || !flags.resume.empty())) {
+    return InvalidArgumentError(fmt::format(
+        "--checkpoint-dir and --resume do not apply to --sync {} over --arch {} (the servers hold "
+        "the global model)",
+        SyncSpecName(plan.sync), ArchSpecName(plan.arch)));
+  }
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::TrainOptions options, ToTrainOptions(flags, plan));
   FRUGAL_RETURN_IF_ERROR(frugal_torch::ValidateFedAvgOptions(options));
   FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> labels,
@@ -87,12 +94,24 @@ Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const Strat
                           frugal_torch::LoadDataset(DatasetName(flags), DataDir(flags)));
   const RoleAssignment roles = AssignRoles(plan.arch, context.world.size(), context.world.rank());
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
+  // Over a parameter server the servers hold the global model and average the uploads.
+  if (roles.mine == Role::kServer) {
+    return RunServerRole(context.world, plan, ServerOptimizer{}, context.logger);
+  }
   Transport& workers = *group.transport;
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<GradientReducer> reducer,
-                          MakeStrategyReducer(plan, workers, 0, DefaultCompressorRegistry()));
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<FederatedAveraging> fedavg,
-                          FederatedAveraging::Create(plan, *reducer, DefaultCompressorRegistry(),
-                                                     workers.rank(), workers.size()));
+  const bool over_servers = plan.arch.kind == ArchKind::kParameterServer;
+  std::unique_ptr<GradientReducer> reducer;
+  std::unique_ptr<FederatedAveraging> fedavg;
+  if (over_servers) {
+    FRUGAL_ASSIGN_OR_RETURN(fedavg, FederatedAveraging::CreateOverServers(
+                                        plan, context.world, workers, DefaultCompressorRegistry()));
+  } else {
+    FRUGAL_ASSIGN_OR_RETURN(reducer,
+                            MakeStrategyReducer(plan, workers, 0, DefaultCompressorRegistry()));
+    FRUGAL_ASSIGN_OR_RETURN(fedavg,
+                            FederatedAveraging::Create(plan, *reducer, DefaultCompressorRegistry(),
+                                                       workers.rank(), workers.size()));
+  }
   const bool root = context.is_root();
   JsonLines json;
   // A resumed run continues the records of the run it resumes.
@@ -126,7 +145,8 @@ Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const Strat
   }
   FRUGAL_ASSIGN_OR_RETURN(
       frugal_torch::FedAvgSummary result,
-      frugal_torch::TrainFedAvg(workers, *reducer, *fedavg, data, options, callbacks));
+      over_servers ? frugal_torch::TrainFedAvg(workers, *fedavg, data, options, callbacks)
+                   : frugal_torch::TrainFedAvg(workers, *reducer, *fedavg, data, options, callbacks));
   if (!root) return Status::Ok();
   const frugal_torch::TrainSummary& summary = result.train;
   std::fputs(SummaryTable(summary).c_str(), stdout);

@@ -13,6 +13,14 @@
 //   4. EndRound: one all-reduce over the workers of [sum_c n_c * upload_c, sum_c n_c] (each
 //      worker's sums over the clients it played), then x_global += sum / weights on every worker,
 //      so every worker ends the round with the same global model.
+// Over a parameter server (CreateOverServers, --arch ps:servers=S) the servers hold the global
+// model instead: at EndRound every worker pushes, for every tensor, -(its sum of n_c * upload_c)
+// with the weight sum_c n_c (ParameterClient::SubmitWeighted; a worker that played no sampled
+// client pushes empty headers of weight 0), each server sets its keys to x_global + (sum over the
+// workers of the sums) / (sum of the weights) (ParameterServerConfig::weighted, plain SGD at rate
+// 1), and every worker pulls the new global model. The first EndRound connects the client (worker
+// 0's round-0 global model is the servers' initial values); from then on the client's thread owns
+// the transports, and the round loop's own collectives go through Run.
 //
 // Bytes: a sampled client downloads the global model (download_bytes(), float32 parameters and
 // float buffers) and uploads its delta (AddUpload returns the size: the compressor's encoded
@@ -21,7 +29,8 @@
 // across the workers of the simulation goes through frugal's transport and is counted by it
 // (bytes_sent()).
 //
-// Thread safety: none; used by one thread, the one that owns the reducer's transport (EndRound).
+// Thread safety: none; used by one thread, the one that owns the reducer's transport (EndRound);
+// over servers, the transports belong to the client's thread from the first EndRound to Finish.
 // All workers call BeginRound, EndRound in the same order; EndRound's waits are bounded by the
 // reducer's timeout.
 #pragma once
@@ -36,6 +45,7 @@
 #include <vector>
 
 #include "frugal/compressor.h"
+#include "frugal/parameter_server.h"
 #include "frugal/reducer.h"
 #include "frugal/status.h"
 #include "frugal/strategy.h"
@@ -64,6 +74,13 @@ class FederatedAveraging {
                                                               const CompressorRegistry& registry,
                                                               int rank, int workers);
 
+  // The same over the parameter server of plan.arch (--arch ps:servers=S): `world` is the whole
+  // job (servers included), `workers` the workers' group (this worker's rank and their count);
+  // both must outlive the result. The servers run RunServerRole with the same plan.
+  static StatusOr<std::unique_ptr<FederatedAveraging>> CreateOverServers(
+      const StrategyPlan& plan, Transport& world, Transport& workers,
+      const CompressorRegistry& registry);
+
   // SyncSpecName of the plan's sync, e.g. "fedavg:clients=32,fraction=0.25,local-epochs=1".
   std::string name() const { return SyncSpecName(spec_); }
   const SyncSpec& spec() const { return spec_; }
@@ -91,8 +108,18 @@ class FederatedAveraging {
 
   // Collective over the workers (on the reducer's thread): the all-reduce of the sums, then
   // `model` = global + sum / weights on every worker. kFailedPrecondition if no client of the
-  // round returned on any worker.
+  // round returned on any worker. Over servers: the pushes and the pull of the global model
+  // (errors of the client: kTimeout naming the server, the servers' reasons).
   Status EndRound(ModelBuffers& model);
+
+  // Runs `fn` with the workers' transport on the thread that owns it: `direct` here, or over
+  // servers, once connected, the client's thread (bounded by twice the plan's timeout).
+  Status Run(std::string_view what, const std::function<Status(Transport&)>& fn,
+             Transport& direct);
+  // Over servers: tells them this worker is done and stops the client (its first error, if any).
+  // Otherwise nothing. Call once, after the last Run.
+  Status Finish();
+  bool over_servers() const { return world_ != nullptr; }
 
   // Bytes the aggregates sent from this worker (counted as the reducer counts them).
   uint64_t bytes_sent() const { return bytes_sent_; }
@@ -104,8 +131,9 @@ class FederatedAveraging {
   void VisitState(StateVisitor& visitor);
 
  private:
-  FederatedAveraging(const StrategyPlan& plan, GradientReducer& reducer,
+  FederatedAveraging(const StrategyPlan& plan, GradientReducer* reducer,
                      std::unique_ptr<Compressor> compressor, int rank, int workers);
+  Status EndRoundOverServers(ModelBuffers& model);
   // The parameter's uploads go through the compressor (it has one and the tensor is at least
   // min_bytes large).
   bool Compressed(const NamedBuffer& parameter) const;
@@ -113,7 +141,7 @@ class FederatedAveraging {
   SyncSpec spec_;
   uint64_t seed_;
   size_t min_bytes_;
-  GradientReducer& reducer_;
+  GradientReducer* reducer_;  // null over servers
   std::unique_ptr<Compressor> compressor_;
   int rank_;
   int workers_;
@@ -126,6 +154,13 @@ class FederatedAveraging {
   std::vector<std::string> compressed_names_;   // parameters that go through the compressor
   std::map<int64_t, CompressContext> clients_;  // by client id
   uint64_t bytes_sent_ = 0;
+  // Over servers.
+  Transport* world_ = nullptr;
+  Transport* workers_transport_ = nullptr;
+  ParameterServerConfig config_;
+  std::vector<std::pair<std::string, size_t>> parts_;  // the global model's tensors, in order
+  std::vector<float> exchange_;                         // the pushes, then the pulled model
+  std::unique_ptr<ParameterClient> client_;
 };
 
 }  // namespace frugal

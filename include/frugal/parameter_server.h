@@ -85,6 +85,11 @@ struct ParameterServerConfig {
   LagOptions lag;     // kLag
   StalenessPolicy staleness_policy = StalenessPolicy::kNone;
   uint64_t drop_above = 0;  // kDrop: the largest staleness applied
+  // kBsp only: every push carries a weight (ParameterClient::SubmitWeighted), the sample count of
+  // what it sums, and the update is the sum of the version's pushes divided by the sum of their
+  // weights instead of by W; a push of weight 0 is empty (a header, no values: the worker has
+  // nothing to add to this version) and is counted as skipped. FedAvg's aggregation.
+  bool weighted = false;
   // Compression (src/ps/codec.h), empty specs for dense traffic. push_compress: a compressor spec
   // (CompressorRegistry) for the pushes; with push_error_feedback each worker keeps the residual
   // of every key (what compression dropped is added to its next push). pull_compress: the servers
@@ -216,6 +221,10 @@ class ParameterClient final : public TensorExchange {
   Result result() const override { return Result::kParameters; }
   std::unique_ptr<Work> Submit(TensorRequest request, std::span<float> data) override;
   std::unique_ptr<Work> Call(std::string name, std::function<Status(Transport&)> fn) override;
+  // Under ParameterServerConfig::weighted, the only submission it takes: as Submit, each key's
+  // push carrying `weight` (finite, >= 0); with weight 0 the push is empty (a header without
+  // values) and `data` only receives the answer.
+  std::unique_ptr<Work> SubmitWeighted(TensorRequest request, std::span<float> data, double weight);
   // Sends done to every server and stops the thread; pending work fails with kCancelled.
   // Returns the first error the client met. Idempotent.
   Status Shutdown() override;

@@ -14,7 +14,8 @@
 //    lower value overtakes pushes still queued (P3's priority order); each push carries the key's
 //    clock (the pushes of that key so far) and the version of the parameters its gradient was
 //    computed on, and asks for the parameters back; under lag the key's LagKeyRule may turn the
-//    push into a skip (a header without the gradient);
+//    push into a skip (a header without the gradient); under weighted pushes it carries the
+//    submission's weight, and one of weight 0 is a header without values;
 //  - receives the servers' answers: the parameters of a key go into the submission's buffer at
 //    the key's offset, and the submission completes when every key of its parameter is in; the
 //    answer's progress (the key's pushes from all workers) feeds progress(), its ||gbar||^2 the
@@ -31,6 +32,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -107,6 +109,7 @@ struct Command {
   uint32_t tensor = 0;
   int priority = 0;
   std::span<float> data;
+  double weight = 0;  // under weighted pushes
   // A call; a checkpoint (fn with the world transport, after asking the servers for `step`).
   uint64_t step = 0;
   std::string name;
@@ -190,7 +193,13 @@ class ParameterClient::Impl {
     thread_ = std::thread([this] { ThreadMain(); });
   }
 
-  std::unique_ptr<Work> Submit(TensorRequest request, std::span<float> data) {
+  std::unique_ptr<Work> Submit(TensorRequest request, std::span<float> data,
+                               std::optional<double> weight = std::nullopt) {
+    FRUGAL_CHECK(weight.has_value() == config_.weighted,
+                 config_.weighted ? "weighted pushes: submit with SubmitWeighted"
+                                  : "SubmitWeighted needs weighted pushes");
+    FRUGAL_CHECK(!weight || (std::isfinite(*weight) && *weight >= 0), "the weight of '",
+                 request.name, "' is ", weight.value_or(0));
     auto it = by_name_.find(request.name);
     FRUGAL_CHECK(it != by_name_.end(), "parameter '", request.name,
                  "' is not one of the parameters the client was connected with");
@@ -201,6 +210,7 @@ class ParameterClient::Impl {
     c.tensor = it->second;
     c.priority = request.priority;
     c.data = data;
+    c.weight = weight.value_or(0);
     c.state = state;
     Enqueue(std::move(c));
     return std::make_unique<ClientWork>(
@@ -511,6 +521,7 @@ class ParameterClient::Impl {
       }
       a.state = c.state;
       a.data = c.data;
+      a.weight = c.weight;
       a.parts_left = static_cast<int>(plan_.by_tensor[c.tensor].size());
       ++pending_;
       if (a.parts_left == 0) Complete(c.tensor);
@@ -569,7 +580,9 @@ class ParameterClient::Impl {
       h.step = clock_[part.key]++;
       h.version = version_[part.key];
       std::vector<std::byte> bytes;
-      if (!lag_.empty() && !lag_[part.key].Decide(gradient)) {
+      if (config_.weighted) h.aux = std::bit_cast<uint64_t>(a.weight);
+      if ((!lag_.empty() && !lag_[part.key].Decide(gradient)) ||
+          (config_.weighted && a.weight == 0)) {
         h.flags |= ps_internal::kFlagSkip;
         h.encoding = Encoding::kNone;
         ps_internal::EncodeMessage(h, std::span<const std::byte>(), bytes);
@@ -812,6 +825,7 @@ class ParameterClient::Impl {
   struct Active {
     std::shared_ptr<WorkState> state;
     std::span<float> data;
+    double weight = 0;
     int parts_left = 0;
   };
   struct StatsRequest {
@@ -883,6 +897,11 @@ StatusOr<std::unique_ptr<ParameterClient>> ParameterClient::Connect(
 
 std::unique_ptr<Work> ParameterClient::Submit(TensorRequest request, std::span<float> data) {
   return impl_->Submit(std::move(request), data);
+}
+
+std::unique_ptr<Work> ParameterClient::SubmitWeighted(TensorRequest request, std::span<float> data,
+                                                      double weight) {
+  return impl_->Submit(std::move(request), data, weight);
 }
 
 std::unique_ptr<Work> ParameterClient::Call(std::string name,

@@ -11,6 +11,9 @@
 //  - kApply (ssp, asp): x -= lr(step) * Scale(staleness) * d(g / W) at once, weight decay / W,
 //    the version advances;
 //  - kDrop: nothing is applied; counted.
+// Weighted pushes (bsp): each push carries a weight (0 for an empty push); the update divides the
+// sum of the version's pushes by the sum of their weights (added in worker order) instead of by
+// W, and applies it with the optimizer as it is (FedAvg: plain SGD at rate 1).
 // The staleness of an applied push is the version at apply minus the version it was computed on
 // (0 for the accumulating models, whose pushes are of the current version).
 // Then the held pulls whose need is met are answered: by version (bsp, backup, lag) or by the
@@ -20,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace frugal::ps_internal {
@@ -33,6 +37,7 @@ KeyState::KeyState(const KeyPart& part, const ParameterServerConfig& config,
   slots_.resize(w);
   have_.assign(w, 0);
   uploaded_.assign(w, 0);
+  weights_.assign(w, 0.0);
 }
 
 void KeyState::Initialize(std::vector<float> values) {
@@ -48,8 +53,13 @@ Status KeyState::Push(PushIn push, std::span<const char> resting,
     return MalformedError(fmt::format("push of key '{}' for step {}, expected step {}", part_.name,
                                       push.step, clock_[i]));
   }
-  if (push.skip && rules_.kind() != PsConsistency::kLag) {
+  if (push.skip && rules_.kind() != PsConsistency::kLag && !config_.weighted) {
     return MalformedError(fmt::format("a skipped push of key '{}' outside lag", part_.name));
+  }
+  if (config_.weighted && (!std::isfinite(push.weight) || push.weight < 0 ||
+                           (push.weight == 0) != push.skip)) {
+    return MalformedError(fmt::format("push of key '{}' with weight {}{}", part_.name, push.weight,
+                                      push.skip ? " and no values" : ""));
   }
   std::string error;
   const PushAction action = rules_.OnPush(version_, push.version, error);
@@ -77,7 +87,7 @@ Status KeyState::Push(PushIn push, std::span<const char> resting,
         return MalformedError(
             fmt::format("a second push of key '{}' for version {}", part_.name, version_));
       }
-      if (push.skip && uploaded_[i] == 0) {
+      if (push.skip && !config_.weighted && uploaded_[i] == 0) {
         return MalformedError(
             fmt::format("a skipped push of key '{}' before any upload", part_.name));
       }
@@ -97,6 +107,7 @@ void KeyState::Accumulate(const PushIn& push, std::vector<WorkerPushStats>& stat
     return;
   }
   slots_[i] = std::move(push.gradient);
+  weights_[i] = push.weight;
   uploaded_[i] = 1;
   stats[i].Count(0);
 }
@@ -118,9 +129,11 @@ void KeyState::Recheck(std::span<const char> resting) {
 void KeyState::UpdateFromSlots() {
   const bool lag = rules_.kind() == PsConsistency::kLag;
   std::vector<float> sum;
+  double weight = 0;
   for (size_t w = 0; w < slots_.size(); ++w) {
     const bool counts = lag ? uploaded_[w] != 0 : have_[w] != 0 && !slots_[w].empty();
     if (!counts) continue;
+    weight += weights_[w];
     const std::vector<float>& g = slots_[w];
     if (sum.empty()) {
       sum = g;
@@ -128,7 +141,8 @@ void KeyState::UpdateFromSlots() {
       for (size_t j = 0; j < g.size(); ++j) sum[j] += g[j];
     }
   }
-  const float divisor = static_cast<float>(rules_.Divisor(have_count_));
+  const float divisor = config_.weighted ? static_cast<float>(weight > 0 ? weight : 1.0)
+                                         : static_cast<float>(rules_.Divisor(have_count_));
   for (float& v : sum) v /= divisor;
   const double lr = optimizer_.lr ? optimizer_.lr(rules_.ScheduleStep(progress_)) : 0.0;
   if (sum.empty()) sum.assign(x_.size(), 0.0f);

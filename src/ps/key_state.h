@@ -29,7 +29,8 @@ struct PushIn {
   int worker = 0;
   uint64_t step = 0;     // the worker's clock for this key before the push
   uint64_t version = 0;  // the version the gradient was computed on
-  bool skip = false;     // lag: no gradient this time
+  bool skip = false;     // lag: no gradient this time; weighted: an empty push (weight 0)
+  double weight = 0;     // weighted pushes: the push's weight
   bool pull_after = false;
   std::vector<float> gradient;  // part.count floats, empty for a skip
 };
@@ -96,6 +97,7 @@ class KeyState {
   std::vector<std::vector<float>> slots_;
   std::vector<char> have_;
   std::vector<char> uploaded_;
+  std::vector<double> weights_;  // weighted: the weights of the version's pushes, by worker
   int have_count_ = 0;
   std::vector<HeldPull> held_;
 };

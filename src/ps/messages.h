@@ -69,7 +69,8 @@ struct MessageHeader {
   uint64_t version = 0;
   uint64_t progress = 0;
   // kParams: the bits of a double, the squared norm of the averaged gradient of the update that
-  // made this version (LAG's threshold); 0 otherwise.
+  // made this version (LAG's threshold); kPush under weighted pushes: the bits of the push's
+  // weight (a double); 0 otherwise.
   uint64_t aux = 0;
 };
 

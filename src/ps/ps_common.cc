@@ -27,6 +27,7 @@ std::string ParameterServerConfig::Describe() const {
           fmt::format("lag with window {}, xi {}, max-skip {}", lag.window, lag.xi, lag.max_skip);
       break;
   }
+  if (weighted) consistency += ", weighted pushes";
   if (staleness_policy == StalenessPolicy::kDrop) {
     consistency += fmt::format(", stale updates above {} dropped", drop_above);
   } else if (staleness_policy == StalenessPolicy::kScale) {

@@ -359,6 +359,7 @@ class Server {
     push.version = m.header.version;
     push.skip = (m.header.flags & kFlagSkip) != 0;
     push.pull_after = (m.header.flags & kFlagPullAfter) != 0;
+    if (config_.weighted) push.weight = std::bit_cast<double>(m.header.aux);
     if (!push.skip) {
       push.gradient.resize(k->part().count);
       if ((m.header.encoding == Encoding::kCompressed) != push_.has_value()) {

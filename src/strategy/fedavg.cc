@@ -14,6 +14,14 @@
 // weight by the same n, so x_global + avg(sums) / avg(weights) is the weighted average of the
 // uploads. Every worker computes it from the same all-reduced values and the same global model:
 // the replicas stay identical.
+//
+// Over servers, EndRoundOverServers: exchange_ = -sums_ (without the weight) is pushed tensor by
+// tensor with the weight sums_.back(); each server adds the workers' pushes of a key in worker
+// order, divides by the sum of the weights and applies it at rate 1, x_global - (-sum) / weights,
+// and answers every worker with the key's new values, which become global_. With two workers this
+// is the all-reduce's arithmetic exactly (a sum of two is the same in any order, and the ring's
+// division of sum and weight by 2 is exact); with more, the float sums may be ordered differently.
+// Every worker pulls the same values: the replicas stay identical.
 #include "frugal/fedavg.h"
 
 #include <fmt/format.h>
@@ -23,6 +31,7 @@
 
 #include "frugal/check.h"
 #include "strategy/model_average.h"
+#include "strategy/ps_strategy.h"
 
 namespace frugal {
 namespace {
@@ -51,10 +60,38 @@ StatusOr<std::unique_ptr<FederatedAveraging>> FederatedAveraging::Create(
     if (compressor->inner() == nullptr) compressor = WithErrorFeedback(std::move(compressor));
   }
   return std::unique_ptr<FederatedAveraging>(
-      new FederatedAveraging(plan, reducer, std::move(compressor), rank, workers));
+      new FederatedAveraging(plan, &reducer, std::move(compressor), rank, workers));
 }
 
-FederatedAveraging::FederatedAveraging(const StrategyPlan& plan, GradientReducer& reducer,
+StatusOr<std::unique_ptr<FederatedAveraging>> FederatedAveraging::CreateOverServers(
+    const StrategyPlan& plan, Transport& world, Transport& workers,
+    const CompressorRegistry& registry) {
+  if (plan.sync.kind != SyncKind::kFedAvg || plan.arch.kind != ArchKind::kParameterServer) {
+    return InvalidArgumentError(fmt::format("--sync {} --arch {} is not federated averaging over "
+                                            "a parameter server",
+                                            SyncSpecName(plan.sync), ArchSpecName(plan.arch)));
+  }
+  std::unique_ptr<Compressor> compressor;
+  if (plan.compressed) {
+    FRUGAL_ASSIGN_OR_RETURN(compressor, registry.Create(plan.compressed->spec));
+    if (compressor->inner() == nullptr) compressor = WithErrorFeedback(std::move(compressor));
+  }
+  ParameterServerConfig config = strategy_internal::ParameterServerConfigOf(plan, world.size());
+  if (config.workers() != workers.size()) {
+    return InvalidArgumentError(fmt::format("--arch {}: {} workers in a job of {} ranks, but the "
+                                            "workers' group has {}",
+                                            ArchSpecName(plan.arch), config.workers(),
+                                            world.size(), workers.size()));
+  }
+  std::unique_ptr<FederatedAveraging> fedavg(new FederatedAveraging(
+      plan, nullptr, std::move(compressor), workers.rank(), workers.size()));
+  fedavg->world_ = &world;
+  fedavg->workers_transport_ = &workers;
+  fedavg->config_ = std::move(config);
+  return fedavg;
+}
+
+FederatedAveraging::FederatedAveraging(const StrategyPlan& plan, GradientReducer* reducer,
                                        std::unique_ptr<Compressor> compressor, int rank,
                                        int workers)
     : spec_(plan.sync),
@@ -83,6 +120,12 @@ void FederatedAveraging::BeginRound(int64_t round, const ModelBuffers& global) {
   round_ = round;
   Pack(ParametersAndBuffers(global), global_);
   sums_.assign(global_.size() + 1, 0.0f);
+  if (over_servers()) {
+    parts_.clear();
+    for (const NamedBuffer& b : ParametersAndBuffers(global)) {
+      parts_.emplace_back(b.name, b.data.size());
+    }
+  }
   compressed_names_.clear();
   for (const NamedBuffer& p : global.parameters) {
     if (Compressed(p)) compressed_names_.push_back(p.name);
@@ -134,13 +177,14 @@ StatusOr<uint64_t> FederatedAveraging::AddUpload(int64_t client, double weight,
 }
 
 Status FederatedAveraging::EndRound(ModelBuffers& model) {
+  if (over_servers()) return EndRoundOverServers(model);
   BucketInfo bucket;
   bucket.name = "fedavg";
   bucket.count = sums_.size();
   bucket.step = static_cast<uint64_t>(round_);
-  const uint64_t before = reducer_.bytes_sent();
-  Status status = reducer_.Reduce(bucket, sums_);
-  bytes_sent_ += reducer_.bytes_sent() - before;
+  const uint64_t before = reducer_->bytes_sent();
+  Status status = reducer_->Reduce(bucket, sums_);
+  bytes_sent_ += reducer_->bytes_sent() - before;
   FRUGAL_RETURN_IF_ERROR(status.Annotate(fmt::format("round {}", round_)));
   const float weights = sums_.back();
   if (!(weights > 0)) {
@@ -150,6 +194,56 @@ Status FederatedAveraging::EndRound(ModelBuffers& model) {
   for (size_t i = 0; i < global_.size(); ++i) global_[i] += sums_[i] / weights;
   LoadGlobal(model);
   return Status::Ok();
+}
+
+Status FederatedAveraging::EndRoundOverServers(ModelBuffers& model) {
+  if (!client_) {
+    std::vector<std::pair<std::string, std::span<const float>>> initial;
+    size_t offset = 0;
+    for (const auto& [name, count] : parts_) {
+      initial.emplace_back(name, std::span<const float>(global_).subspan(offset, count));
+      offset += count;
+    }
+    FRUGAL_ASSIGN_OR_RETURN(client_,
+                            ParameterClient::Connect(*world_, *workers_transport_, config_, initial));
+  }
+  exchange_.resize(global_.size());
+  for (size_t i = 0; i < global_.size(); ++i) exchange_[i] = -sums_[i];
+  const double weight = sums_.back();
+  std::vector<std::unique_ptr<Work>> pulls;
+  size_t offset = 0;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    TensorRequest request;
+    request.name = parts_[k].first;
+    request.priority = static_cast<int>(k);
+    request.step = static_cast<uint64_t>(round_);
+    pulls.push_back(client_->SubmitWeighted(
+        std::move(request), std::span<float>(exchange_).subspan(offset, parts_[k].second), weight));
+    offset += parts_[k].second;
+  }
+  Status first;
+  for (std::unique_ptr<Work>& pull : pulls) {
+    Status status = pull->Wait(2 * config_.timeout);
+    if (first.ok() && !status.ok()) first = status;
+  }
+  bytes_sent_ = client_->push_bytes();
+  FRUGAL_RETURN_IF_ERROR(first.Annotate(fmt::format("round {}", round_)));
+  global_ = exchange_;
+  LoadGlobal(model);
+  return Status::Ok();
+}
+
+Status FederatedAveraging::Run(std::string_view what, const std::function<Status(Transport&)>& fn,
+                               Transport& direct) {
+  if (!client_) return fn(direct);
+  return client_->Call(std::string(what), fn)->Wait(2 * config_.timeout);
+}
+
+Status FederatedAveraging::Finish() {
+  if (!client_) return Status::Ok();
+  Status status = client_->Shutdown();
+  client_.reset();
+  return status;
 }
 
 void FederatedAveraging::VisitState(StateVisitor& visitor) {

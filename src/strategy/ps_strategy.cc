@@ -250,6 +250,7 @@ ParameterServerConfig ParameterServerConfigOf(const StrategyPlan& plan, int worl
   config.push_compress = plan.push_compress;
   config.push_error_feedback = plan.push_error_feedback;
   config.pull_compress = plan.pull_compress;
+  config.weighted = plan.sync.kind == SyncKind::kFedAvg;
   config.seed = plan.seed;
   config.timeout = plan.timeout;
   return config;

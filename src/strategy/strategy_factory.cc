@@ -17,7 +17,7 @@ namespace frugal {
 
 StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const StrategyPlan& plan, Transport& workers,
                                                  GradientReducer& reducer, Transport* world) {
-  if (plan.arch.kind == ArchKind::kParameterServer) {
+  if (plan.arch.kind == ArchKind::kParameterServer && plan.sync.kind != SyncKind::kFedAvg) {
     if (world == nullptr) {
       return FailedPreconditionError(
           fmt::format("--arch {} needs the transport of the whole job", ArchSpecName(plan.arch)));
@@ -85,7 +85,7 @@ Status RunServerRole(Transport& world, const StrategyPlan& plan, const ServerOpt
   }
   const ParameterServerConfig config =
       strategy_internal::ParameterServerConfigOf(plan, world.size());
-  if (plan.sync.kind == SyncKind::kLocal) {
+  if (plan.sync.kind == SyncKind::kLocal || plan.sync.kind == SyncKind::kFedAvg) {
     return RunParameterServer(world, config, strategy_internal::ModelAveragingOptimizer(), logger,
                               nullptr, checkpoints);
   }

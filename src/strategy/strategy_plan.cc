@@ -164,7 +164,9 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
     if (worker_momentum) plan.implied.push_back("--worker-momentum");
     if (!options.error_feedback && compressor->inner() == nullptr) plan.implied.push_back("--ef");
   }
-  FRUGAL_ASSIGN_OR_RETURN(compressed.algorithm, ParseAllreduceAlgorithm(plan.arch.algorithm));
+  if (plan.arch.kind == ArchKind::kAllreduce) {
+    FRUGAL_ASSIGN_OR_RETURN(compressed.algorithm, ParseAllreduceAlgorithm(plan.arch.algorithm));
+  }
   compressed.seed = options.seed;
   compressed.timeout = options.timeout;
   // The compressor must suit the aggregation path: checked now, before anything runs.
@@ -188,10 +190,14 @@ Status CheckParameterServer(const StrategyOptions& options, const StrategyPlan& 
                                             options.od_sgd ? "od-sgd" : "skip-comm", arch));
   }
   if (plan.sync.kind == SyncKind::kFedAvg) {
-    return InvalidArgumentError(
-        fmt::format("--sync {} does not run over --arch {} (accepted: bsp, ssp:staleness=S, asp, "
-                    "backup:workers=B, lag[:...], local:period=H)",
-                    SyncSpecName(plan.sync), arch));
+    // The servers hold the global model and average the uploads, weighted by sample count; the
+    // clients' uploads are compressed (if at all) as over all-reduce, each on its own.
+    if (!options.compress_pull.empty() || plan.staleness_policy != StalenessPolicy::kNone) {
+      return InvalidArgumentError(fmt::format(
+          "--sync {} over --arch {}: --compress-pull and --staleness-policy do not apply (every "
+          "worker pulls the dense global model once per round, no update is stale)",
+          SyncSpecName(plan.sync), arch));
+    }
   }
   if (plan.sync.kind == SyncKind::kLocal &&
       (plan.sync.start_epoch > 0 || plan.sync.intra_period > 0 || plan.sync.average_momenta)) {
@@ -313,6 +319,10 @@ StatusOr<StrategyPlan> PlanStrategy(const StrategyOptions& options) {
   }
   FRUGAL_RETURN_IF_ERROR(ParseStalenessPolicy(options, plan));
   FRUGAL_RETURN_IF_ERROR(CheckParameterServer(options, plan));
+  if (plan.arch.kind == ArchKind::kParameterServer && plan.sync.kind == SyncKind::kFedAvg) {
+    FRUGAL_RETURN_IF_ERROR(CheckCompression(options, plan));
+    return plan;
+  }
   if (plan.arch.kind == ArchKind::kParameterServer) {
     FRUGAL_RETURN_IF_ERROR(PlanParameterServerCompression(options, plan));
     return plan;

@@ -1,10 +1,12 @@
 // FedAvg training through frugal_torch, ranks as threads: one local step of one client per rank
-// against BSP, the sample-count weights against a serial computation, and the round records'
-// bytes.
+// against BSP, the sample-count weights against a serial computation, the round records' bytes,
+// and FedAvg over parameter servers against FedAvg over all-reduce.
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "frugal/compress_wire.h"
 #include "frugal/fedavg.h"
 #include "frugal/inproc_transport.h"
+#include "frugal/parameter_server.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/fedavg_trainer.h"
 #include "frugal_torch/models.h"
@@ -57,8 +60,9 @@ TrainOptions Plain(int64_t batch) {
 }
 
 frugal::StrategyPlan PlanOf(const std::string& sync, const std::string& compress = "",
-                            uint64_t seed = 5) {
+                            uint64_t seed = 5, const std::string& arch = "allreduce") {
   frugal::StrategyOptions o;
+  o.arch = arch;
   o.sync = sync;
   o.compress = compress;
   o.seed = seed;
@@ -89,6 +93,34 @@ FedRun RunFedAvg(int n, const frugal::StrategyPlan& plan, const FashionMnist& da
     };
     FRUGAL_ASSIGN_OR_RETURN(run.summaries[rank],
                             TrainFedAvg(t, *reducer, *fedavg, data, options, callbacks));
+    return Status::Ok();
+  }));
+  return run;
+}
+
+// `n` workers and plan.arch.servers servers (the last ranks), FedAvg over the servers.
+FedRun RunFedAvgOverServers(int n, const frugal::StrategyPlan& plan, const FashionMnist& data,
+                            const TrainOptions& options) {
+  FedRun run;
+  run.parameters.resize(n);
+  run.summaries.resize(n);
+  ExpectAllOk(frugal::RunRanks(n + plan.arch.servers, [&](Transport& world) -> Status {
+    const frugal::RoleAssignment roles = frugal::AssignRoles(plan.arch, world.size(), world.rank());
+    FRUGAL_ASSIGN_OR_RETURN(frugal::RoleGroup group,
+                            frugal::JoinRoleGroup(world, roles, plan.timeout));
+    if (roles.mine == frugal::Role::kServer) {
+      return frugal::RunServerRole(world, plan, frugal::ServerOptimizer{},
+                                   frugal::Logger(frugal::LogLevel::kOff));
+    }
+    Transport& t = *group.transport;
+    FRUGAL_ASSIGN_OR_RETURN(auto fedavg, frugal::FederatedAveraging::CreateOverServers(
+                                             plan, world, t, frugal::DefaultCompressorRegistry()));
+    FedAvgCallbacks callbacks;
+    const int rank = t.rank();
+    callbacks.on_final_parameters = [&, rank](const std::vector<float>& p) {
+      run.parameters[rank] = p;
+    };
+    FRUGAL_ASSIGN_OR_RETURN(run.summaries[rank], TrainFedAvg(t, *fedavg, data, options, callbacks));
     return Status::Ok();
   }));
   return run;
@@ -240,6 +272,122 @@ TEST(FedAvgTraining, RoundRecordsCountClientsStepsAndBytesExactly) {
     EXPECT_EQ(s.train.steps, 12);
     EXPECT_TRUE(s.train.params_consistent);
   }
+}
+
+// FedAvg over parameter servers: the servers' weighted average of the workers' uploads is the
+// all-reduce's, bit for bit with two workers (a sum of two in either order, and the ring's division
+// of the sums and the weights by 2 is exact), to float rounding with three; dense and with
+// compressed uploads; the clients' records equal.
+TEST(FedAvgTraining, OverServersEqualsFedAvgOverAllreduce) {
+  torch::set_num_threads(1);
+  const FashionMnist data = Subset(800);
+  TrainOptions options = Plain(32);
+  options.epochs = 3;
+  options.partition = PartitionSpec{PartitionKind::kDirichlet, 0.5};
+  const std::string sync = "fedavg:clients=8,fraction=0.5,local-steps=3,min-samples=8";
+  for (const std::string compress : {"", "fp16"}) {
+    for (int n : {2, 3}) {
+      const FedRun allreduce = RunFedAvg(n, PlanOf(sync, compress), data, options);
+      ASSERT_FALSE(allreduce.parameters[0].empty());
+      for (const std::string arch : {"ps:servers=1", "ps:servers=2,shard-mb=0.05"}) {
+        const std::string what = fmt::format("{} workers, {}, '{}'", n, arch, compress);
+        const FedRun ps = RunFedAvgOverServers(n, PlanOf(sync, compress, 5, arch), data, options);
+        for (int r = 0; r < n; ++r) {
+          if (n == 2) {
+            EXPECT_EQ(ps.parameters[r], allreduce.parameters[0]) << what << " rank " << r;
+          } else {
+            const double d = MaxAbsDifference(ps.parameters[r], ToDouble(allreduce.parameters[0]));
+            std::printf("DIFF %s %g\n", what.c_str(), d);
+            EXPECT_LT(d, 1e-6) << what << " rank " << r;
+          }
+          EXPECT_EQ(ps.parameters[r], ps.parameters[0]) << what << ": identical replicas";
+        }
+        const FedAvgSummary& a = allreduce.summaries[0];
+        const FedAvgSummary& b = ps.summaries[0];
+        EXPECT_TRUE(b.train.params_consistent) << what;
+        EXPECT_EQ(b.train.reducer, "ps") << what;
+        ASSERT_EQ(b.rounds.size(), a.rounds.size()) << what;
+        for (size_t i = 0; i < a.rounds.size(); ++i) {
+          EXPECT_EQ(b.rounds[i].clients, a.rounds[i].clients) << what;
+          EXPECT_EQ(b.rounds[i].steps, a.rounds[i].steps) << what;
+          EXPECT_EQ(b.rounds[i].bytes_up, a.rounds[i].bytes_up) << what;
+          EXPECT_EQ(b.rounds[i].bytes_down, a.rounds[i].bytes_down) << what;
+          EXPECT_NEAR(b.rounds[i].test_loss, a.rounds[i].test_loss, 1e-5) << what;
+        }
+      }
+    }
+  }
+}
+
+// The bytes a worker pushes to the servers, exactly: per round and key a 52-byte header, and the
+// key's floats when the worker played a sampled client; a worker whose clients were all left out
+// sends the headers alone (weight 0).
+TEST(FedAvgTraining, OverServersAWorkerPushesOnlyForItsSampledClients) {
+  torch::set_num_threads(1);
+  const FashionMnist data = Subset(800);
+  TrainOptions options = Plain(32);
+  options.epochs = 4;
+  const int n = 3;
+  const int64_t clients = 8;
+  const FedRun ps = RunFedAvgOverServers(
+      n, PlanOf("fedavg:clients=8,fraction=0.25,local-steps=1", "", 5, "ps:servers=1"), data,
+      options);
+  const FedAvgSummary& s = ps.summaries[0];
+  ASSERT_EQ(s.rounds.size(), 4u);
+  // mlp: 6 tensors under 4 MB, 6 keys on the one server; no float buffers.
+  const uint64_t params = static_cast<uint64_t>(s.train.params);
+  const uint64_t headers = 6 * 52;
+  std::vector<uint64_t> sent(n, 0);
+  int rounds_with_an_idle_worker = 0;
+  for (size_t r = 0; r < 4; ++r) {
+    const std::vector<int64_t> sampled =
+        frugal::SampleClients(5, static_cast<int64_t>(r), clients, 0.25);
+    ASSERT_EQ(s.rounds[r].clients, sampled);
+    std::vector<char> plays(n, 0);
+    for (int64_t c : sampled) plays[static_cast<size_t>(frugal::ClientRank(c, n))] = 1;
+    rounds_with_an_idle_worker += std::count(plays.begin(), plays.end(), 0) > 0;
+    for (int w = 0; w < n; ++w) sent[w] += headers + (plays[w] != 0 ? 4 * params : 0);
+    const uint64_t total = sent[0] + sent[1] + sent[2];
+    EXPECT_EQ(s.rounds[r].bytes_sent, (total + n / 2) / n) << "round " << r + 1;
+  }
+  // 2 clients of 8 over 3 workers: some round leaves a worker out.
+  EXPECT_GT(rounds_with_an_idle_worker, 0);
+  EXPECT_TRUE(s.train.params_consistent);
+}
+
+TEST(FedAvgTraining, OverServersRefusesWhatDoesNotApply) {
+  frugal::StrategyOptions o;
+  o.arch = "ps:servers=1";
+  o.sync = "fedavg:clients=4";
+  o.compress_pull = "fp16";
+  EXPECT_THAT(frugal::PlanStrategy(o).status().message(),
+              testing::HasSubstr("--compress-pull and --staleness-policy do not apply"));
+  o.compress_pull.clear();
+  o.staleness_policy = "scale";
+  EXPECT_EQ(frugal::PlanStrategy(o).status().code(), frugal::StatusCode::kInvalidArgument);
+  o.staleness_policy = "none";
+  o.compress = "powersgd";
+  EXPECT_THAT(frugal::PlanStrategy(o).status().message(),
+              testing::HasSubstr("compresses each client's upload on its own"));
+  o.compress = "topk:ratio=0.1";
+  EXPECT_TRUE(frugal::PlanStrategy(o).ok());
+  // The round loop over servers keeps no checkpoints: the servers hold the global model.
+  const frugal::StrategyPlan plan = PlanOf("fedavg:clients=2,local-steps=1", "", 5, "ps:servers=1");
+  TrainOptions options = Plain(32);
+  options.checkpoint.dir = ::testing::TempDir() + "/fedavg_ps";
+  ExpectAllOk(frugal::RunRanks(2, [&](Transport& world) -> Status {
+    const frugal::RoleAssignment roles = frugal::AssignRoles(plan.arch, world.size(), world.rank());
+    FRUGAL_ASSIGN_OR_RETURN(frugal::RoleGroup group,
+                            frugal::JoinRoleGroup(world, roles, plan.timeout));
+    if (roles.mine == frugal::Role::kServer) return Status::Ok();
+    FRUGAL_ASSIGN_OR_RETURN(auto fedavg,
+                            frugal::FederatedAveraging::CreateOverServers(
+                                plan, world, *group.transport, frugal::DefaultCompressorRegistry()));
+    const Status status = TrainFedAvg(*group.transport, *fedavg, Subset(200), options).status();
+    EXPECT_EQ(status.code(), frugal::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), testing::HasSubstr("--checkpoint-dir and --resume do not apply"));
+    return Status::Ok();
+  }));
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 //     local step s = 0..S-1 takes batch s mod spe of ClientEpochOrder(shard_c, seed, c,
 //       round x ceil(S / spe) + s / spe);
 //     bytes_up += fedavg.AddUpload(c, |shard_c|, model); bytes_down += the model's size;
-//   fedavg.EndRound(model): the one all-reduce, then the new global model on every worker;
+//   fedavg.EndRound(model): the one all-reduce (or the pushes to and pull from the parameter
+//     servers), then the new global model on every worker;
 //   evaluation of the global model (block `rank` of the test set) and one SumAcrossRanks of the
 //   round's metrics (evaluation traffic, not in bytes_sent).
 // Integer buffers (batch-norm's num_batches_tracked) are not averaged: every client's turn and
@@ -59,15 +60,18 @@ class IntegerBuffers {
   std::vector<torch::Tensor> initial_;
 };
 
-// The training thread owns the transport: collectives run where they are called.
-class DirectRunner final : public frugal::TransportRunner {
+// The loop's collectives run on the thread that owns the transport: the training thread, or over
+// a parameter server the client's thread once it is connected (FederatedAveraging::Run).
+class RoundRunner final : public frugal::TransportRunner {
  public:
-  explicit DirectRunner(frugal::Transport& t) : t_(t) {}
-  Status Run(std::string_view, const std::function<Status(frugal::Transport&)>& fn) override {
-    return fn(t_);
+  RoundRunner(frugal::FederatedAveraging& fedavg, frugal::Transport& t) : fedavg_(fedavg), t_(t) {}
+  Status Run(std::string_view what,
+             const std::function<Status(frugal::Transport&)>& fn) override {
+    return fedavg_.Run(what, fn, t_);
   }
 
  private:
+  frugal::FederatedAveraging& fedavg_;
   frugal::Transport& t_;
 };
 
@@ -142,13 +146,19 @@ ClientResult TrainClient(const LocalTraining& run, const std::vector<int64_t>& s
   return result;
 }
 
-StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientReducer& reducer,
+StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientReducer* reducer,
                                         frugal::FederatedAveraging& fedavg,
                                         const FashionMnist& data, const TrainOptions& options,
                                         const FedAvgCallbacks& callbacks) {
   FRUGAL_RETURN_IF_ERROR(ValidateTrainOptions(options));
   FRUGAL_RETURN_IF_ERROR(ValidateFedAvgOptions(options));
   FRUGAL_RETURN_IF_ERROR(ValidateCheckpointOptions(options.checkpoint));
+  if (fedavg.over_servers() &&
+      (!options.checkpoint.dir.empty() || !options.checkpoint.resume.empty())) {
+    return frugal::InvalidArgumentError(
+        "--checkpoint-dir and --resume do not apply to --sync fedavg over a parameter server (the "
+        "servers hold the global model)");
+  }
   torch::set_num_threads(options.threads);
   const int rank = t.rank();
   const int world = t.size();
@@ -194,16 +204,24 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   summary.params = CountParameters(*model);
   summary.workers = world;
   summary.global_batch = options.batch_size;
-  summary.reducer = reducer.name();
+  if (reducer == nullptr) {
+    if (!fedavg.over_servers()) {
+      return frugal::InvalidArgumentError("FedAvg needs a reducer or a parameter server");
+    }
+    summary.reducer = "ps";
+    summary.bytes_counted_by = "transport";
+  } else {
+    summary.reducer = reducer->name();
+    summary.bytes_counted_by = reducer->bytes_counted_by() == "transport"
+                                   ? "transport"
+                                   : "transport+" + reducer->bytes_counted_by();
+  }
   summary.strategy = fedavg.name();
   summary.identical_replicas = true;
-  summary.bytes_counted_by = reducer.bytes_counted_by() == "transport"
-                                 ? "transport"
-                                 : "transport+" + reducer.bytes_counted_by();
 
   // Checkpoints (checkpoint.h) between rounds: the global model, the clients' compressor state
   // and the round loop's position.
-  DirectRunner runner(t);
+  RoundRunner runner(fedavg, t);
   internal::RunCheckpoints checkpoints(options.checkpoint, runner, options.timeout);
   auto visit_run = [&](frugal::StateVisitor& v, RoundPosition& position) {
     VisitModelState(*model, stateless, v);
@@ -285,8 +303,11 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
                                     compute_seconds,
                                     comm_seconds,
                                     eval_seconds};
-    FRUGAL_ASSIGN_OR_RETURN(const std::vector<double> sums,
-                            SumAcrossRanks(t, local_metrics, options.timeout));
+    std::vector<double> sums;
+    FRUGAL_RETURN_IF_ERROR(runner.Run("round metrics", [&](frugal::Transport& w) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(sums, SumAcrossRanks(w, local_metrics, options.timeout));
+      return Status::Ok();
+    }));
     RoundRecord record;
     record.round = round + 1;
     record.clients = sampled;
@@ -325,8 +346,12 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
     if (options.stop_at_accuracy > 0 && record.test_accuracy >= options.stop_at_accuracy) break;
   }
 
-  FRUGAL_ASSIGN_OR_RETURN(summary.params_consistent,
-                          ParametersConsistent(t, *model, options.timeout));
+  FRUGAL_RETURN_IF_ERROR(runner.Run("parameters consistent", [&](frugal::Transport& w) -> Status {
+    FRUGAL_ASSIGN_OR_RETURN(summary.params_consistent,
+                            ParametersConsistent(w, *model, options.timeout));
+    return Status::Ok();
+  }));
+  FRUGAL_RETURN_IF_ERROR(fedavg.Finish());
   summary.parameter_hash = ParameterHash(*model);
   if (callbacks.on_final_parameters) {
     callbacks.on_final_parameters(internal::FlatParameters(*model));
@@ -340,6 +365,17 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   summary.samples_per_second = samples_total / std::max(train_seconds_total, 1e-9);
   last.ReportIn(summary);
   return result;
+}
+
+StatusOr<FedAvgSummary> TrainFedAvgGuarded(frugal::Transport& t, frugal::GradientReducer* reducer,
+                                           frugal::FederatedAveraging& fedavg,
+                                           const FashionMnist& data, const TrainOptions& options,
+                                           const FedAvgCallbacks& callbacks) {
+  try {
+    return TrainFedAvgImpl(t, reducer, fedavg, data, options, callbacks);
+  } catch (const c10::Error& e) {
+    return frugal::InternalError(std::string("torch: ") + e.what_without_backtrace());
+  }
 }
 
 }  // namespace
@@ -360,11 +396,13 @@ int64_t MinClientSamples(const frugal::SyncSpec& spec, const TrainOptions& optio
 StatusOr<FedAvgSummary> TrainFedAvg(frugal::Transport& t, frugal::GradientReducer& reducer,
                                     frugal::FederatedAveraging& fedavg, const FashionMnist& data,
                                     const TrainOptions& options, const FedAvgCallbacks& callbacks) {
-  try {
-    return TrainFedAvgImpl(t, reducer, fedavg, data, options, callbacks);
-  } catch (const c10::Error& e) {
-    return frugal::InternalError(std::string("torch: ") + e.what_without_backtrace());
-  }
+  return TrainFedAvgGuarded(t, &reducer, fedavg, data, options, callbacks);
+}
+
+StatusOr<FedAvgSummary> TrainFedAvg(frugal::Transport& t, frugal::FederatedAveraging& fedavg,
+                                    const FashionMnist& data, const TrainOptions& options,
+                                    const FedAvgCallbacks& callbacks) {
+  return TrainFedAvgGuarded(t, nullptr, fedavg, data, options, callbacks);
 }
 
 }  // namespace frugal_torch

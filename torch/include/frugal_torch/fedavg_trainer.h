@@ -14,6 +14,10 @@
 // every worker; then the global model is evaluated (identical on every worker: rank r evaluates
 // block r of the test set) and the round's metrics are exchanged, so every worker returns the
 // same records.
+// Over a parameter server (FederatedAveraging::CreateOverServers) there is no reducer: `t` is the
+// workers' group, the servers (RunServerRole with the same plan) hold the global model, and the
+// summary's reducer is the architecture ("ps:servers=S"). Checkpoints do not apply then
+// (kInvalidArgument).
 //
 // The learning-rate schedule counts rounds as epochs (warm-up and milestones in rounds; one rate
 // per round). options.max_steps does not apply (kInvalidArgument: use local-steps); options.overlap
@@ -74,6 +78,11 @@ frugal::Status ValidateFedAvgOptions(const TrainOptions& options);
 int64_t MinClientSamples(const frugal::SyncSpec& spec, const TrainOptions& options);
 
 frugal::StatusOr<FedAvgSummary> TrainFedAvg(frugal::Transport& t, frugal::GradientReducer& reducer,
+                                            frugal::FederatedAveraging& fedavg,
+                                            const FashionMnist& data, const TrainOptions& options,
+                                            const FedAvgCallbacks& callbacks = {});
+// Over a parameter server (fedavg.over_servers()).
+frugal::StatusOr<FedAvgSummary> TrainFedAvg(frugal::Transport& t,
                                             frugal::FederatedAveraging& fedavg,
                                             const FashionMnist& data, const TrainOptions& options,
                                             const FedAvgCallbacks& callbacks = {});
