@@ -2,7 +2,8 @@
 # training with ring all-reduce on 2 ranks, and checks the parameter server's run: exit code,
 # identical replicas, the exact bytes of its pushes, and the same model as all-reduce BSP (its test
 # loss to float tolerance); then Local SGD over 1 server against Local SGD over all-reduce: the
-# bytes of its model deltas and the same test loss to float tolerance.
+# bytes of its model deltas and the same test loss to float tolerance; then FedAvg over 1 server
+# against FedAvg over all-reduce: the bytes of its pushes and the same model, bit for bit.
 #   cmake -DFRUGAL=path -DMPIEXEC=mpirun -DJSON=file -P ps_mpi_check.cmake
 set(steps 12)
 set(common train --model mlp --batch-size 32 --max-steps ${steps} --momentum 0.9 --nesterov
@@ -83,3 +84,23 @@ endif()
 string(JSON a GET "${local_allreduce}" test_loss)
 string(JSON b GET "${local_ps}" test_loss)
 expect_near("${a}" "${b}" 10 "local:period=4")
+
+# FedAvg, 4 clients on 2 workers, all of them every round, 3 rounds: over 1 server the same
+# global model as over all-reduce, bit for bit (two workers: the same float sums), and per round
+# one push per key and worker (a 52-byte header and the floats).
+set(common train --model mlp --batch-size 32 --momentum 0.9 --epochs 3 --progress none
+    --sync fedavg:clients=4,fraction=1,local-steps=3)
+run_train(2 "${JSON}.fedavg_allreduce" yes)
+set(fedavg_allreduce "${summary}")
+run_train(3 "${JSON}.fedavg" yes --arch ps:servers=1)
+set(fedavg_ps "${summary}")
+math(EXPR expected "3 * (6 * 52 + 4 * 269322)")
+string(JSON bytes GET "${fedavg_ps}" bytes_sent_per_worker)
+if(NOT bytes EQUAL expected)
+  message(FATAL_ERROR "fedavg: bytes_sent_per_worker = ${bytes}, expected ${expected}")
+endif()
+string(JSON a GET "${fedavg_allreduce}" params_hash)
+string(JSON b GET "${fedavg_ps}" params_hash)
+if(NOT a STREQUAL b)
+  message(FATAL_ERROR "fedavg: params hash ${b} over the parameter server, ${a} over all-reduce")
+endif()
