@@ -1,6 +1,6 @@
 // `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R]`: what the flag says, how the
-// ranks spread over the emulated hosts and how a NIC rate becomes token-bucket parameters. Pure functions; the
-// network itself is emulated_network.h, running a job on it emulate_job.h.
+// ranks spread over the emulated hosts and how a NIC rate becomes token-bucket parameters. Pure
+// functions; the network itself is emulated_network.h, running a job on it emulate_job.h.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ inline constexpr std::uint64_t kMaxNicBitsPerSecond = 100'000'000'000;  // 100 g
 struct EmulateSpec {
   int hosts = 0;
   std::uint64_t nic_bits_per_second = 0;  // host 0's, and every host's not set apart
-  int ranks_per_host = 0;  // 0: the number of ranks divided by hosts
+  int ranks_per_host = 0;                 // 0: the number of ranks divided by hosts
   // The NIC rate of each host (hosts values) when they differ; empty: all nic_bits_per_second.
   std::vector<std::uint64_t> host_nic_bits_per_second;
 };

@@ -145,8 +145,9 @@ Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const Strat
   }
   FRUGAL_ASSIGN_OR_RETURN(
       frugal_torch::FedAvgSummary result,
-      over_servers ? frugal_torch::TrainFedAvg(workers, *fedavg, data, options, callbacks)
-                   : frugal_torch::TrainFedAvg(workers, *reducer, *fedavg, data, options, callbacks));
+      over_servers
+          ? frugal_torch::TrainFedAvg(workers, *fedavg, data, options, callbacks)
+          : frugal_torch::TrainFedAvg(workers, *reducer, *fedavg, data, options, callbacks));
   if (!root) return Status::Ok();
   const frugal_torch::TrainSummary& summary = result.train;
   std::fputs(SummaryTable(summary).c_str(), stdout);

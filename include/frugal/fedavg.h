@@ -114,8 +114,7 @@ class FederatedAveraging {
 
   // Runs `fn` with the workers' transport on the thread that owns it: `direct` here, or over
   // servers, once connected, the client's thread (bounded by twice the plan's timeout).
-  Status Run(std::string_view what, const std::function<Status(Transport&)>& fn,
-             Transport& direct);
+  Status Run(std::string_view what, const std::function<Status(Transport&)>& fn, Transport& direct);
   // Over servers: tells them this worker is done and stops the client (its first error, if any).
   // Otherwise nothing. Call once, after the last Run.
   Status Finish();
@@ -159,7 +158,7 @@ class FederatedAveraging {
   Transport* workers_transport_ = nullptr;
   ParameterServerConfig config_;
   std::vector<std::pair<std::string, size_t>> parts_;  // the global model's tensors, in order
-  std::vector<float> exchange_;                         // the pushes, then the pulled model
+  std::vector<float> exchange_;                        // the pushes, then the pulled model
   std::unique_ptr<ParameterClient> client_;
 };
 

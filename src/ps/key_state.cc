@@ -56,8 +56,8 @@ Status KeyState::Push(PushIn push, std::span<const char> resting,
   if (push.skip && rules_.kind() != PsConsistency::kLag && !config_.weighted) {
     return MalformedError(fmt::format("a skipped push of key '{}' outside lag", part_.name));
   }
-  if (config_.weighted && (!std::isfinite(push.weight) || push.weight < 0 ||
-                           (push.weight == 0) != push.skip)) {
+  if (config_.weighted &&
+      (!std::isfinite(push.weight) || push.weight < 0 || (push.weight == 0) != push.skip)) {
     return MalformedError(fmt::format("push of key '{}' with weight {}{}", part_.name, push.weight,
                                       push.skip ? " and no values" : ""));
   }

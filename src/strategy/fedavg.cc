@@ -67,9 +67,10 @@ StatusOr<std::unique_ptr<FederatedAveraging>> FederatedAveraging::CreateOverServ
     const StrategyPlan& plan, Transport& world, Transport& workers,
     const CompressorRegistry& registry) {
   if (plan.sync.kind != SyncKind::kFedAvg || plan.arch.kind != ArchKind::kParameterServer) {
-    return InvalidArgumentError(fmt::format("--sync {} --arch {} is not federated averaging over "
-                                            "a parameter server",
-                                            SyncSpecName(plan.sync), ArchSpecName(plan.arch)));
+    return InvalidArgumentError(
+        fmt::format("--sync {} --arch {} is not federated averaging over "
+                    "a parameter server",
+                    SyncSpecName(plan.sync), ArchSpecName(plan.arch)));
   }
   std::unique_ptr<Compressor> compressor;
   if (plan.compressed) {
@@ -78,13 +79,13 @@ StatusOr<std::unique_ptr<FederatedAveraging>> FederatedAveraging::CreateOverServ
   }
   ParameterServerConfig config = strategy_internal::ParameterServerConfigOf(plan, world.size());
   if (config.workers() != workers.size()) {
-    return InvalidArgumentError(fmt::format("--arch {}: {} workers in a job of {} ranks, but the "
-                                            "workers' group has {}",
-                                            ArchSpecName(plan.arch), config.workers(),
-                                            world.size(), workers.size()));
+    return InvalidArgumentError(
+        fmt::format("--arch {}: {} workers in a job of {} ranks, but the "
+                    "workers' group has {}",
+                    ArchSpecName(plan.arch), config.workers(), world.size(), workers.size()));
   }
-  std::unique_ptr<FederatedAveraging> fedavg(new FederatedAveraging(
-      plan, nullptr, std::move(compressor), workers.rank(), workers.size()));
+  std::unique_ptr<FederatedAveraging> fedavg(
+      new FederatedAveraging(plan, nullptr, std::move(compressor), workers.rank(), workers.size()));
   fedavg->world_ = &world;
   fedavg->workers_transport_ = &workers;
   fedavg->config_ = std::move(config);
@@ -204,8 +205,8 @@ Status FederatedAveraging::EndRoundOverServers(ModelBuffers& model) {
       initial.emplace_back(name, std::span<const float>(global_).subspan(offset, count));
       offset += count;
     }
-    FRUGAL_ASSIGN_OR_RETURN(client_,
-                            ParameterClient::Connect(*world_, *workers_transport_, config_, initial));
+    FRUGAL_ASSIGN_OR_RETURN(
+        client_, ParameterClient::Connect(*world_, *workers_transport_, config_, initial));
   }
   exchange_.resize(global_.size());
   for (size_t i = 0; i < global_.size(); ++i) exchange_[i] = -sums_[i];

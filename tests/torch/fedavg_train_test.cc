@@ -297,7 +297,7 @@ TEST(FedAvgTraining, OverServersEqualsFedAvgOverAllreduce) {
             EXPECT_EQ(ps.parameters[r], allreduce.parameters[0]) << what << " rank " << r;
           } else {
             const double d = MaxAbsDifference(ps.parameters[r], ToDouble(allreduce.parameters[0]));
-            std::printf("DIFF %s %g\n", what.c_str(), d);
+            // Measured (deterministic): 1.1e-8 dense, 7.5e-7 with fp16 uploads.
             EXPECT_LT(d, 1e-6) << what << " rank " << r;
           }
           EXPECT_EQ(ps.parameters[r], ps.parameters[0]) << what << ": identical replicas";
@@ -380,9 +380,9 @@ TEST(FedAvgTraining, OverServersRefusesWhatDoesNotApply) {
     FRUGAL_ASSIGN_OR_RETURN(frugal::RoleGroup group,
                             frugal::JoinRoleGroup(world, roles, plan.timeout));
     if (roles.mine == frugal::Role::kServer) return Status::Ok();
-    FRUGAL_ASSIGN_OR_RETURN(auto fedavg,
-                            frugal::FederatedAveraging::CreateOverServers(
-                                plan, world, *group.transport, frugal::DefaultCompressorRegistry()));
+    FRUGAL_ASSIGN_OR_RETURN(
+        auto fedavg, frugal::FederatedAveraging::CreateOverServers(
+                         plan, world, *group.transport, frugal::DefaultCompressorRegistry()));
     const Status status = TrainFedAvg(*group.transport, *fedavg, Subset(200), options).status();
     EXPECT_EQ(status.code(), frugal::StatusCode::kInvalidArgument);
     EXPECT_THAT(status.message(), testing::HasSubstr("--checkpoint-dir and --resume do not apply"));

@@ -65,8 +65,7 @@ class IntegerBuffers {
 class RoundRunner final : public frugal::TransportRunner {
  public:
   RoundRunner(frugal::FederatedAveraging& fedavg, frugal::Transport& t) : fedavg_(fedavg), t_(t) {}
-  Status Run(std::string_view what,
-             const std::function<Status(frugal::Transport&)>& fn) override {
+  Status Run(std::string_view what, const std::function<Status(frugal::Transport&)>& fn) override {
     return fedavg_.Run(what, fn, t_);
   }
 
