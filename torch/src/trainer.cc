@@ -188,9 +188,10 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   };
   LoopPosition resumed;
   if (checkpoints.resuming()) {
-    FRUGAL_ASSIGN_OR_RETURN(const uint64_t at,
-                            checkpoints.Resume(rank, world + strategy.checkpoint_peers(),
-                                               [&](frugal::StateVisitor& v) { visit_run(v, resumed); }));
+    FRUGAL_ASSIGN_OR_RETURN(
+        const uint64_t at,
+        checkpoints.Resume(rank, world + strategy.checkpoint_peers(),
+                           [&](frugal::StateVisitor& v) { visit_run(v, resumed); }));
     summary.resumed_from_step = static_cast<int64_t>(at);
     summary.resumed_parameter_hash = ParameterHash(*model);
   }
