@@ -64,6 +64,7 @@ void CheckStats(std::span<const std::byte> bytes) {
   }
   frugal::StatusOr<ServerStats> again = DecodeServerStats(EncodeServerStats(*stats), kWorkers);
   Check(again.ok() && again->bytes_in == stats->bytes_in && again->bytes_out == stats->bytes_out &&
+        again->pushes == stats->pushes && again->updates == stats->updates &&
         again->workers.size() == stats->workers.size());
   for (size_t w = 0; w < stats->workers.size(); ++w) {
     Check(again->workers[w].applied == stats->workers[w].applied &&
@@ -71,12 +72,12 @@ void CheckStats(std::span<const std::byte> bytes) {
   }
 }
 
-// `bytes` with a magic, version 1 and the trailing checksum written over the fuzzer's.
-std::vector<std::byte> Sealed(std::span<const std::byte> input, const char* magic) {
+// `bytes` with a magic, a version and the trailing checksum written over the fuzzer's.
+std::vector<std::byte> Sealed(std::span<const std::byte> input, const char* magic,
+                              uint16_t version) {
   std::vector<std::byte> out(input.begin(), input.end());
   if (out.size() < 10) out.resize(10);
   std::memcpy(out.data(), magic, 4);
-  const uint16_t version = 1;
   std::memcpy(out.data() + 4, &version, sizeof(version));
   const uint32_t crc = frugal::Crc32(std::span<const std::byte>(out.data(), out.size() - 4));
   std::memcpy(out.data() + out.size() - 4, &crc, sizeof(crc));
@@ -96,9 +97,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t crc = frugal::Crc32(std::span<const std::byte>(sealed.data(), 48));
   std::memcpy(sealed.data() + 48, &crc, sizeof(crc));
   CheckMessage(sealed);
-  // A hello and statistics repaired: magic, version 1, the trailing checksum right.
-  CheckHello(Sealed(input, "FPSH"));
+  // A hello and statistics repaired: magic, version (1 and 2), the trailing checksum right.
+  CheckHello(Sealed(input, "FPSH", 1));
   CheckStats(input);
-  CheckStats(Sealed(input, "FPSS"));
+  CheckStats(Sealed(input, "FPSS", 2));
   return 0;
 }

@@ -21,7 +21,7 @@ struct EmulateSpec {
   std::uint64_t nic_bits_per_second = 0;  // host 0's, and every host's not set apart
   int ranks_per_host = 0;                 // 0: the number of ranks divided by hosts
   // The NIC rate of each host (hosts values) when they differ; empty: all nic_bits_per_second.
-  std::vector<std::uint64_t> host_nic_bits_per_second;
+  std::vector<std::uint64_t> host_nic_bits_per_second{};
 };
 
 // The NIC rate of every host (spec.hosts values).

@@ -448,10 +448,10 @@ StatusOr<frugal_torch::CheckpointOptions> ToCheckpointOptions(const TrainFlags& 
   }
   const bool shared_epochs = plan.sync.kind == SyncKind::kSsp || plan.sync.kind == SyncKind::kAsp ||
                              plan.sync.kind == SyncKind::kBackup;
-  if (plan.arch.kind == ArchKind::kParameterServer && shared_epochs &&
-      (!flags.checkpoint_dir.empty() || !flags.resume.empty())) {
+  if (plan.arch.kind == ArchKind::kParameterServer && shared_epochs && options.every_steps > 0) {
     return InvalidArgumentError(fmt::format(
-        "--checkpoint-dir and --resume cover --arch ps with --sync bsp and lag, not --sync {}",
+        "--arch ps with --sync {} saves checkpoints at the end of epochs only (--checkpoint-every "
+        "epoch): within an epoch the workers are at different steps",
         SyncSpecName(plan.sync)));
   }
   if (flags.od_sgd && options.every_steps > 0) {

@@ -135,10 +135,14 @@ nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags
       {"negotiation_bytes_per_worker", s.negotiation_bytes_per_worker},
       {"resumed_from_step",
        s.resumed_from_step >= 0 ? nlohmann::json(s.resumed_from_step) : nlohmann::json(nullptr)},
+      {"resumed_params_hash", s.resumed_from_step >= 0
+                                  ? nlohmann::json(fmt::format("{:08x}", s.resumed_parameter_hash))
+                                  : nlohmann::json(nullptr)},
       {"checkpoints", s.checkpoints},
       {"checkpoint_seconds", s.checkpoint_seconds},
       {"checkpoint_bytes", s.checkpoint_bytes},
       {"skipped_steps", s.skipped_steps}};
+  if (s.worker_steps >= 0) j["worker_steps"] = s.worker_steps;
   for (const auto& [name, value] : s.strategy_report) j[name] = ReportValue(value);
   return j;
 }

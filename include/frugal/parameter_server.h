@@ -145,6 +145,10 @@ struct ParameterServerStats {
   std::vector<WorkerPushStats> workers;  // by worker
   std::vector<uint64_t> bytes_in;        // by server: bytes received from workers
   std::vector<uint64_t> bytes_out;       // by server: bytes sent to workers
+  // Over every key of every server: the pushes received (applied, dropped and skipped) and the
+  // updates applied.
+  uint64_t pushes = 0;
+  uint64_t updates = 0;
   WorkerPushStats Total() const;
 };
 

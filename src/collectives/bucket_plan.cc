@@ -37,7 +37,7 @@ std::vector<BucketInfo> PlanBuckets(std::span<const TensorSpec> tensors, size_t 
     if (tensor.count == 0) continue;
     const size_t bytes = tensor.count * sizeof(float);
     if (!current.entries.empty() && (current.count * sizeof(float) + bytes) > cap_bytes) close();
-    current.entries.push_back(BucketEntry{tensor.name, current.count, tensor.count});
+    current.entries.push_back(BucketEntry{tensor.name, current.count, tensor.count, {}});
     current.count += tensor.count;
   }
   close();

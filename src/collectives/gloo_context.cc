@@ -379,7 +379,8 @@ StatusOr<std::unique_ptr<GlooContext>> GlooContext::Connect(Transport& t,
   Status agreed = Allreduce(t, ok,
                             AllreduceOptions{.algorithm = AllreduceAlgorithm::kRing,
                                              .timeout = options.timeout,
-                                             .check_lengths = false});
+                                             .check_lengths = false,
+                                             .data_owner = nullptr});
   if (t.rank() == 0) {
     std::error_code ec;
     std::filesystem::remove_all(store_path, ec);

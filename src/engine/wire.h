@@ -23,9 +23,8 @@ class WireWriter {
     Bytes(&value, sizeof(T));
   }
   void Bytes(const void* data, size_t size) {
-    const size_t at = out_.size();
-    out_.resize(at + size);
-    if (size > 0) std::memcpy(out_.data() + at, data, size);
+    const auto* bytes = static_cast<const std::byte*>(data);
+    out_.insert(out_.end(), bytes, bytes + size);
   }
   // The message, sealed with the CRC-32 of its bytes.
   std::vector<std::byte> Take() {

@@ -730,6 +730,8 @@ class ParameterClient::Impl {
     stats_.answered[i] = 1;
     stats_.merged.bytes_in[i] = stats.bytes_in;
     stats_.merged.bytes_out[i] = stats.bytes_out;
+    stats_.merged.pushes += stats.pushes;
+    stats_.merged.updates += stats.updates;
     for (size_t w = 0; w < stats.workers.size(); ++w)
       stats_.merged.workers[w].Merge(stats.workers[w]);
     if (std::all_of(stats_.answered.begin(), stats_.answered.end(),

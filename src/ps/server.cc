@@ -419,6 +419,10 @@ class Server {
     ServerStats stats;
     stats.bytes_in = bytes_in_;
     stats.bytes_out = bytes_out_;
+    for (const auto& [key, k] : keys_) {
+      stats.pushes += k.progress();
+      stats.updates += k.updates();
+    }
     stats.workers = stats_;
     MessageHeader h;
     h.type = MessageType::kStats;

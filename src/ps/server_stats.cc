@@ -61,7 +61,7 @@ using engine_internal::WireReader;
 using engine_internal::WireWriter;
 
 constexpr std::string_view kStatsMagic = "FPSS";
-constexpr uint16_t kStatsVersion = 1;
+constexpr uint16_t kStatsVersion = 2;
 
 }  // namespace
 
@@ -70,6 +70,8 @@ std::vector<std::byte> EncodeServerStats(const ServerStats& stats) {
   engine_internal::PutHeader(w, kStatsMagic, kStatsVersion);
   w.Put<uint64_t>(stats.bytes_in);
   w.Put<uint64_t>(stats.bytes_out);
+  w.Put<uint64_t>(stats.pushes);
+  w.Put<uint64_t>(stats.updates);
   w.Put<uint32_t>(static_cast<uint32_t>(stats.workers.size()));
   for (const WorkerPushStats& s : stats.workers) {
     w.Put<uint64_t>(s.applied);
@@ -95,7 +97,10 @@ StatusOr<ServerStats> DecodeServerStats(std::span<const std::byte> payload, int 
   auto truncated = [] { return MalformedError("parameter-server stats: truncated"); };
   ServerStats stats;
   uint32_t count = 0;
-  if (!r.Get(stats.bytes_in) || !r.Get(stats.bytes_out) || !r.Get(count)) return truncated();
+  if (!r.Get(stats.bytes_in) || !r.Get(stats.bytes_out) || !r.Get(stats.pushes) ||
+      !r.Get(stats.updates) || !r.Get(count)) {
+    return truncated();
+  }
   if (count != static_cast<uint32_t>(workers)) {
     return MalformedError(
         fmt::format("parameter-server stats: {} workers, the job has {}", count, workers));

@@ -143,6 +143,8 @@ class ParameterServerStrategy final : public Strategy {
     const WorkerPushStats total = stats_.Total();
     report("ps_pushes_applied", static_cast<double>(total.applied));
     report("ps_pushes_dropped", static_cast<double>(total.dropped));
+    report("ps_pushes", static_cast<double>(stats_.pushes));
+    report("ps_updates", static_cast<double>(stats_.updates));
     if (config_.consistency == PsConsistency::kLag) {
       report("ps_pushes_skipped", static_cast<double>(total.skipped));
     }

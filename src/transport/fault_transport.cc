@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "frugal/forwarding_transport.h"
+
 namespace frugal {
 namespace {
 
@@ -40,15 +42,11 @@ class CopyWork final : public Work {
   std::unique_ptr<Work> inner_;
 };
 
-class FaultyTransport final : public Transport {
+class FaultyTransport final : public ForwardingTransport {
  public:
   FaultyTransport(Transport& inner, std::unique_ptr<Transport> owned,
                   std::shared_ptr<TransportFault> fault)
-      : inner_(inner), owned_(std::move(owned)), fault_(std::move(fault)) {}
-
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::string hostname() const override { return inner_.hostname(); }
+      : ForwardingTransport(inner), owned_(std::move(owned)), fault_(std::move(fault)) {}
 
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
     const std::optional<uint64_t> bit = fault_->Take(data);
@@ -64,26 +62,14 @@ class FaultyTransport final : public Transport {
     std::unique_ptr<Work> sent = inner_.ISend(dst, tag, *copy);
     return std::make_unique<CopyWork>(std::move(copy), std::move(sent));
   }
-  std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
-    return inner_.IRecv(src, tag, data);
-  }
-  StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
-    return inner_.Probe(src, tag, timeout);
-  }
-  StatusOr<std::optional<ProbeResult>> IProbe(int src, int tag) override {
-    return inner_.IProbe(src, tag);
-  }
   StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
     FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> child, inner_.Split(color, key, timeout));
     Transport& child_ref = *child;
     return std::unique_ptr<Transport>(
         std::make_unique<FaultyTransport>(child_ref, std::move(child), fault_));
   }
-  uint64_t bytes_sent() const override { return inner_.bytes_sent(); }
-  uint64_t messages_sent() const override { return inner_.messages_sent(); }
 
  private:
-  Transport& inner_;
   std::unique_ptr<Transport> owned_;  // a child made by Split
   std::shared_ptr<TransportFault> fault_;
 };

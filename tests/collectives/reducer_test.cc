@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "frugal/forwarding_transport.h"
 #include "frugal/gloo.h"
 #include "frugal/inproc_transport.h"
 #include "frugal/random.h"
-#include "transport/forwarding_transport.h"
 
 namespace frugal {
 namespace {
@@ -147,7 +147,7 @@ TEST(DenseReducer, EveryAlgorithmAveragesLikeASerialSum) {
 // Forwards to a transport and counts the sends and receives that were not on shared memory
 // (ISend/IRecv, which the MPI transport stages) apart from those that were (ISendShared/
 // IRecvShared).
-class CountingTransport final : public transport_test::ForwardingTransport {
+class CountingTransport final : public ForwardingTransport {
  public:
   using ForwardingTransport::ForwardingTransport;
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {

@@ -15,8 +15,8 @@
 #include "engine_test_util.h"
 #include "frugal/compressed_reducer.h"
 #include "frugal/engine.h"
+#include "frugal/forwarding_transport.h"
 #include "frugal/timer.h"
-#include "transport/forwarding_transport.h"
 
 namespace frugal::testing {
 namespace {
@@ -263,7 +263,7 @@ TEST(EngineFaults, DelayedMessagesStillGiveTheAverages) {
 // Forwards to a transport; once `recording` is set, logs every send (destination) and every wait
 // on a send (with the time it was called and its timeout). `before_send`, if set, runs first on
 // every send with its tag (to hold the rank there).
-class RecordingTransport final : public transport_test::ForwardingTransport {
+class RecordingTransport final : public ForwardingTransport {
  public:
   struct Event {
     bool wait = false;  // else: a send

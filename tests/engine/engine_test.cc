@@ -143,7 +143,7 @@ TEST(Engine, ResultsEqualTheNonOverlappedPathBitForBit) {
         BucketInfo bucket;
         bucket.name = Indexed("t", k);
         bucket.count = v.size();
-        bucket.entries = {{bucket.name, 0, v.size()}};
+        bucket.entries = {{bucket.name, 0, v.size(), {}}};
         FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, v));
         direct_out[rank].push_back(std::move(v));
       }
@@ -183,7 +183,7 @@ TEST(Engine, UnfusedResultsEqualDirectReductionOnThreeRanks) {
       BucketInfo bucket;
       bucket.name = Indexed("t", k);
       bucket.count = v.size();
-      bucket.entries = {{bucket.name, 0, v.size()}};
+      bucket.entries = {{bucket.name, 0, v.size(), {}}};
       FRUGAL_RETURN_IF_ERROR(reducer->Reduce(bucket, v));
       direct_out[rank].push_back(std::move(v));
     }

@@ -91,7 +91,9 @@ TEST(MpiTransport, SharedSendsAndReceivesMixWithPlainOnes) {
       std::vector<std::byte> plain_in(size, std::byte{0xee});
       std::unique_ptr<Work> recv = shared_recv ? t->IRecvShared(left, tag, in.owner, in.bytes)
                                                : t->IRecv(left, tag, plain_in);
-      if (shared_recv) EXPECT_EQ(in.owner.use_count(), 2) << "the receive holds its memory";
+      if (shared_recv) {
+        EXPECT_EQ(in.owner.use_count(), 2) << "the receive holds its memory";
+      }
       std::unique_ptr<Work> send = shared_send ? t->ISendShared(right, tag, out.owner, out.bytes)
                                                : t->ISend(right, tag, out.bytes);
       ASSERT_TRUE(recv->Wait(kTimeout).ok());

@@ -290,6 +290,9 @@ TEST(ParameterServerBackup, AppliesTheFirstWMinusBAndDropsTheLate) {
   EXPECT_EQ(stats.workers[2].applied, 1u);
   EXPECT_EQ(stats.workers[2].dropped, 1u);
   EXPECT_EQ(run.reports[0].updates, 2u);
+  // The servers' totals: every push received (two per worker), the updates applied.
+  EXPECT_EQ(stats.pushes, 6u);
+  EXPECT_EQ(stats.updates, 2u);
 }
 
 // asp, exact staleness: worker 0 pushes three times alone (each on the version it just pulled:
@@ -320,6 +323,8 @@ TEST(ParameterServerAsp, TheServersCountTheStalenessOfEachPush) {
   EXPECT_EQ(stats.workers[1].staleness, std::vector<uint64_t>({0, 0, 0, 1}));
   const WorkerPushStats total = stats.Total();
   EXPECT_EQ(total.applied, 4u);
+  EXPECT_EQ(stats.pushes, 4u);
+  EXPECT_EQ(stats.updates, 4u);
   EXPECT_EQ(total.Quantile(0), 0u);
   EXPECT_EQ(total.Quantile(0.5), 0u);
   EXPECT_EQ(total.Quantile(0.95), 3u);

@@ -2,6 +2,7 @@
 // ParameterClient, and S servers (ranks W .. W+S-1) running RunParameterServer.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,7 +28,7 @@ inline Model SmallModel() {
   Model m;
   const size_t counts[] = {37, 5, 64, 1, 20};
   for (size_t t = 0; t < std::size(counts); ++t) {
-    m.names.push_back("p" + std::to_string(t));
+    m.names.push_back(fmt::format("p{}", t));
     std::vector<float> v(counts[t]);
     for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * static_cast<float>((t * 31 + i * 7) % 13);
     m.values.push_back(v);

@@ -2,6 +2,7 @@
 // placed size-balanced, the same plan for the same input.
 #include "ps/sharding.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +13,7 @@ namespace {
 
 std::vector<TensorSpec> Specs(const std::vector<size_t>& counts) {
   std::vector<TensorSpec> specs;
-  for (size_t i = 0; i < counts.size(); ++i) specs.push_back({"t" + std::to_string(i), counts[i]});
+  for (size_t i = 0; i < counts.size(); ++i) specs.push_back({fmt::format("t{}", i), counts[i]});
   return specs;
 }
 

@@ -133,7 +133,7 @@ TEST(StepCostArch, ParameterServerEqualsTheBytesTrainingSends) {
 struct GossipCase {
   std::string arch;
   std::string sync = "bsp";
-  std::string compress;
+  std::string compress{};
   int n = 4;
   int64_t steps = 4;
 };

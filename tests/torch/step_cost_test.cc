@@ -41,7 +41,7 @@ TEST(StepCost, AllreduceSumsByHand) {
 struct Case {
   std::string arch = "allreduce:ring";
   std::string sync = "bsp";
-  std::string compress;
+  std::string compress{};
   bool ef = false;
   std::string aggregate = "auto";
   int n = 4;

@@ -237,6 +237,7 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
     FRUGAL_RETURN_IF_ERROR(
         checkpoints.Resume(rank, world, [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
             .status());
+    summary.resumed_parameter_hash = ParameterHash(*model);
   }
   summary.steps = resumed.steps;
   result.bytes_up = resumed.bytes_up;

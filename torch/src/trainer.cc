@@ -60,18 +60,25 @@ using internal::LabelsTensor;
 
 // The loop's position for checkpoints: steps done, the running sums of the epoch under way, the
 // training bytes sent so far and the last epoch's evaluation (last.done: the epochs evaluated).
+// Shared epochs also keep the steps the summary counts over the epochs done (the sum of the
+// epochs' mean steps per worker) and the steps of all workers together.
 struct LoopPosition {
   int64_t step = 0;
   double loss_sum = 0;
   double samples = 0;
   uint64_t bytes = 0;
   internal::LastEvaluation last;
-  void VisitState(frugal::StateVisitor& v) {
+  int64_t epoch_steps = 0;
+  int64_t worker_steps = 0;
+  void VisitState(frugal::StateVisitor& v, bool shared_epochs) {
     v.I64("step", step);
     v.F64("loss_sum", loss_sum);
     v.F64("samples", samples);
     v.U64("bytes", bytes);
     last.VisitState(v);
+    if (!shared_epochs) return;
+    v.I64("epoch_steps", epoch_steps);
+    v.I64("worker_steps", worker_steps);
   }
 };
 
@@ -101,6 +108,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     }
   }
   const frugal::StrategyTraits traits = strategy.traits();
+  const bool shared_epochs = strategy.SharesEpochs();
 
   FRUGAL_ASSIGN_OR_RETURN(std::shared_ptr<Classifier> model,
                           MakeModel(options.model, options.seed));
@@ -169,7 +177,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     VisitModelState(*model, optimizer, v);
     VisitTorchRng(v);
     const std::pair<const char*, std::function<void()>> parts[] = {
-        {"loop", [&] { position.VisitState(v); }},
+        {"loop", [&] { position.VisitState(v, shared_epochs); }},
         {"driver", [&] { driver->VisitState(v); }},
         {"strategy", [&] { strategy.VisitState(v); }},
         {"reducer", [&] { reducer.VisitState(v); }}};
@@ -180,10 +188,12 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   };
   LoopPosition resumed;
   if (checkpoints.resuming()) {
-    FRUGAL_RETURN_IF_ERROR(checkpoints
-                               .Resume(rank, world + strategy.checkpoint_peers(),
-                                       [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
-                               .status());
+    FRUGAL_ASSIGN_OR_RETURN(
+        const uint64_t at,
+        checkpoints.Resume(rank, world + strategy.checkpoint_peers(),
+                           [&](frugal::StateVisitor& v) { visit_run(v, resumed); }));
+    summary.resumed_from_step = static_cast<int64_t>(at);
+    summary.resumed_parameter_hash = ParameterHash(*model);
   }
   // Read on the thread that owns the transport (the engine thread when there is one); the
   // engine's negotiation messages are reported on their own.
@@ -194,12 +204,13 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     return bytes;
   };
   // A checkpoint holds no exchange in flight: pending updates are applied and the strategy
-  // settles (a no-op unless it overlaps its exchanges with the next steps).
-  auto save = [&](LoopPosition position) -> Status {
+  // settles (a no-op unless it overlaps its exchanges with the next steps). It is named by `at`:
+  // the step, or with shared epochs the nominal end of the epoch, the same on every worker.
+  auto save = [&](LoopPosition position, int64_t at) -> Status {
     FRUGAL_RETURN_IF_ERROR(driver->Settle());
     FRUGAL_ASSIGN_OR_RETURN(
         const uint64_t exchanged,
-        checkpoints.Save(static_cast<uint64_t>(position.step), [&](frugal::StateVisitor& v) {
+        checkpoints.Save(static_cast<uint64_t>(at), [&](frugal::StateVisitor& v) {
           position.bytes = bytes_so_far();
           visit_run(v, position);
         }));
@@ -208,6 +219,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   };
 
   const frugal::Stopwatch wall;
+  int64_t epoch_steps = resumed.epoch_steps;
+  int64_t worker_steps = resumed.worker_steps;
   double compute_seconds = 0;
   double eval_seconds = 0;
   int64_t global_step = resumed.step;
@@ -218,7 +231,6 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   const int64_t first_epoch =
       last.ReachedTarget(options.stop_at_accuracy) ? epochs_to_run + 1 : last.done + 1;
   model->train();
-  const bool shared_epochs = strategy.SharesEpochs();
   for (int64_t epoch = first_epoch; epoch <= epochs_to_run; ++epoch) {
     const std::vector<int64_t> order = sampler.EpochOrder(epoch - 1);
     // The nominal end of the epoch, in steps per worker since the start.
@@ -229,7 +241,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     double loss_sum = resumed_epoch ? resumed.loss_sum : 0;
     double samples = resumed_epoch ? resumed.samples : 0;
     double lr = options.lr;
-    int64_t step = resumed_epoch ? global_step - (epoch - 1) * steps_per_epoch : 0;
+    // Shared epochs save at the end of epochs only, and each worker starts an epoch at 0.
+    int64_t step =
+        resumed_epoch && !shared_epochs ? global_step - (epoch - 1) * steps_per_epoch : 0;
     for (;; ++step) {
       if (shared_epochs ? strategy.EpochDone(static_cast<uint64_t>(epoch_end))
                         : step >= steps_this_epoch) {
@@ -278,7 +292,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
         callbacks.on_step(progress);
       }
       if (checkpoints.DueAfterStep(global_step, step + 1 == steps_this_epoch)) {
-        FRUGAL_RETURN_IF_ERROR(save({global_step, loss_sum, samples, 0, last}));
+        FRUGAL_RETURN_IF_ERROR(save({global_step, loss_sum, samples, 0, last}, global_step));
       }
     }
     steps_this_epoch = step;
@@ -369,8 +383,11 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     summary.negotiation_bytes_per_worker = static_cast<uint64_t>(std::llround(sums[12] / world));
     if (callbacks.on_epoch) callbacks.on_epoch(record);
     last = {epoch, record.train_loss, record.test_loss, record.test_accuracy, record.bytes_sent};
+    epoch_steps += record.steps;
+    worker_steps += static_cast<int64_t>(std::llround(sums[14]));
     if (checkpoints.DueAfterEpoch(global_step)) {
-      FRUGAL_RETURN_IF_ERROR(save({global_step, 0, 0, 0, last}));
+      FRUGAL_RETURN_IF_ERROR(save({global_step, 0, 0, 0, last, epoch_steps, worker_steps},
+                                  shared_epochs ? epoch_end : global_step));
     }
     // Every rank holds the same record, so every rank leaves the loop after the same epoch.
     if (options.stop_at_accuracy > 0 && record.test_accuracy >= options.stop_at_accuracy) break;
@@ -393,13 +410,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   }
   summary.wall_seconds = wall.Seconds();
   summary.epochs = static_cast<int64_t>(summary.history.size());
-  // Shared epochs: the mean steps per worker.
-  summary.steps = global_step;
-  if (shared_epochs) {
-    summary.steps = 0;
-    for (const EpochRecord& r : summary.history) summary.steps += r.steps;
-  }
-  summary.resumed_from_step = checkpoints.resuming() ? resumed.step : -1;
+  // Shared epochs: the mean steps per worker, and the steps of all workers.
+  summary.steps = shared_epochs ? epoch_steps : global_step;
+  if (shared_epochs) summary.worker_steps = worker_steps;
   summary.checkpoints = checkpoints.saves();
   summary.checkpoint_seconds = checkpoints.seconds();
   summary.checkpoint_bytes = checkpoints.bytes();

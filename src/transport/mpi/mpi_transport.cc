@@ -21,13 +21,10 @@
 // whenever an operation starts. Staging buffers come from a pool shared by a transport and its
 // splits.
 //
-// Waits poll MPI_Test with the back-off of mpi_work.cc. How long they spin before yielding
+// Waits poll MPI_Test with the back-off of mpi_work.cc. How long they spin, yield and sleep
 // depends on whether this machine runs more ranks than the cores they may run on (counted once
-// by World(), see RanksOnThisMachine): oversubscribed, a waiting rank yields after
-// kOversubscribedSpin so that the rank it waits for can run; otherwise it polls for the whole yield
-// time like MPI's own blocking calls, because a yield on a busy machine can lose the core for a
-// whole scheduler time slice (milliseconds) while the answer is on its way. On expiry Wait returns
-// kTimeout naming the peer.
+// by World(), see RanksOnThisMachine, and turned into a policy by WaitPolicyFor). On expiry Wait
+// returns kTimeout naming the peer.
 //
 // Split(color, key, timeout): MPI_Comm_split is a blocking collective with no timeout. To give
 // Split the timeout every wait in frugal has, every rank first sends its (color, key) to every
@@ -59,7 +56,6 @@
 namespace frugal {
 namespace {
 
-constexpr auto kOversubscribedSpin = std::chrono::microseconds(50);
 constexpr Duration kFinalizeGrace = std::chrono::milliseconds(500);
 constexpr int kSplitTag = kTransportTags[0];
 
@@ -493,7 +489,7 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   ranks_on_this_machine_ = machine.ranks;
   const int cores =
       machine.cores > 0 ? machine.cores : static_cast<int>(std::thread::hardware_concurrency());
-  if (cores > 0 && machine.ranks > cores) shared->policy.spin = kOversubscribedSpin;
+  shared->policy = mpi_internal::WaitPolicyFor(machine.ranks, cores);
   return std::unique_ptr<Transport>(std::make_unique<MpiTransport>(comm, control, shared));
 }
 

@@ -2,10 +2,20 @@
 //
 // MpiWork::Wait polls MPI_Test, which also drives Open MPI's progress engine (there is no
 // progress thread). The poll backs off in three steps (WaitPolicy, BackOff): pure polling for
-// `spin`, polling with sched_yield until kYieldTime, then polling with sleeps that grow with the
+// `spin`, polling with sched_yield until `yield`, then polling with sleeps that grow with the
 // time already waited, capped at kMaxSleep, so a long wait costs little CPU (the engine's
 // communication thread shares the cores with the training threads) and at most ~1/16 of extra
 // latency.
+//
+// WaitPolicyFor: a rank with a core of its own polls for kYieldTime like MPI's own blocking
+// calls, because a yield on a busy machine can lose the core for a whole scheduler time slice
+// (milliseconds) while the answer is on its way. Where ranks outnumber the cores, a waiting rank
+// yields after kOversubscribedSpin so that the rank it waits for can run, and sleeps after
+// kOversubscribedYield: threads that call sched_yield stay runnable, and several of them on one
+// core hand it to each other, so a yield phase of milliseconds per wait made the engine threads of
+// 4 ranks on 2 cores (waiting on emulated 100 Mbit/s links) take a whole core from the training
+// threads (docs/performance.md, "Overlap"). kOversubscribedYield still covers the waits of a
+// shared-memory exchange, where the peer answers within a few hundred microseconds once it runs.
 //
 // An MpiWork owns the memory MPI uses (Started::memory): the transport copies a send into a
 // staging buffer before MPI_Isend and receives into a staging buffer that is copied to the
@@ -32,6 +42,8 @@ namespace frugal::mpi_internal {
 namespace {
 
 constexpr auto kYieldTime = std::chrono::milliseconds(5);
+constexpr auto kOversubscribedSpin = std::chrono::microseconds(50);
+constexpr auto kOversubscribedYield = std::chrono::microseconds(500);
 constexpr auto kMaxSleep = std::chrono::microseconds(500);
 constexpr size_t kLargeBlockBytes = size_t{1} << 30;
 // The pool keeps at most this many idle bytes, and at most kPerClass buffers of one capacity.
@@ -83,8 +95,13 @@ Status MpiError(int error, std::string_view what) {
   }
 }
 
+WaitPolicy WaitPolicyFor(int ranks, int cores) {
+  if (cores > 0 && ranks > cores) return WaitPolicy{kOversubscribedSpin, kOversubscribedYield};
+  return WaitPolicy{kYieldTime, kYieldTime};
+}
+
 void BackOff(const WaitPolicy& policy, Clock::duration waited) {
-  frugal::BackOff(BackOffPolicy{policy.spin, kYieldTime, kMaxSleep}, waited);
+  frugal::BackOff(BackOffPolicy{policy.spin, policy.yield, kMaxSleep}, waited);
 }
 
 // ---- StagingPool ----

@@ -17,10 +17,15 @@
 
 namespace frugal::mpi_internal {
 
-// How long a wait polls before it starts to yield the core (see BackOff).
+// How long a wait polls before it starts to yield the core, and until when it yields before it
+// starts to sleep between polls (see BackOff).
 struct WaitPolicy {
   Clock::duration spin = std::chrono::milliseconds(5);
+  Clock::duration yield = std::chrono::milliseconds(5);
 };
+
+// The policy of a rank whose machine runs `ranks` ranks on `cores` cores (0: unknown).
+WaitPolicy WaitPolicyFor(int ranks, int cores);
 
 // Sleeps or yields between polls according to how long the caller has waited already.
 void BackOff(const WaitPolicy& policy, Clock::duration waited);

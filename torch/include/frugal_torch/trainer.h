@@ -155,12 +155,18 @@ struct TrainSummary {
   double comm_hidden_fraction = 0;
   std::string timeline_json;
   std::vector<EpochRecord> history;  // of the epochs this run finished (after a resume: from it)
-  // Checkpoints: the step this run resumed at (-1: it started afresh), the checkpoints it saved,
-  // this rank's seconds saving them (flushing to disk included) and the size of its last file.
+  // Checkpoints: the step this run resumed at (-1: it started afresh; with shared epochs the
+  // checkpoint's step, the nominal end of its epoch), the hash of this rank's parameters as the
+  // checkpoint restored them (before the first step), the checkpoints it saved, this rank's
+  // seconds saving them (flushing to disk included) and the size of its last file.
   int64_t resumed_from_step = -1;
+  uint32_t resumed_parameter_hash = 0;
   int64_t checkpoints = 0;
   double checkpoint_seconds = 0;
   uint64_t checkpoint_bytes = 0;
+  // Shared epochs (Strategy::SharesEpochs): the steps of all workers together over the run
+  // (-1 otherwise).
+  int64_t worker_steps = -1;
   // Steps whose update this rank skipped (--nan-policy skip).
   int64_t skipped_steps = 0;
   // Strategy::Report of this rank's strategy (gossip: the spectral gap, ...), in its order.

@@ -1,9 +1,10 @@
-// A transport that forwards every required call to another one: a test's wrapper derives from it
-// and overrides only the calls it watches or changes. The calls with a default in Transport
-// (shared-memory sends and receives, NewShared) keep that default unless the wrapper overrides
-// them.
+// A transport that forwards every required call to another one: a wrapper (the fault injector, a
+// test's counting transport) derives from it and overrides only the calls it watches or changes.
+// The calls with a default in Transport (shared-memory sends and receives, NewShared) keep that
+// default unless the wrapper overrides them.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -11,7 +12,7 @@
 
 #include "frugal/transport.h"
 
-namespace frugal::transport_test {
+namespace frugal {
 
 class ForwardingTransport : public Transport {
  public:
@@ -42,4 +43,4 @@ class ForwardingTransport : public Transport {
   Transport& inner_;
 };
 
-}  // namespace frugal::transport_test
+}  // namespace frugal
