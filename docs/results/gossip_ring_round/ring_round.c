@@ -1,6 +1,6 @@
 // One D-PSGD round on a ring, in plain MPI, with and without computation while it is in flight.
 //
-//   ring_round COMPUTE_MS POLL_US ROUNDS MODE
+//   ring_round COMPUTE_MS POLL_US ROUNDS MODE [NO_SLOW_START_AFTER_IDLE]
 //
 // Every rank owns a message of 1,819,688 bytes (the cnn model) and, each round, posts the
 // receives of its two ring neighbours' messages and sends its own to both, in segments of 1 MiB
@@ -8,7 +8,11 @@
 // as frugal sets it). Then it computes for COMPUTE_MS milliseconds (a loop on the CPU), calling
 // MPI_Testall every POLL_US microseconds (0: no MPI call during the computation), then waits for
 // the round. MODE 0: both neighbours at once (D-PSGD on a ring); 1: the right neighbour's
-// message, waited for, then the left one's; 2: one way only (to the right, from the left).
+// message, waited for, then the left one's; 2: one way only (to the right, from the left);
+// 3: one way, to the rank at distance 1 in even rounds and 2 in odd ones (D-PSGD on the one-peer
+// exponential graph of 4), so each connection idles for a round between its uses. With a fifth
+// argument 1, each rank first turns off TCP's slow start after idle in its network namespace
+// (net.ipv4.tcp_slow_start_after_idle = 0; needs root; one rank per emulated host).
 // Rank 0 prints the mean round time (from posting to completion) and the mean wait after the
 // computation, the largest over the ranks, over rounds 3 to ROUNDS.
 #include <mpi.h>
@@ -42,9 +46,16 @@ static void PostSend(int to, const char* message, MPI_Request* requests, int* co
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: ring_round COMPUTE_MS POLL_US ROUNDS MODE\n");
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: ring_round COMPUTE_MS POLL_US ROUNDS MODE [NO_SLOW_START_AFTER_IDLE]\n");
     return 2;
+  }
+  if (argc == 6 && atoi(argv[5]) == 1) {
+    FILE* f = fopen("/proc/sys/net/ipv4/tcp_slow_start_after_idle", "w");
+    if (f == NULL || fputs("0", f) < 0 || fclose(f) != 0) {
+      fprintf(stderr, "ring_round: cannot turn off tcp_slow_start_after_idle\n");
+      return 2;
+    }
   }
   setenv("OMPI_MCA_btl_tcp_eager_limit", "1114112", 0);
   setenv("OMPI_MCA_btl_tcp_max_send_size", "1114112", 0);
@@ -73,6 +84,10 @@ int main(int argc, char** argv) {
       PostRecv(right, received[1], requests, &count);
       PostSend(left, message, requests, &count);
       PostSend(right, message, requests, &count);
+    } else if (mode == 3) {
+      const int distance = k % 2 == 0 ? 1 : 2;
+      PostRecv((rank + size - distance) % size, received[0], requests, &count);
+      PostSend((rank + distance) % size, message, requests, &count);
     } else {
       PostRecv(left, received[0], requests, &count);
       PostSend(right, message, requests, &count);
@@ -104,8 +119,9 @@ int main(int argc, char** argv) {
   double largest[2];
   MPI_Reduce(mine, largest, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    printf("mode %d compute %.0f ms poll %d us: round %.1f ms, wait after the compute %.1f ms\n",
-           mode, compute_ms, poll_us, largest[0], largest[1]);
+    printf("mode %d%s compute %.0f ms poll %d us: round %.1f ms, wait after the compute %.1f ms\n",
+           mode, argc == 6 && atoi(argv[5]) == 1 ? " (no slow start after idle)" : "", compute_ms,
+           poll_us, largest[0], largest[1]);
   }
   MPI_Finalize();
   return 0;
