@@ -34,7 +34,7 @@ ParameterServerConfig ConfigOf(PsConsistency kind) {
 struct KeyFixture {
   explicit KeyFixture(PsConsistency kind, size_t count = 5)
       : config(ConfigOf(kind)), rules(config) {
-    part.name = "w";
+    part.name = std::string("w");
     part.count = count;
     optimizer.lr = [](int64_t step) { return 0.1 / (1.0 + static_cast<double>(step)); };
     optimizer.momentum = 0.9;

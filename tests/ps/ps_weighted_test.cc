@@ -22,7 +22,7 @@ constexpr int kWorkers = 3;
 
 struct WeightedKey {
   WeightedKey() : config(Weighted()), rules(config) {
-    part.name = "w";
+    part.name = std::string("w");
     part.count = 4;
     optimizer.lr = [](int64_t) { return 1.0; };
   }
