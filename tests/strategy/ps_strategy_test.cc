@@ -82,9 +82,13 @@ TEST(ParameterServerSpec, RefusesWhatDoesNotRunOverIt) {
   o = OverServers();
   o.skip_comm = true;
   ExpectRefused(o, "--skip-comm runs over all-reduce");
+  // FedAvg runs over the servers (weighted pushes); its plan keeps both specs.
   o = OverServers();
   o.sync = "fedavg:clients=4";
-  ExpectRefused(o, "does not run over --arch ps");
+  const StatusOr<StrategyPlan> fedavg = PlanStrategy(o);
+  ASSERT_TRUE(fedavg.ok()) << fedavg.status().ToString();
+  EXPECT_EQ(fedavg->sync.kind, SyncKind::kFedAvg);
+  EXPECT_EQ(fedavg->arch.servers, 1);
   // Local SGD runs over the servers as plain periodic averaging only.
   for (const char* sync : {"local:period=4,start-epoch=1", "local:period=4,intra-period=2",
                            "local:period=4,momenta=1"}) {
