@@ -2,8 +2,10 @@
 // a barrier, then the timed rounds back to back. Each round is one round of
 // gossip::NeighbourExchange on phase k of the graph: the message to every out-neighbour and a
 // receive of its size from every in-neighbour, all posted before anything is waited for; a rank
-// starts round k + 1 when its round k has finished (no barrier between rounds, as in training).
-// Each rank times every round and the whole run; rank 0 gets the largest of each over the ranks.
+// starts round k + 1 when its round k has finished (no barrier between rounds, as in training),
+// or, lockstep, after a barrier that all ranks pass once their round k has finished. Each rank
+// times every round and the whole run (lockstep: the sum of its rounds); rank 0 gets the largest
+// of each over the ranks.
 #include "round_bench.h"
 
 #include <fmt/format.h>
@@ -57,18 +59,22 @@ StatusOr<std::vector<RoundSample>> RunRoundBench(Transport& t, const RoundBenchO
     for (int k = 0; k < options.warmup; ++k) FRUGAL_RETURN_IF_ERROR(round(k));
     FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
     std::vector<double> times;  // each round's, then the whole run's
+    double rounds_total = 0;
     Stopwatch run;
     for (int k = 0; k < options.rounds; ++k) {
+      if (options.lockstep) FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
       Stopwatch watch;
       FRUGAL_RETURN_IF_ERROR(round(options.warmup + k));
       times.push_back(watch.Seconds());
+      rounds_total += times.back();
     }
-    times.push_back(run.Seconds());
+    times.push_back(options.lockstep ? rounds_total : run.Seconds());
     FRUGAL_RETURN_IF_ERROR(MaxToRoot(t, times, options.timeout));
     if (me != 0) continue;
     RoundSample sample;
     sample.topology = graph.name();
     sample.ranks = t.size();
+    sample.lockstep = options.lockstep;
     sample.bytes = size;
     sample.degree = degree;
     sample.rounds = options.rounds;
@@ -84,13 +90,13 @@ StatusOr<std::vector<RoundSample>> RunRoundBench(Transport& t, const RoundBenchO
 }
 
 std::string RoundTable(const std::vector<RoundSample>& samples) {
-  Table table({"topology", "ranks", "bytes", "degree", "rounds", "round_ms", "median_ms",
-               "slowest_ms", "Mbit/s_per_host"},
-              {true});
+  Table table({"topology", "ranks", "rounds_start", "bytes", "degree", "rounds", "round_ms",
+               "median_ms", "slowest_ms", "Mbit/s_per_host"},
+              {true, false, true});
   for (const RoundSample& s : samples) {
-    table.AddRow({s.topology, fmt::format("{}", s.ranks), FormatBytes(s.bytes),
-                  fmt::format("{:.2f}", s.degree), fmt::format("{}", s.rounds),
-                  fmt::format("{:.2f}", s.round_seconds * 1e3),
+    table.AddRow({s.topology, fmt::format("{}", s.ranks), s.lockstep ? "lockstep" : "free",
+                  FormatBytes(s.bytes), fmt::format("{:.2f}", s.degree),
+                  fmt::format("{}", s.rounds), fmt::format("{:.2f}", s.round_seconds * 1e3),
                   fmt::format("{:.2f}", s.median_round_seconds * 1e3),
                   fmt::format("{:.2f}", s.slowest_round_seconds * 1e3),
                   fmt::format("{:.1f}", s.round_bytes_per_s * 8 / 1e6)});
@@ -104,6 +110,7 @@ std::vector<nlohmann::json> RoundJson(const std::vector<RoundSample>& samples) {
     records.push_back({{"bench", "round"},
                        {"topology", s.topology},
                        {"ranks", s.ranks},
+                       {"lockstep", s.lockstep},
                        {"bytes", s.bytes},
                        {"degree", s.degree},
                        {"rounds", s.rounds},

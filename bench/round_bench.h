@@ -24,18 +24,23 @@ struct RoundBenchOptions {
   std::vector<size_t> sizes;  // message sizes in bytes
   int rounds = 20;            // timed rounds per size
   int warmup = 2;             // untimed rounds before them
+  // A barrier before every round (and its time left out): the rounds start together instead of
+  // each rank starting its next round when its own has finished.
+  bool lockstep = false;
   Duration timeout = kDefaultTimeout;
 };
 
 struct RoundSample {
   std::string topology;
   int ranks = 0;
+  bool lockstep = false;
   size_t bytes = 0;
   // The mean over the phases of the graph's period of the phase's largest out- or in-degree.
   double degree = 0;
   int rounds = 0;
   // The slowest rank's time for all timed rounds, over their number (the rounds run back to back
-  // from a barrier, each rank starting its next round when its own has finished).
+  // from a barrier, each rank starting its next round when its own has finished; lockstep: the
+  // sum of the rounds' times, each from its barrier).
   double round_seconds = 0;
   // Median and largest over the rounds of the slowest rank's time of that round.
   double median_round_seconds = 0;

@@ -100,6 +100,7 @@ struct RoundFlags {
   int rounds = 20;
   int warmup = 2;
   uint64_t seed = 0;
+  bool lockstep = false;
   int timeout_ms = 60000;
   std::string json;
 };
@@ -114,6 +115,7 @@ StatusOr<bench::RoundBenchOptions> ToOptions(const RoundFlags& flags) {
   options.rounds = flags.rounds;
   options.warmup = flags.warmup;
   options.seed = flags.seed;
+  options.lockstep = flags.lockstep;
   options.timeout = Duration(flags.timeout_ms);
   return options;
 }
@@ -324,6 +326,8 @@ void AddBenchRoundCommand(CLI::App& bench, Dispatcher& dispatcher) {
   cmd->add_option("--rounds", flags->rounds, "Timed rounds per size")->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Untimed rounds before them")->capture_default_str();
   cmd->add_option("--seed", flags->seed, "Seed of random-regular graphs")->capture_default_str();
+  cmd->add_flag("--lockstep", flags->lockstep,
+                "A barrier before every round (its time left out) instead of rounds back to back");
   cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
       ->capture_default_str();
   cmd->add_option("--json", flags->json, "Write one JSON object per size to FILE")

@@ -46,8 +46,9 @@ StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topolo
   while (std::getline(in, line)) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || j.value("bench", "") != "round" || j.value("topology", "") != topology ||
-        j.value("ranks", 0) != ranks || !j.contains("bytes") || !j["bytes"].is_number() ||
-        !j.contains("round_bytes_per_s") || !j["round_bytes_per_s"].is_number()) {
+        j.value("ranks", 0) != ranks || j.value("lockstep", false) || !j.contains("bytes") ||
+        !j["bytes"].is_number() || !j.contains("round_bytes_per_s") ||
+        !j["round_bytes_per_s"].is_number()) {
       continue;
     }
     if (j["bytes"].get<double>() > largest) {

@@ -22,9 +22,10 @@ struct NetworkFit {
 StatusOr<NetworkFit> ReadNetworkFit(const std::string& path);
 
 // round_bytes_per_s of the `frugal bench round` record of `path` for the graph named `topology`
-// (as the record names it: "ring", "onepeer-exp", ...) over `ranks` ranks; of several, the one
-// of the largest message. kNotFound when the file cannot be read; kInvalidArgument when no record
-// matches or its rate is not finite and > 0.
+// (as the record names it: "ring", "onepeer-exp", ...) over `ranks` ranks, its rounds back to
+// back (not --lockstep, as training runs them); of several, the one of the largest message.
+// kNotFound when the file cannot be read; kInvalidArgument when no record matches or its rate is
+// not finite and > 0.
 StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topology, int ranks);
 
 }  // namespace frugal::apps

@@ -54,7 +54,7 @@ TEST(NetworkFit, RefusesWhatIsNotAFit) {
   EXPECT_EQ(negative.status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(RoundFit, TakesTheRecordOfTheGraphAndRanksWithTheLargestMessage) {
+TEST(RoundFit, TakesTheFreeRunningRecordOfTheGraphAndRanksWithTheLargestMessage) {
   const std::string path =
       Write("round_ok.jsonl",
             "{\"bench\":\"exchange\",\"bytes\":4000000,\"round_bytes_per_s\":1}\n"
@@ -62,6 +62,8 @@ TEST(RoundFit, TakesTheRecordOfTheGraphAndRanksWithTheLargestMessage) {
             "\"round_bytes_per_s\":9e6}\n"
             "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"bytes\":1819688,"
             "\"round_bytes_per_s\":9.5e6}\n"
+            "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"lockstep\":true,"
+            "\"bytes\":4194304,\"round_bytes_per_s\":1.1e7}\n"
             "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":8,\"bytes\":4194304,"
             "\"round_bytes_per_s\":7e6}\n"
             "{\"bench\":\"round\",\"topology\":\"onepeer-exp\",\"ranks\":4,\"bytes\":1819688,"
