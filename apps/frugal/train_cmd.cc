@@ -107,7 +107,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   Progress progress(root ? ProgressMode(flags.progress) : Progress::Mode::kNone);
   Status json_status;
   frugal_torch::TrainCallbacks callbacks;
-  callbacks.before_step = faults.Hook();
+  callbacks.before_step = faults.StepHook();
   if (root) {
     std::printf("frugal train: %s, %d worker%s x batch %lld, %s, %s, lr %g, momentum %g\n",
                 options.model.c_str(), workers.size(), workers.size() > 1 ? "s" : "",
@@ -133,6 +133,9 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
       std::fputs(EpochTableRow(r, spread).c_str(), stdout);
       std::fflush(stdout);
       if (json_status.ok()) json_status = json.Write(EpochJson(r));
+    };
+    callbacks.on_checkpoint = [&](int64_t step, uint64_t params_hash) {
+      if (json_status.ok()) json_status = json.Write(CheckpointJson(step, params_hash));
     };
   }
   FRUGAL_ASSIGN_OR_RETURN(

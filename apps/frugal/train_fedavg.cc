@@ -121,7 +121,7 @@ Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const Strat
   FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> fault_specs, ParseFaultSpecs(flags.injects));
   const RestartNotes notes = RestartNotes::FromEnvironment(context.world.rank());
   RankFaults faults(fault_specs, context.world.rank(), notes);
-  callbacks.before_round = faults.Hook();
+  callbacks.before_round = faults.RoundHook();
   const SyncSpec& spec = plan.sync;
   if (root) {
     std::printf(
