@@ -72,19 +72,8 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     optimizer.weight_decay = options.weight_decay;
     optimizer.nesterov = options.nesterov;
     // The server's files of the run's checkpoints, over the whole job with the workers' files.
-    ServerCheckpointHooks checkpoints;
-    const frugal_torch::CheckpointOptions& ckpt = options.checkpoint;
-    if (ckpt.saves()) {
-      checkpoints.save = [&](Transport& t, uint64_t step,
-                             const std::function<void(StateVisitor&)>& visit) {
-        return frugal_torch::SaveRankCheckpoint(t, ckpt, step, visit, nullptr, plan.timeout);
-      };
-    }
-    if (!ckpt.resume.empty()) {
-      checkpoints.resume = [&](const std::function<void(StateVisitor&)>& visit) {
-        return frugal_torch::LoadRankCheckpoint(ckpt, world.rank(), world.size(), visit).status();
-      };
-    }
+    const ServerCheckpointHooks checkpoints = frugal_torch::ServerCheckpointHooksOf(
+        options.checkpoint, world.rank(), world.size(), plan.timeout);
     return RunServerRole(world, plan, optimizer, context.logger, &checkpoints);
   }
   Transport& workers = *group.transport;
