@@ -233,11 +233,10 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   };
   RoundPosition resumed;
   if (checkpoints.resuming()) {
-    FRUGAL_RETURN_IF_ERROR(
-        checkpoints
-            .Resume(rank, world + fedavg.checkpoint_peers(),
-                    [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
-            .status());
+    FRUGAL_RETURN_IF_ERROR(checkpoints
+                               .Resume(rank, world + fedavg.checkpoint_peers(),
+                                       [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
+                               .status());
     summary.resumed_parameter_hash = ParameterHash(*model);
   }
   summary.steps = resumed.steps;
