@@ -1,4 +1,4 @@
-// `frugal bench pingpong`, `frugal bench allreduce` and `frugal bench exchange`: flags to
+// `frugal bench pingpong`, `allreduce`, `exchange` and `round`: flags to
 // options, then the benchmark (bench/) on every rank; rank 0 prints the table and writes the
 // JSON lines.
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "exchange_bench.h"
 #include "pingpong.h"
+#include "round_bench.h"
 
 namespace frugal::apps {
 namespace {
@@ -93,6 +94,32 @@ StatusOr<bench::ExchangeBenchOptions> ToOptions(const ExchangeFlags& flags) {
   return options;
 }
 
+struct RoundFlags {
+  std::string topology = "ring";
+  std::string sizes = "1M,4M";
+  int rounds = 20;
+  int warmup = 2;
+  uint64_t seed = 0;
+  bool lockstep = false;
+  int timeout_ms = 60000;
+  std::string json;
+};
+
+StatusOr<bench::RoundBenchOptions> ToOptions(const RoundFlags& flags) {
+  bench::RoundBenchOptions options;
+  FRUGAL_ASSIGN_OR_RETURN(options.topology, ParseTopologySpec(flags.topology));
+  FRUGAL_ASSIGN_OR_RETURN(options.sizes, bench::ParseByteSizeList(flags.sizes));
+  if (flags.rounds <= 0) return InvalidArgumentError("--rounds must be positive");
+  if (flags.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
+  if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
+  options.rounds = flags.rounds;
+  options.warmup = flags.warmup;
+  options.seed = flags.seed;
+  options.lockstep = flags.lockstep;
+  options.timeout = Duration(flags.timeout_ms);
+  return options;
+}
+
 StatusOr<bench::PingPongOptions> ToOptions(const PingPongFlags& flags) {
   bench::PingPongOptions options;
   if (flags.sizes.empty()) {
@@ -142,6 +169,7 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher) {
   AddBenchPingPongCommand(*bench, dispatcher);
   AddBenchAllreduceCommand(*bench, dispatcher);
   AddBenchExchangeCommand(*bench, dispatcher);
+  AddBenchRoundCommand(*bench, dispatcher);
   AddBenchCompressCommand(*bench, dispatcher);
   AddBenchPolarCommand(*bench, dispatcher);
 }
@@ -279,6 +307,48 @@ void AddBenchExchangeCommand(CLI::App& bench, Dispatcher& dispatcher) {
                               bench::RunExchangeBench(context.world, options));
       return Publish(context, bench::ExchangeTable(samples), bench::ExchangeJson(samples),
                      flags->json);
+    };
+    dispatcher.Select(std::move(action));
+  });
+}
+
+void AddBenchRoundCommand(CLI::App& bench, Dispatcher& dispatcher) {
+  auto flags = std::make_shared<RoundFlags>();
+  CLI::App* cmd = bench.add_subcommand(
+      "round", "Gossip rounds on a graph, back to back: the per-host rate of a round");
+  cmd->add_option("--topology", flags->topology,
+                  "ring, torus, exp, onepeer-exp, random-regular:degree=D, complete, file:PATH, "
+                  "edges:U-V/...")
+      ->capture_default_str();
+  cmd->add_option("--sizes", flags->sizes, "Message sizes in bytes (K, M, G suffixes)")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--rounds", flags->rounds, "Timed rounds per size")->capture_default_str();
+  cmd->add_option("--warmup", flags->warmup, "Untimed rounds before them")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "Seed of random-regular graphs")->capture_default_str();
+  cmd->add_flag("--lockstep", flags->lockstep,
+                "A barrier before every round (its time left out) instead of rounds back to back");
+  cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
+      ->capture_default_str();
+  cmd->add_option("--json", flags->json, "Write one JSON object per size to FILE")
+      ->type_name("FILE");
+  cmd->callback([flags, &dispatcher] {
+    Action action;
+    action.name = "bench round";
+    action.validate = [flags] { return ToOptions(*flags).status(); };
+    action.check_files = [flags] { return CheckJsonPath(flags->json); };
+    action.check_world = [](const Transport& world) {
+      if (world.size() < 2) {
+        return InvalidArgumentError(
+            fmt::format("bench round needs at least 2 ranks (--np N), not {}", world.size()));
+      }
+      return Status::Ok();
+    };
+    action.run = [flags](RankContext& context) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(bench::RoundBenchOptions options, ToOptions(*flags));
+      FRUGAL_ASSIGN_OR_RETURN(std::vector<bench::RoundSample> samples,
+                              bench::RunRoundBench(context.world, options));
+      return Publish(context, bench::RoundTable(samples), bench::RoundJson(samples), flags->json);
     };
     dispatcher.Select(std::move(action));
   });

@@ -87,6 +87,7 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher);
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchExchangeCommand(CLI::App& bench, Dispatcher& dispatcher);
+void AddBenchRoundCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher);  // bench_compress.cc
 void AddBenchPolarCommand(CLI::App& bench, Dispatcher& dispatcher);     // bench_polar.cc
 

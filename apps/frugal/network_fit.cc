@@ -37,4 +37,36 @@ StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
       path));
 }
 
+StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topology, int ranks) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("--fit-round {}: cannot read the file", path));
+  std::string line;
+  double rate = 0;
+  double largest = -1;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("bench", "") != "round" || j.value("topology", "") != topology ||
+        j.value("ranks", 0) != ranks || j.value("lockstep", false) || !j.contains("bytes") ||
+        !j["bytes"].is_number() || !j.contains("round_bytes_per_s") ||
+        !j["round_bytes_per_s"].is_number()) {
+      continue;
+    }
+    if (j["bytes"].get<double>() > largest) {
+      largest = j["bytes"].get<double>();
+      rate = j["round_bytes_per_s"].get<double>();
+    }
+  }
+  if (largest < 0) {
+    return InvalidArgumentError(fmt::format(
+        "--fit-round {}: no record of topology {} over {} ranks (write one with `frugal bench "
+        "round --np {} --topology {} --json FILE`)",
+        path, topology, ranks, ranks, topology));
+  }
+  if (!std::isfinite(rate) || rate <= 0) {
+    return InvalidArgumentError(
+        fmt::format("--fit-round {}: round_bytes_per_s must be finite and > 0", path));
+  }
+  return rate;
+}
+
 }  // namespace frugal::apps

@@ -1,6 +1,7 @@
 // The network of a `frugal bench allreduce --json` record: alpha (latency per message), beta
 // (seconds per byte) and gamma (reduction, seconds per byte), as `frugal cost` and `frugal
-// simulate` take them with --fit FILE.
+// simulate` take them with --fit FILE; and the rate of a gossip round's flows through a host's
+// NIC from a `frugal bench round --json` record (`frugal simulate --fit-round FILE`).
 #pragma once
 
 #include <string>
@@ -19,5 +20,12 @@ struct NetworkFit {
 // be read; kInvalidArgument when no record has them or their values are not finite and >= 0
 // (beta > 0).
 StatusOr<NetworkFit> ReadNetworkFit(const std::string& path);
+
+// round_bytes_per_s of the `frugal bench round` record of `path` for the graph named `topology`
+// (as the record names it: "ring", "onepeer-exp", ...) over `ranks` ranks, its rounds back to
+// back (not --lockstep, as training runs them); of several, the one of the largest message.
+// kNotFound when the file cannot be read; kInvalidArgument when no record matches or its rate is
+// not finite and > 0.
+StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topology, int ranks);
 
 }  // namespace frugal::apps

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "frugal/gossip_graph.h"
 #include "frugal/simulate.h"
 #include "frugal/strategy.h"
 #include "frugal_torch/models.h"
@@ -40,7 +41,8 @@ struct SimulateFlags {
   std::vector<int> np = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
   std::vector<double> bandwidth_gbit = {1, 10, 100};
   double alpha_us = 50;
-  std::string fit;  // alpha and the NIC's rate from a `frugal bench allreduce --json` record
+  std::string fit;        // alpha and the NIC's rate from a `frugal bench allreduce --json` record
+  std::string fit_round;  // gossip: the round rate from a `frugal bench round --json` record
   double host_gbit = 40;
   int ranks_per_host = 1;
   int hosts_per_rack = 0;
@@ -177,6 +179,14 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
         o.network.ranks_per_host = flags.ranks_per_host;
         o.network.hosts_per_rack = flags.hosts_per_rack;
         o.network.rack_bytes_per_s = flags.rack_gbit * 1e9 / 8;
+        if (!flags.fit_round.empty()) {
+          if (o.arch.kind != ArchKind::kGossip) {
+            return InvalidArgumentError("--fit-round applies to --arch gossip only");
+          }
+          FRUGAL_ASSIGN_OR_RETURN(
+              o.network.round_bytes_per_s,
+              ReadRoundFit(flags.fit_round, TopologySpecName(o.arch.gossip.topology), n));
+        }
         FRUGAL_ASSIGN_OR_RETURN(SimResult r, Simulate(o, DefaultCompressorRegistry()));
         points.push_back(Point{method, gbit, n, r});
       }
@@ -264,6 +274,10 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
       ->type_name("FILE")
       ->excludes(bandwidth)
       ->excludes(alpha);
+  cmd->add_option("--fit-round", flags->fit_round,
+                  "Gossip: the rate of a round's flows through a host's NIC from a `frugal bench "
+                  "round --json` record of the same graph and worker count, instead of the NIC's")
+      ->type_name("FILE");
   cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", flags->ranks_per_host, "Workers per host")

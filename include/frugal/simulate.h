@@ -41,7 +41,8 @@
 //    Updates as above (kPriority: layer by layer; otherwise after the last key).
 //  - gossip (simulate_gossip.cc): the algorithm's message (step_cost.h) to the out-neighbours of
 //    the round's phase of the topology; a round is alpha + d M / B (d the largest out- or
-//    in-degree of the phase: a rank's messages go at once through its NIC, full duplex) plus,
+//    in-degree of the phase: a rank's messages go at once through its NIC, full duplex; B the
+//    network's round_bytes_per_s when it is set, the NIC's rate otherwise) plus,
 //    for the compressed algorithms, encoding the model and decoding d messages. D-PSGD (cta)
 //    sends the model the step starts from, so its round runs during the step's forward and
 //    backward and the step ends when both are done; the others (atc, CHOCO, DCD, ECD, SGP, and
@@ -88,6 +89,9 @@ struct SimNetwork {
   int ranks_per_host = 1;
   int hosts_per_rack = 0;       // 0: all hosts in one rack
   double rack_bytes_per_s = 0;  // a rack's uplink (0: as fast as a NIC)
+  // Gossip: the rate at which a host's NIC carries a round's concurrent flows (d M / round, as
+  // `frugal bench round` measures it on the graph); 0: the NIC's rate.
+  double round_bytes_per_s = 0;
 };
 
 struct SimOptions {

@@ -5,7 +5,8 @@
 // optimizer's step), and the round of the step if it has one, of
 //   round = alpha + d M / B + encode + d decode
 // with M the algorithm's message (GossipMessageBytes over the layers' gradients), d the phase's
-// largest out- or in-degree and B the NIC (the host's rate when every rank is on one host).
+// largest out- or in-degree and B the NIC (the host's rate when every rank is on one host), or
+// the measured rate of a round's flows through the NIC (round_bytes_per_s) when it is given.
 //   D-PSGD cta:  the round starts with the step (max(channel free, step start)); the step ends
 //                when the compute and the round are both done;
 //   SGP overlap: the round starts after the step's compute and must end before the next step's
@@ -53,7 +54,9 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
   if (n > 1) {
     FRUGAL_ASSIGN_OR_RETURN(Topology g, Topology::Make(o.arch.gossip.topology, n, o.seed));
     const int l = std::max(1, o.network.ranks_per_host);
-    const double b = n <= l ? o.network.host_bytes_per_s : o.network.nic_bytes_per_s;
+    const double b = n <= l                            ? o.network.host_bytes_per_s
+                     : o.network.round_bytes_per_s > 0 ? o.network.round_bytes_per_s
+                                                       : o.network.nic_bytes_per_s;
     double model_bytes = 0;
     for (const CostTensor& t : tensors) model_bytes += 4.0 * static_cast<double>(t.numel);
     const double encode =

@@ -1,4 +1,5 @@
-// ReadNetworkFit: the alpha-beta-gamma record of `frugal bench allreduce --json` (--fit FILE).
+// ReadNetworkFit: the alpha-beta-gamma record of `frugal bench allreduce --json` (--fit FILE);
+// ReadRoundFit: the round rate of `frugal bench round --json` (--fit-round FILE).
 #include "network_fit.h"
 
 #include <gtest/gtest.h>
@@ -51,6 +52,52 @@ TEST(NetworkFit, RefusesWhatIsNotAFit) {
   auto negative =
       ReadNetworkFit(Write("fit_negative.jsonl", "{\"alpha_us\":-1,\"beta_s_per_byte\":1e-9}\n"));
   EXPECT_EQ(negative.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RoundFit, TakesTheFreeRunningRecordOfTheGraphAndRanksWithTheLargestMessage) {
+  const std::string path =
+      Write("round_ok.jsonl",
+            "{\"bench\":\"exchange\",\"bytes\":4000000,\"round_bytes_per_s\":1}\n"
+            "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"bytes\":1048576,"
+            "\"round_bytes_per_s\":9e6}\n"
+            "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"bytes\":1819688,"
+            "\"round_bytes_per_s\":9.5e6}\n"
+            "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"lockstep\":true,"
+            "\"bytes\":4194304,\"round_bytes_per_s\":1.1e7}\n"
+            "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":8,\"bytes\":4194304,"
+            "\"round_bytes_per_s\":7e6}\n"
+            "{\"bench\":\"round\",\"topology\":\"onepeer-exp\",\"ranks\":4,\"bytes\":1819688,"
+            "\"round_bytes_per_s\":8e6}\n");
+  auto ring = ReadRoundFit(path, "ring", 4);
+  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+  EXPECT_DOUBLE_EQ(*ring, 9.5e6);
+  auto ring8 = ReadRoundFit(path, "ring", 8);
+  ASSERT_TRUE(ring8.ok()) << ring8.status().ToString();
+  EXPECT_DOUBLE_EQ(*ring8, 7e6);
+  auto one_peer = ReadRoundFit(path, "onepeer-exp", 4);
+  ASSERT_TRUE(one_peer.ok()) << one_peer.status().ToString();
+  EXPECT_DOUBLE_EQ(*one_peer, 8e6);
+}
+
+TEST(RoundFit, RefusesWhatDoesNotMatch) {
+  auto missing =
+      ReadRoundFit((fs::path(testing::TempDir()) / "no_such_round.jsonl").string(), "ring", 4);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  const std::string path =
+      Write("round_other.jsonl",
+            "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"bytes\":1000,"
+            "\"round_bytes_per_s\":9e6}\n");
+  auto other_graph = ReadRoundFit(path, "exp", 4);
+  EXPECT_EQ(other_graph.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other_graph.status().message().find("no record of topology exp over 4 ranks"),
+            std::string::npos)
+      << other_graph.status().message();
+  EXPECT_EQ(ReadRoundFit(path, "ring", 8).status().code(), StatusCode::kInvalidArgument);
+  auto zero = ReadRoundFit(Write("round_zero.jsonl",
+                                 "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,"
+                                 "\"bytes\":1000,\"round_bytes_per_s\":0}\n"),
+                           "ring", 4);
+  EXPECT_EQ(zero.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

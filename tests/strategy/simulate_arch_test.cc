@@ -73,6 +73,25 @@ TEST(SimulateArch, GossipRounds) {
   EXPECT_NEAR(StepMs(Options(1000, 1, "gossip:topology=ring")), 3, 1e-9);
 }
 
+TEST(SimulateArch, GossipRoundsAtTheMeasuredRoundRate) {
+  // The round's flows carried at 8e5 bytes/s (as a `frugal bench round` record gives it): the
+  // ring's round of two 4000-byte messages takes 10 ms, so the step is the round.
+  SimOptions o = Options(1000, 4, "gossip:topology=ring");
+  o.network.round_bytes_per_s = 8e5;
+  EXPECT_NEAR(StepMs(o), 10, 1e-9);
+  o.arch = ParseArchSpec("gossip:topology=ring,order=atc").value();
+  EXPECT_NEAR(StepMs(o), 13, 1e-9);
+  // One-peer graph, one message of 4004 bytes a round at 4e5 bytes/s: 10.01 ms after the step.
+  o.arch = ParseArchSpec("gossip:algorithm=sgp").value();
+  o.network.round_bytes_per_s = 4e5;
+  EXPECT_NEAR(StepMs(o), 13.01, 1e-9);
+  // Ranks of one host exchange at the host's rate, whatever the NIC's round rate.
+  o.arch = ParseArchSpec("gossip:topology=ring").value();
+  o.network.ranks_per_host = 4;
+  o.network.host_bytes_per_s = 4e6;
+  EXPECT_NEAR(StepMs(o), 3, 1e-9);
+}
+
 TEST(SimulateArch, RefusesTheAsynchronousModels) {
   SimOptions o = Options(1000, 2, "ps:servers=1", "asp");
   auto r = Simulate(o, DefaultCompressorRegistry());

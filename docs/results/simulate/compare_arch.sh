@@ -3,13 +3,15 @@
 # `validate_emulated.sh BUILD arch`: the network from the all-reduce fit on 4 emulated hosts at
 # the same NIC rate (--fit fit_h4_RATE.jsonl), the per-layer times from the 4-host profile (the
 # trace of the top-k run at 1 Gbit/s, tl_h4_1gbit_topk.json), as compare_emulated.sh does for the
-# ring. Usage: compare_arch.sh BUILD_DIR
+# ring. The D-PSGD rows are simulated a second time with the rate of the graph's round measured on
+# the same hosts (--fit-round round_h4_RATE.jsonl, from `validate_emulated.sh BUILD dpsgd`).
+# Usage: compare_arch.sh BUILD_DIR
 set -u
 build="$(cd "$1" && pwd)"
 cd "$(dirname "$0")"
 F="$build/apps/frugal/frugal"
-printf "| NIC | architecture | measured step (ms) | simulated step (ms) | error |\n"
-printf "| --- | --- | ---: | ---: | ---: |\n"
+printf "| NIC | architecture | measured step (ms) | simulated step (ms) | error | simulated with the round's rate (ms) | error |\n"
+printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
 for nic in 100mbit 1gbit; do
   for run in ps1 ps2 dpsgd dpsgd1; do
     case $run in
@@ -23,6 +25,14 @@ for nic in 100mbit 1gbit; do
     sim=$("$F" simulate --timeline tl_h4_1gbit_topk.json --model cnn --workers 4 \
       --fit fit_h4_${nic}.jsonl --arch $arch | tail -1 | awk '{print $4}')
     err=$(python3 -c "print(f'{($sim-$measured)/$measured*100:+.1f}%')")
-    printf "| %s | %s | %.1f | %.1f | %s |\n" $nic "$label" $measured $sim $err
+    round_sim=- round_err=-
+    if [ "${run#dpsgd}" != "$run" ] && [ -f round_h4_${nic}.jsonl ]; then
+      round_sim=$("$F" simulate --timeline tl_h4_1gbit_topk.json --model cnn --workers 4 \
+        --fit fit_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl --arch $arch | tail -1 |
+        awk '{printf "%.1f", $4}')
+      round_err=$(python3 -c "print(f'{($round_sim-$measured)/$measured*100:+.1f}%')")
+    fi
+    printf "| %s | %s | %.1f | %.1f | %s | %s | %s |\n" $nic "$label" $measured $sim $err \
+      $round_sim $round_err
   done
 done

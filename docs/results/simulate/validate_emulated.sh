@@ -4,7 +4,9 @@
 # (`frugal bench allreduce`) and 40 steps of cnn, dense and top-k 1% + EF, with --timeline.
 # With `arch`, instead: 40 steps of cnn over a parameter server (4 workers and 1 or 2 servers,
 # each rank on a host of its own) and D-PSGD on a ring of 4 hosts, at 100 Mbit/s and 1 Gbit/s.
-# With `dpsgd`: only the D-PSGD runs of `arch`.
+# With `dpsgd`: only the D-PSGD runs of `arch`, and before them the rate of a gossip round's flows
+# on the same hosts (`frugal bench round`, the ring and the one-peer exponential graph of 4, the
+# cnn model's size) for `frugal simulate --fit-round`.
 # Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
@@ -13,6 +15,17 @@ cd "$(dirname "$0")"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
 if [ "$what" = arch ] || [ "$what" = dpsgd ]; then
+  if [ "$what" = dpsgd ]; then
+    for nic in 100mbit 1gbit; do
+      rm -f round_h4_${nic}.jsonl
+      for topology in ring onepeer-exp; do
+        "$F" bench round --np 4 --emulate hosts=4,nic=$nic --topology $topology --sizes 1819688 \
+          --rounds 20 --json round_tmp.jsonl >> round_h4_${nic}.log 2>&1
+        echo "bench round $topology 4 $nic rc=$?"
+        cat round_tmp.jsonl >> round_h4_${nic}.jsonl && rm -f round_tmp.jsonl
+      done
+    done
+  fi
   for nic in 100mbit 1gbit; do
     for servers in 1 2; do
       [ "$what" = dpsgd ] && continue

@@ -1,0 +1,125 @@
+// The gossip round benchmark (see round_bench.h). For each size: a barrier, the warm-up rounds,
+// a barrier, then the timed rounds back to back. Each round is one round of
+// gossip::NeighbourExchange on phase k of the graph: the message to every out-neighbour and a
+// receive of its size from every in-neighbour, all posted before anything is waited for; a rank
+// starts round k + 1 when its round k has finished (no barrier between rounds, as in training),
+// or, lockstep, after a barrier that all ranks pass once their round k has finished. Each rank
+// times every round and the whole run (lockstep: the sum of its rounds); rank 0 gets the largest
+// of each over the ranks.
+#include "round_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "bench_util.h"
+#include "frugal/collectives.h"
+#include "frugal/timer.h"
+#include "gossip/neighbour_exchange.h"
+
+namespace frugal::bench {
+
+double RoundBytesPerSecond(double degree, size_t bytes, int rounds, double seconds) {
+  return degree * static_cast<double>(bytes) * rounds / seconds;
+}
+
+StatusOr<std::vector<RoundSample>> RunRoundBench(Transport& t, const RoundBenchOptions& options) {
+  if (t.size() < 2) {
+    return InvalidArgumentError(
+        fmt::format("bench round needs at least 2 ranks, not {} (e.g. --np 4)", t.size()));
+  }
+  if (options.rounds <= 0 || options.warmup < 0) {
+    return InvalidArgumentError("bench round: rounds must be positive, warmup not negative");
+  }
+  FRUGAL_ASSIGN_OR_RETURN(Topology graph, Topology::Make(options.topology, t.size(), options.seed));
+  const int me = t.rank();
+  double degree = 0;
+  for (int p = 0; p < graph.period(); ++p) {
+    size_t d = 0;
+    for (int r = 0; r < t.size(); ++r) {
+      d = std::max({d, graph.Out(r, static_cast<uint64_t>(p)).size(),
+                    graph.In(r, static_cast<uint64_t>(p)).size()});
+    }
+    degree += static_cast<double>(d) / graph.period();
+  }
+  const CollectiveOptions sync{options.timeout, false};
+  size_t largest = 0;
+  for (size_t s : options.sizes) largest = std::max(largest, s);
+  std::vector<std::byte> payload(largest, std::byte{0x5a});
+  std::vector<RoundSample> samples;
+  gossip::NeighbourExchange exchange;
+  for (size_t size : options.sizes) {
+    const std::span<const std::byte> message = std::span<const std::byte>(payload).first(size);
+    auto round = [&](int k) -> Status {
+      exchange.Start(t, kBenchTag, graph.Out(me, static_cast<uint64_t>(k)), message,
+                     graph.In(me, static_cast<uint64_t>(k)), size);
+      return exchange.Finish(t, options.timeout, "bench round");
+    };
+    FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
+    for (int k = 0; k < options.warmup; ++k) FRUGAL_RETURN_IF_ERROR(round(k));
+    FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
+    std::vector<double> times;  // each round's, then the whole run's
+    double rounds_total = 0;
+    Stopwatch run;
+    for (int k = 0; k < options.rounds; ++k) {
+      if (options.lockstep) FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
+      Stopwatch watch;
+      FRUGAL_RETURN_IF_ERROR(round(options.warmup + k));
+      times.push_back(watch.Seconds());
+      rounds_total += times.back();
+    }
+    times.push_back(options.lockstep ? rounds_total : run.Seconds());
+    FRUGAL_RETURN_IF_ERROR(MaxToRoot(t, times, options.timeout));
+    if (me != 0) continue;
+    RoundSample sample;
+    sample.topology = graph.name();
+    sample.ranks = t.size();
+    sample.lockstep = options.lockstep;
+    sample.bytes = size;
+    sample.degree = degree;
+    sample.rounds = options.rounds;
+    const double total = times.back();
+    times.pop_back();
+    sample.round_seconds = total / options.rounds;
+    sample.median_round_seconds = Median(times);
+    sample.slowest_round_seconds = *std::max_element(times.begin(), times.end());
+    sample.round_bytes_per_s = RoundBytesPerSecond(degree, size, options.rounds, total);
+    samples.push_back(sample);
+  }
+  return samples;
+}
+
+std::string RoundTable(const std::vector<RoundSample>& samples) {
+  Table table({"topology", "ranks", "rounds_start", "bytes", "degree", "rounds", "round_ms",
+               "median_ms", "slowest_ms", "Mbit/s_per_host"},
+              {true, false, true});
+  for (const RoundSample& s : samples) {
+    table.AddRow({s.topology, fmt::format("{}", s.ranks), s.lockstep ? "lockstep" : "free",
+                  FormatBytes(s.bytes), fmt::format("{:.2f}", s.degree),
+                  fmt::format("{}", s.rounds), fmt::format("{:.2f}", s.round_seconds * 1e3),
+                  fmt::format("{:.2f}", s.median_round_seconds * 1e3),
+                  fmt::format("{:.2f}", s.slowest_round_seconds * 1e3),
+                  fmt::format("{:.1f}", s.round_bytes_per_s * 8 / 1e6)});
+  }
+  return table.Render();
+}
+
+std::vector<nlohmann::json> RoundJson(const std::vector<RoundSample>& samples) {
+  std::vector<nlohmann::json> records;
+  for (const RoundSample& s : samples) {
+    records.push_back({{"bench", "round"},
+                       {"topology", s.topology},
+                       {"ranks", s.ranks},
+                       {"lockstep", s.lockstep},
+                       {"bytes", s.bytes},
+                       {"degree", s.degree},
+                       {"rounds", s.rounds},
+                       {"round_seconds", s.round_seconds},
+                       {"median_round_seconds", s.median_round_seconds},
+                       {"slowest_round_seconds", s.slowest_round_seconds},
+                       {"round_bytes_per_s", s.round_bytes_per_s}});
+  }
+  return records;
+}
+
+}  // namespace frugal::bench

@@ -1,0 +1,64 @@
+// Gossip rounds on a graph: how long a round of gossip's neighbour exchange takes when every
+// rank sends a message to its out-neighbours and receives its in-neighbours' at once, round after
+// round, as D-PSGD and SGP run them. The per-host rate of the round, d M / round (d the largest
+// out- or in-degree of the round's phase, M the message), is the rate at which the hosts' NICs
+// carry the round's concurrent flows; `frugal simulate --fit-round FILE` takes it. On a network
+// whose NICs carry several concurrent flows per direction at their full rate, it is the NIC
+// rate; docs/performance.md ("What a gossip round costs on the emulated links") measures less.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "frugal/gossip_graph.h"
+#include "frugal/status.h"
+#include "frugal/transport.h"
+
+namespace frugal::bench {
+
+struct RoundBenchOptions {
+  TopologySpec topology;
+  uint64_t seed = 0;          // random-regular graphs
+  std::vector<size_t> sizes;  // message sizes in bytes
+  int rounds = 20;            // timed rounds per size
+  int warmup = 2;             // untimed rounds before them
+  // A barrier before every round (and its time left out): the rounds start together instead of
+  // each rank starting its next round when its own has finished.
+  bool lockstep = false;
+  Duration timeout = kDefaultTimeout;
+};
+
+struct RoundSample {
+  std::string topology;
+  int ranks = 0;
+  bool lockstep = false;
+  size_t bytes = 0;
+  // The mean over the phases of the graph's period of the phase's largest out- or in-degree.
+  double degree = 0;
+  int rounds = 0;
+  // The slowest rank's time for all timed rounds, over their number (the rounds run back to back
+  // from a barrier, each rank starting its next round when its own has finished; lockstep: the
+  // sum of the rounds' times, each from its barrier).
+  double round_seconds = 0;
+  // Median and largest over the rounds of the slowest rank's time of that round.
+  double median_round_seconds = 0;
+  double slowest_round_seconds = 0;
+  // degree x bytes / round_seconds.
+  double round_bytes_per_s = 0;
+};
+
+// Collective over the transport (any size >= 2; kInvalidArgument for 1 or a graph that cannot be
+// built over its ranks); every rank calls it with the same options. Round k uses phase k of the
+// graph. The samples are complete on rank 0; the other ranks get an empty vector.
+StatusOr<std::vector<RoundSample>> RunRoundBench(Transport& t, const RoundBenchOptions& options);
+
+// The round's per-host rate for `rounds` rounds of `bytes` over `seconds` on a graph of mean
+// largest degree `degree`: degree x bytes x rounds / seconds.
+double RoundBytesPerSecond(double degree, size_t bytes, int rounds, double seconds);
+
+std::string RoundTable(const std::vector<RoundSample>& samples);
+std::vector<nlohmann::json> RoundJson(const std::vector<RoundSample>& samples);
+
+}  // namespace frugal::bench
