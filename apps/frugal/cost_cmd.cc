@@ -2,14 +2,15 @@
 // workers and a network: bytes per worker (and per parameter server) and step from the
 // compressors' exact wire sizes and the message patterns, and the communication time of a step in
 // the alpha-beta-gamma model. The strategy flags are `frugal train`'s (--arch, --sync, --compress,
-// --ef, --aggregate,
-// --compress-min-bytes, --overlap, --partition-mb, --bucket-cap-mb), planned by the same
+// --ef, --compress-pull, --aggregate, --compress-min-bytes, --overlap, --partition-mb,
+// --bucket-cap-mb, --seed), planned by the same
 // factory; the model is built from frugal_torch to list its tensors. The network is given as
 // --alpha-us, --bandwidth-gbit and --gamma-ns, or --fit FILE, a `frugal bench allreduce --json`
 // record (its alpha_us, beta_s_per_byte, gamma_s_per_byte).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -76,12 +77,18 @@ StatusOr<StepCostInput> Input(const CostFlags& flags, int workers) {
     }
   }
   in.workers = workers;
+  in.rounds = flags.steps;
   in.bucket_cap_bytes = train.bucket_cap_bytes;
   if (train.overlap && train.overlap->mode == OverlapMode::kPriority) {
     in.partition_bytes = train.overlap->engine.partition_bytes;
   }
   FRUGAL_ASSIGN_OR_RETURN(in.network, Network(flags));
   return in;
+}
+
+// A whole number as it is, else to one decimal.
+std::string Bytes(double value) {
+  return value == std::round(value) ? fmt::format("{:.0f}", value) : fmt::format("{:.1f}", value);
 }
 
 Status RunCost(const CostFlags& flags, int workers) {
@@ -110,9 +117,15 @@ Status RunCost(const CostFlags& flags, int workers) {
     std::printf("  %-26s %.1f B per %s\n", "received per worker", cost.received_per_worker, unit);
   }
   for (size_t s = 0; s < cost.server_bytes_in.size(); ++s) {
-    std::printf("  %-26s %llu B in, %llu B out per step\n", fmt::format("server {}", s).c_str(),
-                static_cast<unsigned long long>(cost.server_bytes_in[s]),
-                static_cast<unsigned long long>(cost.server_bytes_out[s]));
+    std::printf("  %-26s %s B in, %s B out per %s\n", fmt::format("server {}", s).c_str(),
+                Bytes(cost.server_bytes_in[s]).c_str(), Bytes(cost.server_bytes_out[s]).c_str(),
+                unit);
+  }
+  if (fedavg && in.plan.arch.kind == ArchKind::kParameterServer) {
+    std::printf("  %-26s %s of %d workers per round (over %lld rounds); the others push %llu B\n",
+                "uploading", Bytes(cost.uploading_workers).c_str(), workers,
+                static_cast<long long>(flags.steps),
+                static_cast<unsigned long long>(cost.idle_bytes_per_worker));
   }
   if (cost.bytes_sum > 0 && !fedavg) {
     const double ratio =
@@ -159,6 +172,8 @@ Status RunCost(const CostFlags& flags, int workers) {
                         {"received_per_worker", cost.received_per_worker},
                         {"server_bytes_in", cost.server_bytes_in},
                         {"server_bytes_out", cost.server_bytes_out},
+                        {"uploading_workers", cost.uploading_workers},
+                        {"idle_bytes_per_worker", cost.idle_bytes_per_worker},
                         {"latency_terms", cost.terms.latency_terms},
                         {"bandwidth_bytes", cost.terms.bandwidth_bytes},
                         {"compute_bytes", cost.terms.compute_bytes},
@@ -186,10 +201,15 @@ void AddCostCommand(CLI::App& app, Dispatcher& dispatcher) {
       ->capture_default_str();
   cmd->add_option("--sync", t.sync,
                   "bsp, local:period=H, fedavg:clients=K,..., and over ps ssp:staleness=S, asp, "
-                  "backup:workers=B, lag (as frugal train)")
+                  "backup:workers=B, lag (as frugal train; fedavg follows --seed's sampling)")
       ->capture_default_str();
   cmd->add_option("--compress", t.compress, "Compressor SPEC (as frugal train)")->type_name("SPEC");
   cmd->add_flag("--ef", t.ef, "--compress: with error feedback");
+  cmd->add_option("--compress-pull", t.compress_pull,
+                  "--arch ps: compressor SPEC of the servers' answers (as frugal train)")
+      ->type_name("SPEC");
+  cmd->add_option("--seed", t.seed, "fedavg: the seed of the clients' sampling")
+      ->capture_default_str();
   cmd->add_option("--aggregate", t.aggregate, "--compress: auto, allreduce, allgather, twophase")
       ->capture_default_str();
   cmd->add_option("--compress-min-bytes", t.compress_min_bytes,
@@ -201,7 +221,9 @@ void AddCostCommand(CLI::App& app, Dispatcher& dispatcher) {
       ->capture_default_str();
   cmd->add_option("--bucket-cap-mb", t.bucket_cap_mb, "Fusion bucket cap (time model)")
       ->capture_default_str();
-  cmd->add_option("--steps", flags->steps, "Also give the bytes of this many steps (or rounds)")
+  cmd->add_option("--steps", flags->steps,
+                  "Also give the bytes of this many steps (or rounds: fedavg over ps gives the "
+                  "mean of rounds 0 .. steps - 1)")
       ->capture_default_str();
   cmd->add_option("--alpha-us", flags->alpha_us, "Network: latency per message (us)")
       ->capture_default_str();

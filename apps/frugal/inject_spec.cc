@@ -18,19 +18,19 @@ struct KindInfo {
 };
 
 constexpr KindInfo kKinds[] = {
-    {FaultKind::kKill, "kill", "rank=R,step=S"},
-    {FaultKind::kStop, "stop", "rank=R,step=S"},
+    {FaultKind::kKill, "kill", "rank=R,step=S[,epoch=E]"},
+    {FaultKind::kStop, "stop", "rank=R,step=S[,epoch=E]"},
     {FaultKind::kSlow, "slow", "rank=R,factor=F"},
-    {FaultKind::kNan, "nan", "rank=R,step=S[,tensor=NAME]"},
-    {FaultKind::kCorrupt, "corrupt", "rank=R,step=S"},
-    {FaultKind::kDrop, "drop", "rank=R,step=S"},
+    {FaultKind::kNan, "nan", "rank=R,step=S[,epoch=E][,tensor=NAME]"},
+    {FaultKind::kCorrupt, "corrupt", "rank=R,step=S[,epoch=E]"},
+    {FaultKind::kDrop, "drop", "rank=R,step=S[,epoch=E]"},
 };
 
 Status Bad(std::string_view text, std::string_view why) {
-  return InvalidArgumentError(fmt::format(
-      "--inject '{}': {} (accepted: kill|stop|corrupt|drop:rank=R,step=S, slow:rank=R,factor=F, "
-      "nan:rank=R,step=S[,tensor=NAME])",
-      text, why));
+  return InvalidArgumentError(
+      fmt::format("--inject '{}': {} (accepted: kill|stop|corrupt|drop:rank=R,step=S[,epoch=E], "
+                  "slow:rank=R,factor=F, nan:rank=R,step=S[,epoch=E][,tensor=NAME])",
+                  text, why));
 }
 
 }  // namespace
@@ -91,6 +91,10 @@ StatusOr<FaultSpec> ParseFaultSpec(std::string_view text) {
     values.erase(it);
   } else {
     FRUGAL_RETURN_IF_ERROR(integer("step", int64_t{1} << 50, spec.step));
+    if (values.contains("epoch")) {
+      FRUGAL_RETURN_IF_ERROR(integer("epoch", int64_t{1} << 30, spec.epoch));
+      if (spec.epoch == 0) return Bad(text, "epoch=0: epochs count from 1");
+    }
   }
   if (spec.kind == FaultKind::kNan) {
     auto it = values.find("tensor");

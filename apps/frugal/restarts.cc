@@ -7,13 +7,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
 #include "emulate_job.h"
 #include "frugal/checkpoint.h"
+#include "frugal/state_visitor.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
@@ -70,17 +73,49 @@ std::optional<std::string> FirstFailure(const std::string& dir) {
   return first;
 }
 
-// The most steps any rank had completed when it began its last one.
-std::optional<int64_t> StepsReached(const std::string& dir) {
-  std::optional<int64_t> reached;
+// Per rank, the steps it had completed when it began its last one (its progress note).
+std::map<int, int64_t> ProgressByRank(const std::string& dir) {
+  std::map<int, int64_t> out;
   for (const fs::path& p : Notes(dir, kProgressPrefix)) {
+    const std::string name = p.filename().string().substr(kProgressPrefix.size());
     const std::string line = ReadLine(p);
     char* end = nullptr;
+    const long long rank = std::strtoll(name.c_str(), &end, 10);
+    if (name.empty() || *end != '\0' || rank < 0 || rank > INT32_MAX) continue;
     const long long v = std::strtoll(line.c_str(), &end, 10);
     if (line.empty() || *end != '\0' || v < 0) continue;
-    reached = std::max<int64_t>(reached.value_or(0), v);
+    out[static_cast<int>(rank)] = v;
   }
-  return reached;
+  return out;
+}
+
+// The steps (FedAvg: rounds) rank `rank` had done at `checkpoint`: its own count in its file
+// ("loop/step", "loop/rounds"), which differs from the checkpoint's name where the workers share
+// epochs at their own pace; the name when the file does not say.
+int64_t StepsAtCheckpoint(const CheckpointRef& checkpoint, int rank) {
+  auto state = ReadRankState(checkpoint, rank);
+  if (state.ok()) {
+    for (std::string_view name : {"loop/step", "loop/rounds"}) {
+      auto it = state->find(name);
+      if (it == state->end() || it->second.type != StateType::kI64 ||
+          it->second.data.size() != sizeof(int64_t)) {
+        continue;
+      }
+      int64_t v = 0;
+      std::memcpy(&v, it->second.data.data(), sizeof(v));
+      return v;
+    }
+  }
+  return static_cast<int64_t>(checkpoint.manifest.step);
+}
+
+// "rank 0 7, rank 1 5"
+std::string ByRankText(const std::map<int, int64_t>& by_rank) {
+  std::string out;
+  for (const auto& [rank, steps] : by_rank) {
+    out += fmt::format("{}rank {} {}", out.empty() ? "" : ", ", rank, steps);
+  }
+  return out;
 }
 
 StatusOr<int> RunAttempt(const LaunchOptions& options, const std::vector<std::string>& command,
@@ -165,7 +200,9 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
     command.push_back(self[i]);
   }
   int restarts = 0;
-  int64_t redone = 0;
+  int64_t redone = 0;  // per restart, the most steps a rank redid
+  std::map<int, int64_t> redone_by_rank;
+  bool any_own_positions = false;
   nlohmann::json causes = nlohmann::json::array();
   int code = 0;
   while (true) {
@@ -180,31 +217,59 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
       break;
     }
     ++restarts;
-    const std::optional<int64_t> reached = StepsReached(dir);
+    // Each rank redoes the steps it had completed beyond its own position in the checkpoint.
     auto checkpoint = FindCheckpoint(dir);
     const int64_t from = checkpoint.ok() ? static_cast<int64_t>(checkpoint->manifest.step) : 0;
-    const int64_t again = reached ? std::max<int64_t>(*reached - from, 0) : 0;
+    std::map<int, int64_t> again_by_rank;
+    bool own_positions = false;  // the ranks' positions in the checkpoint differ
+    std::optional<int64_t> position;
+    for (const auto& [rank, completed] : ProgressByRank(dir)) {
+      const int64_t at = checkpoint.ok() ? StepsAtCheckpoint(*checkpoint, rank) : 0;
+      if (position && *position != at) own_positions = true;
+      position = at;
+      again_by_rank[rank] = std::max<int64_t>(completed - at, 0);
+    }
+    int64_t again = 0;
+    nlohmann::json by_rank_json = nlohmann::json::object();
+    for (const auto& [rank, steps] : again_by_rank) {
+      again = std::max(again, steps);
+      by_rank_json[std::to_string(rank)] = steps;
+      redone_by_rank[rank] += steps;
+    }
     redone += again;
-    std::fprintf(stderr, "frugal: restart %d/%d after: %s; resuming %s (%lld step(s) to redo)\n",
-                 restarts, options.max_restarts, cause.c_str(),
+    any_own_positions = any_own_positions || own_positions;
+    const std::string to_redo = own_positions ? fmt::format("up to {} step(s) to redo: {}", again,
+                                                            ByRankText(again_by_rank))
+                                              : fmt::format("{} step(s) to redo", again);
+    std::fprintf(stderr, "frugal: restart %d/%d after: %s; resuming %s (%s)\n", restarts,
+                 options.max_restarts, cause.c_str(),
                  checkpoint.ok()
                      ? fmt::format("checkpoint {} at step {}", checkpoint->path, from).c_str()
                      : "from the start (no committed checkpoint)",
-                 static_cast<long long>(again));
+                 to_redo.c_str());
     std::fflush(stderr);
-    causes.push_back({{"cause", cause}, {"resumed_from_step", from}, {"steps_redone", again}});
+    causes.push_back({{"cause", cause},
+                      {"resumed_from_step", from},
+                      {"steps_redone", again},
+                      {"steps_redone_by_rank", by_rank_json}});
     command =
         RestartCommand(self, checkpoint.ok() ? std::optional<std::string>(dir) : std::nullopt);
   }
   RemoveNotes(dir);
-  std::fprintf(stderr, "frugal: %d restart(s), %lld step(s) redone\n", restarts,
-               static_cast<long long>(redone));
+  std::fprintf(stderr, "frugal: %d restart(s), %lld step(s) redone%s\n", restarts,
+               static_cast<long long>(redone),
+               any_own_positions ? fmt::format(" ({})", ByRankText(redone_by_rank)).c_str() : "");
+  nlohmann::json redone_by_rank_json = nlohmann::json::object();
+  for (const auto& [rank, steps] : redone_by_rank) {
+    redone_by_rank_json[std::to_string(rank)] = steps;
+  }
   if (!restart.json.empty()) {
     std::ofstream out(restart.json, std::ios::app);
     out << nlohmann::json{{"event", "restarts"},
                           {"restarts", restarts},
                           {"max_restarts", options.max_restarts},
                           {"steps_redone", redone},
+                          {"steps_redone_by_rank", redone_by_rank_json},
                           {"exit_code", code},
                           {"attempts", causes}}
                .dump()

@@ -7,13 +7,18 @@
 //   .progress-rank-<r>   the steps (FedAvg: rounds) rank r had completed when it began its last
 //                        one, rewritten as each begins;
 //   .failure-rank-<r>    the one line rank r printed when it failed (or was killed by --inject).
-// After a failed attempt the launcher takes the cause from the earliest failure note, the steps
-// reached from the largest progress note, and the checkpoint to resume from FindCheckpoint; it
-// logs one line per restart (cause, checkpoint, steps to redo), removes the notes and relaunches
-// the same command without its --inject faults, without --max-restarts, and with --resume DIR.
+// After a failed attempt the launcher takes the cause from the earliest failure note and the
+// checkpoint to resume from FindCheckpoint. Each rank with a progress note redoes the steps it had
+// completed beyond its own position in that checkpoint (the "loop/step" or "loop/rounds" of its
+// file: where the workers share epochs at their own pace, each holds its own count, not the
+// checkpoint's name); the steps redone of the restart are the most any rank redoes (with ranks in
+// lockstep, the steps every rank redoes). It logs one line per restart (cause, checkpoint, steps
+// to redo, and each rank's when their positions differ), removes the notes and relaunches the
+// same command without its --inject faults, without --max-restarts, and with --resume DIR.
 // An attempt that ends with 129, 130 or 143 (the job was interrupted: SIGHUP, SIGINT, SIGTERM) is
 // not restarted. At the end it prints how many restarts there were and how many steps were done
-// again, and appends {"event":"restarts",...} to the --json file when there is one.
+// again, and appends {"event":"restarts",...} to the --json file when there is one (with
+// "steps_redone_by_rank", over the whole job and per attempt).
 //
 // Not thread safe: the main thread of the `frugal` command.
 #pragma once

@@ -72,19 +72,8 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     optimizer.weight_decay = options.weight_decay;
     optimizer.nesterov = options.nesterov;
     // The server's files of the run's checkpoints, over the whole job with the workers' files.
-    ServerCheckpointHooks checkpoints;
-    const frugal_torch::CheckpointOptions& ckpt = options.checkpoint;
-    if (ckpt.saves()) {
-      checkpoints.save = [&](Transport& t, uint64_t step,
-                             const std::function<void(StateVisitor&)>& visit) {
-        return frugal_torch::SaveRankCheckpoint(t, ckpt, step, visit, nullptr, plan.timeout);
-      };
-    }
-    if (!ckpt.resume.empty()) {
-      checkpoints.resume = [&](const std::function<void(StateVisitor&)>& visit) {
-        return frugal_torch::LoadRankCheckpoint(ckpt, world.rank(), world.size(), visit).status();
-      };
-    }
+    const ServerCheckpointHooks checkpoints = frugal_torch::ServerCheckpointHooksOf(
+        options.checkpoint, world.rank(), world.size(), plan.timeout);
     return RunServerRole(world, plan, optimizer, context.logger, &checkpoints);
   }
   Transport& workers = *group.transport;
@@ -107,7 +96,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
   Progress progress(root ? ProgressMode(flags.progress) : Progress::Mode::kNone);
   Status json_status;
   frugal_torch::TrainCallbacks callbacks;
-  callbacks.before_step = faults.Hook();
+  callbacks.before_step = faults.StepHook();
   if (root) {
     std::printf("frugal train: %s, %d worker%s x batch %lld, %s, %s, lr %g, momentum %g\n",
                 options.model.c_str(), workers.size(), workers.size() > 1 ? "s" : "",
@@ -133,6 +122,9 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
       std::fputs(EpochTableRow(r, spread).c_str(), stdout);
       std::fflush(stdout);
       if (json_status.ok()) json_status = json.Write(EpochJson(r));
+    };
+    callbacks.on_checkpoint = [&](int64_t step, uint64_t params_hash) {
+      if (json_status.ok()) json_status = json.Write(CheckpointJson(step, params_hash));
     };
   }
   FRUGAL_ASSIGN_OR_RETURN(

@@ -22,7 +22,9 @@ Status CheckFaultRanks(const std::vector<FaultSpec>& faults, int world_size) {
 
 Status AddTrainFaults(const std::vector<FaultSpec>& faults, frugal_torch::TrainOptions& options) {
   for (const FaultSpec& f : faults) {
-    if (f.kind == FaultKind::kNan) options.nan_faults.push_back({f.rank, f.step, f.tensor});
+    if (f.kind == FaultKind::kNan) {
+      options.nan_faults.push_back({f.rank, f.step, f.epoch, f.tensor});
+    }
     if (f.kind != FaultKind::kSlow) continue;
     for (const frugal_torch::Straggler& s : options.stragglers) {
       if (s.rank == f.rank) {
@@ -42,7 +44,7 @@ RankFaults::RankFaults(const std::vector<FaultSpec>& faults, int rank, const Res
     if (f.kind == FaultKind::kKill || f.kind == FaultKind::kStop) mine_.push_back(f);
     if (f.kind == FaultKind::kDrop) {
       transport_fault_ = std::make_shared<TransportFault>(TransportFault::Kind::kDrop, nullptr);
-      arm_at_ = f.step;
+      arm_ = f;
     }
     if (f.kind == FaultKind::kCorrupt) {
       // Byte 8 (the element count) of a compressed payload's header: its CRC no longer matches.
@@ -52,7 +54,7 @@ RankFaults::RankFaults(const std::vector<FaultSpec>& faults, int rank, const Res
             if (!ReadWireHeader(data).ok()) return std::nullopt;
             return 8 * 8;
           });
-      arm_at_ = f.step;
+      arm_ = f;
     }
   }
 }
@@ -63,15 +65,17 @@ Transport& RankFaults::Wrap(Transport& world) {
   return *wrapped_;
 }
 
-void RankFaults::BeforeStep(int64_t step) {
+void RankFaults::BeforeStep(int64_t step, int64_t epoch, int64_t step_in_epoch) {
   notes_.Progress(step);
-  if (transport_fault_ && step == arm_at_) transport_fault_->Arm();
+  if (transport_fault_ && arm_.FiresAt(step, epoch, step_in_epoch)) transport_fault_->Arm();
   for (const FaultSpec& f : mine_) {
-    if (f.step != step) continue;
+    if (!f.FiresAt(step, epoch, step_in_epoch)) continue;
     const bool kill = f.kind == FaultKind::kKill;
-    const std::string line =
-        fmt::format("rank {}: --inject {}: {} this rank at step {}", rank_, f.text,
-                    kill ? "killing (SIGKILL)" : "freezing (SIGSTOP)", step);
+    const std::string where = f.epoch > 0 ? fmt::format("step {} of epoch {} (step {} of the run)",
+                                                        step_in_epoch, epoch, step)
+                                          : fmt::format("step {}", step);
+    const std::string line = fmt::format("rank {}: --inject {}: {} this rank at {}", rank_, f.text,
+                                         kill ? "killing (SIGKILL)" : "freezing (SIGSTOP)", where);
     notes_.Failure(line);
     std::fprintf(stderr, "frugal: %s\n", line.c_str());
     std::fflush(stderr);
@@ -79,9 +83,16 @@ void RankFaults::BeforeStep(int64_t step) {
   }
 }
 
-std::function<void(int64_t)> RankFaults::Hook() {
-  if (mine_.empty() && !transport_fault_ && !notes_.active()) return {};
-  return [this](int64_t step) { BeforeStep(step); };
+std::function<void(int64_t, int64_t, int64_t)> RankFaults::StepHook() {
+  if (Idle()) return {};
+  return [this](int64_t step, int64_t epoch, int64_t step_in_epoch) {
+    BeforeStep(step, epoch, step_in_epoch);
+  };
+}
+
+std::function<void(int64_t)> RankFaults::RoundHook() {
+  if (Idle()) return {};
+  return [this](int64_t round) { BeforeStep(round, 0, round); };
 }
 
 }  // namespace frugal::apps

@@ -1,5 +1,5 @@
 // What the --inject faults (inject_spec.h) do in `frugal train`: each rank takes the faults that
-// name it.
+// name it, at the step (or the step of an epoch, epoch=E) they name.
 //   kill, stop     as the step begins, the rank prints one line naming itself, the fault and the
 //                  step on stderr, then raises SIGKILL or SIGSTOP;
 //   slow           a straggler (TrainOptions::stragglers), like --straggler R:F;
@@ -40,18 +40,23 @@ class RankFaults {
   // `world`, or a wrapper of it that carries this rank's drop or corrupt fault (owned by this
   // object, which must outlive its use).
   Transport& Wrap(Transport& world);
-  // As step (FedAvg: round) `step` begins: notes the progress, kills or stops the rank, or arms
-  // its transport fault.
-  void BeforeStep(int64_t step);
-  // The hook for the training loop's callbacks; empty when the rank has nothing to do.
-  std::function<void(int64_t)> Hook();
+  // As step (FedAvg: round) `step` over the run begins, step `step_in_epoch` of epoch `epoch`
+  // (from 1; 0 for FedAvg's rounds): notes the progress, kills or stops the rank, or arms its
+  // transport fault.
+  void BeforeStep(int64_t step, int64_t epoch, int64_t step_in_epoch);
+  // The hooks for the training loop's callbacks (TrainCallbacks::before_step) and for FedAvg's
+  // (before_round: faults by round); empty when the rank has nothing to do.
+  std::function<void(int64_t, int64_t, int64_t)> StepHook();
+  std::function<void(int64_t)> RoundHook();
 
  private:
+  bool Idle() const { return mine_.empty() && !transport_fault_ && !notes_.active(); }
+
   int rank_;
   const RestartNotes& notes_;
   std::vector<FaultSpec> mine_;
   std::shared_ptr<TransportFault> transport_fault_;
-  int64_t arm_at_ = -1;
+  FaultSpec arm_;  // when transport_fault_ is set: when to arm it
   std::unique_ptr<Transport> wrapped_;
 };
 

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "frugal/fedavg.h"
+#include "frugal_torch/checkpoint.h"
 #include "frugal_torch/data.h"
 #include "frugal_torch/dataset.h"
 #include "train_faults.h"
@@ -72,13 +73,6 @@ Status ValidateFedAvgFlags(const TrainFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions strategy, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(strategy));
   if (plan.sync.kind != SyncKind::kFedAvg) return Status::Ok();
-  if (plan.arch.kind == ArchKind::kParameterServer &&
-      (!flags.checkpoint_dir.empty() || !flags.resume.empty())) {
-    return InvalidArgumentError(fmt::format(
-        "--checkpoint-dir and --resume do not apply to --sync {} over --arch {} (the servers hold "
-        "the global model)",
-        SyncSpecName(plan.sync), ArchSpecName(plan.arch)));
-  }
   FRUGAL_ASSIGN_OR_RETURN(frugal_torch::TrainOptions options, ToTrainOptions(flags, plan));
   FRUGAL_RETURN_IF_ERROR(frugal_torch::ValidateFedAvgOptions(options));
   FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> labels,
@@ -96,7 +90,11 @@ Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const Strat
   FRUGAL_ASSIGN_OR_RETURN(RoleGroup group, JoinRoleGroup(context.world, roles, plan.timeout));
   // Over a parameter server the servers hold the global model and average the uploads.
   if (roles.mine == Role::kServer) {
-    return RunServerRole(context.world, plan, ServerOptimizer{}, context.logger);
+    // The servers' files of the run's checkpoints (the global model, its version and the
+    // workers' clocks), in the set of the workers' files.
+    const ServerCheckpointHooks checkpoints = frugal_torch::ServerCheckpointHooksOf(
+        options.checkpoint, context.world.rank(), context.world.size(), plan.timeout);
+    return RunServerRole(context.world, plan, ServerOptimizer{}, context.logger, &checkpoints);
   }
   Transport& workers = *group.transport;
   const bool over_servers = plan.arch.kind == ArchKind::kParameterServer;
@@ -121,7 +119,7 @@ Status RunFedAvgTrain(RankContext& context, const TrainFlags& flags, const Strat
   FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> fault_specs, ParseFaultSpecs(flags.injects));
   const RestartNotes notes = RestartNotes::FromEnvironment(context.world.rank());
   RankFaults faults(fault_specs, context.world.rank(), notes);
-  callbacks.before_round = faults.Hook();
+  callbacks.before_round = faults.RoundHook();
   const SyncSpec& spec = plan.sync;
   if (root) {
     std::printf(

@@ -507,6 +507,10 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
       return InvalidArgumentError(fmt::format(
           "--inject '{}' applies to per-step strategies, not to --sync fedavg", f.text));
     }
+    if (plan.sync.kind == SyncKind::kFedAvg && f.epoch > 0) {
+      return InvalidArgumentError(
+          fmt::format("--inject '{}': --sync fedavg counts rounds, not steps of epochs", f.text));
+    }
   }
   FRUGAL_RETURN_IF_ERROR(AddTrainFaults(faults, options));
   FRUGAL_ASSIGN_OR_RETURN(options.nan_policy, frugal_torch::ParseNanPolicy(flags.nan_policy));

@@ -93,6 +93,11 @@ nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
   return j;
 }
 
+nlohmann::json CheckpointJson(int64_t step, uint64_t params_hash) {
+  return {
+      {"event", "checkpoint"}, {"step", step}, {"params_hash", fmt::format("{:08x}", params_hash)}};
+}
+
 nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags& flags) {
   nlohmann::json j = {
       {"event", "summary"},

@@ -83,6 +83,9 @@ class JsonLines {
 };
 
 nlohmann::json EpochJson(const frugal_torch::EpochRecord& r);
+// {"event":"checkpoint","step":S,"params_hash":"..."}: a committed checkpoint and the hash of
+// rank 0's parameters it holds.
+nlohmann::json CheckpointJson(int64_t step, uint64_t params_hash);
 nlohmann::json SummaryJson(const frugal_torch::TrainSummary& s, const TrainFlags& flags);
 // Summary fields of gradient compression (see train_report.cc).
 void AddCompressionSummary(nlohmann::json& j, const frugal_torch::TrainSummary& s,

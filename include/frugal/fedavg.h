@@ -118,6 +118,15 @@ class FederatedAveraging {
   // Over servers: tells them this worker is done and stops the client (its first error, if any).
   // Otherwise nothing. Call once, after the last Run.
   Status Finish();
+  // The ranks besides the workers whose files a checkpoint holds: the servers (0 without).
+  int checkpoint_peers() const { return over_servers() ? config_.servers() : 0; }
+  // Runs `save` (collective: the checkpoint of round `round`, every rank writing its file) between
+  // rounds: over `direct` as Run does; over servers, on the client's thread over the whole job,
+  // once every server joined (ParameterClient::Checkpoint: after the round's pulls, so the
+  // servers' keys are the global model every worker holds). kFailedPrecondition over servers
+  // before the first EndRound.
+  Status RunCheckpoint(uint64_t round, const std::function<Status(Transport&)>& save,
+                       Transport& direct);
   bool over_servers() const { return world_ != nullptr; }
 
   // Bytes the aggregates sent from this worker (counted as the reducer counts them).
@@ -126,7 +135,10 @@ class FederatedAveraging {
   void VisitState(const std::function<void(std::string_view, std::span<float>)>& visit);
   // The same for checkpoints (state_visitor.h): the bytes sent so far and each client's
   // compressor state as "clients/<id>/<tensor>/<slot>/..."; loading makes the clients' contexts and
-  // restores their state when their uploads first need it. Between rounds.
+  // restores their state when their uploads first need it. Over servers also the parameter
+  // client's ("ps_client/...": its clocks, versions and push bytes; ParameterClient::VisitState),
+  // saved on the client's thread (inside RunCheckpoint) and restored once the next EndRound
+  // connects. Between rounds.
   void VisitState(StateVisitor& visitor);
 
  private:
@@ -160,6 +172,7 @@ class FederatedAveraging {
   std::vector<std::pair<std::string, size_t>> parts_;  // the global model's tensors, in order
   std::vector<float> exchange_;                        // the pushes, then the pulled model
   std::unique_ptr<ParameterClient> client_;
+  StateRecords client_state_;  // loaded, for the client the next EndRound connects
 };
 
 }  // namespace frugal

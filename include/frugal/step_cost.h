@@ -31,13 +31,22 @@
 // has no bound (threshold, adaptive, dgc, sbc, stc), or that move their own data (powersgd,
 // gtopk, terngrad), are refused (kInvalidArgument naming them).
 //
-//  - ps:servers=S (bsp, ssp, asp, backup; step_cost_ps.cc): the keys of the parameter server's
-//    sharding (the trainable parameters cut into parts of at most shard-mb, placed on the
-//    servers); every step each worker pushes every key (a 52-byte header and its floats) and gets
-//    it back (the same size), so per worker and step it sends and receives sum_k (52 + 4 c_k) and
-//    server s receives and sends W sum_{k on s} (52 + 4 c_k). The asynchronous models move the
-//    same messages per push, so the bytes are per step of a worker; lag's skipped pushes send a
-//    header only, which depends on the data: the model gives the bound of no skip (`exact` false).
+//  - ps:servers=S (step_cost_ps.cc): the keys of the parameter server's sharding (what the
+//    servers hold cut into parts of at most shard-mb, placed on the servers: the trainable
+//    parameters, and under local (unless buffers=0) and fedavg the float buffers); per exchange
+//    each worker pushes every key (a 52-byte header and its floats, or with --compress the
+//    compressor's payload of the key) and gets it back (the header and the floats, or with
+//    --compress-pull the payload of the key's change), so per worker it sends sum_k push_k and
+//    receives sum_k answer_k, and server s receives W sum_{k on s} push_k and sends
+//    W sum_{k on s} answer_k. bsp, ssp, asp, backup and lag exchange every step of a worker (the
+//    asynchronous models move the same messages per push); lag's skipped pushes send a header
+//    only, which depends on the data: the model gives the bound of no skip (`exact` false).
+//    local:period=H exchanges the model deltas every H steps: reported per step as the
+//    exchange's bytes / H. fedavg exchanges once per round; a worker that plays none of the
+//    round's sampled clients pushes the headers alone (52 K bytes, weight 0): with U_r of the W
+//    workers playing a client of round r (SampleClients with the plan's seed, client c on worker
+//    c mod W), a round sends U_r sum_k push_k + (W - U_r) 52 K, reported as the mean over rounds
+//    0 .. rounds - 1; its client traffic is as over all-reduce.
 //    The start (hello, initial values), heartbeats, rests and statistics are not per step and are
 //    left out, as the training counts leave them out;
 //  - gossip (step_cost_gossip.cc): every round each rank sends its message to its out-neighbours
@@ -50,9 +59,10 @@
 // Time (alpha-beta-gamma, no overlap): the dense buckets of PlanBuckets(bucket_cap) each cost
 // AllreduceCost; a compressed tensor on the allgather path (n - 1)(alpha + (W + 8) beta), on the
 // two-phase path 2 (n - 1) alpha + 2 (n - 1) / n sum_j W_j beta, on the all-reduce path the
-// AllreduceCost of its body. A parameter server: 2 alpha (a push and its answer) and the busiest
-// NIC of a direction: max(a worker's pushes, W x the busiest server's keys) beta, plus W x that
-// server's largest key beta (its answer leaves after its last push arrived). Gossip: per round
+// AllreduceCost of its body. A parameter server, per exchange (Local SGD: divided by H): 2 alpha
+// (a push and its answer) and the busiest NIC: max(a worker's pushes, its answers, the busiest
+// server's bytes in or out) beta, plus W x that server's largest answer beta (its answer leaves
+// after its last push arrived). Gossip: per round
 // alpha + max(out-degree, in-degree) x message beta (the messages of a round go at once).
 //
 // Thread safety: pure functions.
@@ -83,6 +93,9 @@ struct StepCostInput {
   StrategyPlan plan;
   size_t bucket_cap_bytes = 25 << 20;
   size_t partition_bytes = 0;  // priority overlap's partitions (0: whole tensors)
+  // FedAvg over a parameter server: the rounds 0 .. rounds - 1 whose sampled clients decide which
+  // workers upload (the figures are their mean).
+  int64_t rounds = 1;
   CostParams network;
 };
 
@@ -105,9 +118,15 @@ struct StepCost {
   uint64_t dense_ring_bytes_sum = 0;
   // What a worker receives per step, mean over the workers (all-reduce: what it sends).
   double received_per_worker = 0;
-  // Parameter server: per server and step, the bytes it receives from and sends to the workers.
-  std::vector<uint64_t> server_bytes_in;
-  std::vector<uint64_t> server_bytes_out;
+  // Parameter server: per server and step (as bytes_sum: Local SGD's averaged over a period,
+  // FedAvg's per round, the mean over the rounds), the bytes it receives from and sends to the
+  // workers.
+  std::vector<double> server_bytes_in;
+  std::vector<double> server_bytes_out;
+  // FedAvg over a parameter server: what a worker that plays no sampled client pushes per round
+  // (the keys' headers), and the workers that do, per round (the mean over the rounds).
+  uint64_t idle_bytes_per_worker = 0;
+  double uploading_workers = 0;
   CostTerms terms;      // per step, of the slowest pattern (see above)
   double seconds = 0;   // terms at `network`
   std::string pattern;  // one line: what moves

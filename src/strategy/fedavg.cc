@@ -207,6 +207,18 @@ Status FederatedAveraging::EndRoundOverServers(ModelBuffers& model) {
     }
     FRUGAL_ASSIGN_OR_RETURN(
         client_, ParameterClient::Connect(*world_, *workers_transport_, config_, initial));
+    if (!client_state_.empty()) {
+      // A resumed run: the clocks, versions and bytes of the client that saved the checkpoint.
+      FRUGAL_RETURN_IF_ERROR(client_
+                                 ->Call("resume",
+                                        [this](Transport&) {
+                                          StateLoader loader(client_state_);
+                                          client_->VisitState(loader);
+                                          return loader.Finish();
+                                        })
+                                 ->Wait(2 * config_.timeout));
+      client_state_.clear();
+    }
   }
   exchange_.resize(global_.size());
   for (size_t i = 0; i < global_.size(); ++i) exchange_[i] = -sums_[i];
@@ -240,6 +252,17 @@ Status FederatedAveraging::Run(std::string_view what, const std::function<Status
   return client_->Call(std::string(what), fn)->Wait(2 * config_.timeout);
 }
 
+Status FederatedAveraging::RunCheckpoint(uint64_t round,
+                                         const std::function<Status(Transport&)>& save,
+                                         Transport& direct) {
+  if (!over_servers()) return Run("checkpoint", save, direct);
+  if (!client_) {
+    return FailedPreconditionError(
+        fmt::format("checkpoint of round {}: the parameter-server client is not connected", round));
+  }
+  return client_->Checkpoint(round, save)->Wait(4 * config_.timeout);
+}
+
 Status FederatedAveraging::Finish() {
   if (!client_) return Status::Ok();
   Status status = client_->Shutdown();
@@ -249,6 +272,16 @@ Status FederatedAveraging::Finish() {
 
 void FederatedAveraging::VisitState(StateVisitor& visitor) {
   visitor.U64("bytes_sent", bytes_sent_);
+  if (over_servers()) {
+    StateVisitor::Scope scope(visitor, "ps_client");
+    if (visitor.loading()) {
+      client_state_ = visitor.TakeSubtree();
+    } else if (client_) {
+      client_->VisitState(visitor);
+    } else {
+      visitor.PutSubtree(client_state_);
+    }
+  }
   StateVisitor::Scope scope(visitor, "clients");
   if (visitor.loading()) {
     for (const std::string& id : visitor.Children()) {

@@ -216,6 +216,29 @@ uint64_t CompressedWireBytes(const Compressor& c, const TensorInfo& tensor) {
   return kWireHeaderBytes + *bits / 8;
 }
 
+StatusOr<std::string> FedAvgClientTraffic(const StepCostInput& in,
+                                          const CompressorRegistry& registry, StepCost& cost) {
+  const SyncSpec& sync = in.plan.sync;
+  uint64_t parameter_floats = 0;
+  for (const CostTensor& t : in.parameters) parameter_floats += t.numel;
+  const int64_t m = ClientsPerRound(sync.clients, sync.fraction);
+  cost.client_bytes_down = static_cast<uint64_t>(m) * 4 * (parameter_floats + in.buffer_floats);
+  uint64_t upload = 4 * in.buffer_floats;
+  if (in.plan.compressed.has_value()) {
+    FRUGAL_ASSIGN_OR_RETURN(Compression c, MakeCompression(*in.plan.compressed, registry));
+    if (c.bound) cost.exact = false;
+    for (const CostTensor& t : in.parameters) {
+      upload += 4 * t.numel < c.min_bytes
+                    ? 4 * t.numel
+                    : WireBytes(*c.compressor, TensorInfo(t.name, t.numel, t.shape));
+    }
+  } else {
+    upload += 4 * parameter_floats;
+  }
+  cost.client_bytes_up = static_cast<uint64_t>(m) * upload;
+  return fmt::format("{} clients download the model and upload {} bytes each", m, upload);
+}
+
 }  // namespace strategy_internal
 
 uint64_t AllreduceBytesSum(AllreduceAlgorithm algorithm, int n, uint64_t bytes) {
@@ -235,7 +258,7 @@ uint64_t AllreduceBytesSum(AllreduceAlgorithm algorithm, int n, uint64_t bytes) 
 StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegistry& registry) {
   if (in.workers < 1) return InvalidArgumentError("frugal cost: --np must be >= 1");
   if (in.plan.arch.kind == ArchKind::kParameterServer) {
-    return strategy_internal::ParameterServerStepCost(in);
+    return strategy_internal::ParameterServerStepCost(in, registry);
   }
   if (in.plan.arch.kind == ArchKind::kGossip) {
     return strategy_internal::GossipStepCost(in, registry);
@@ -305,25 +328,10 @@ StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegi
       const uint64_t bytes = 4 * (model_floats + 1);
       cost.bytes_sum = AllreduceBytesSum(algorithm, n, bytes);
       cost.terms = AllreduceCost(algorithm, CostShape{.ranks = n, .bytes = double(bytes)});
-      const int64_t m = ClientsPerRound(sync.clients, sync.fraction);
-      cost.client_bytes_down = static_cast<uint64_t>(m) * 4 * model_floats;
-      uint64_t upload = 4 * in.buffer_floats;
-      if (in.plan.compressed.has_value()) {
-        FRUGAL_ASSIGN_OR_RETURN(Compression c, MakeCompression(*in.plan.compressed, registry));
-        if (c.bound) cost.exact = false;
-        for (const CostTensor& t : in.parameters) {
-          upload += 4 * t.numel < c.min_bytes
-                        ? 4 * t.numel
-                        : WireBytes(*c.compressor, TensorInfo(t.name, t.numel, t.shape));
-        }
-      } else {
-        upload += 4 * parameter_floats;
-      }
-      cost.client_bytes_up = static_cast<uint64_t>(m) * upload;
-      cost.pattern = fmt::format(
-          "every round: {} all-reduce of {} floats among the workers; {} clients download the "
-          "model and upload {} bytes each",
-          AllreduceAlgorithmName(algorithm), model_floats + 1, m, upload);
+      FRUGAL_ASSIGN_OR_RETURN(const std::string clients,
+                              strategy_internal::FedAvgClientTraffic(in, registry, cost));
+      cost.pattern = fmt::format("every round: {} all-reduce of {} floats among the workers; {}",
+                                 AllreduceAlgorithmName(algorithm), model_floats + 1, clients);
       break;
     }
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "frugal/compressor.h"
 #include "frugal/step_cost.h"
@@ -13,7 +14,13 @@ namespace frugal::strategy_internal {
 uint64_t CompressedWireBytes(const Compressor& c, const TensorInfo& tensor);
 
 // plan.arch.kind == kParameterServer.
-StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& input);
+StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& input,
+                                           const CompressorRegistry& registry);
+
+// FedAvg's client traffic of a round (cost.client_bytes_up and down, cost.exact false for a
+// bound) and its description.
+StatusOr<std::string> FedAvgClientTraffic(const StepCostInput& input,
+                                          const CompressorRegistry& registry, StepCost& cost);
 
 // plan.arch.kind == kGossip.
 StatusOr<StepCost> GossipStepCost(const StepCostInput& input, const CompressorRegistry& registry);

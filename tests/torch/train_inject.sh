@@ -9,7 +9,8 @@
 #   corrupt    one compressed payload of rank 1 has its header changed on the wire: a receiver
 #              refuses it naming rank 1 as the sender;
 #   nan-abort  a NaN in rank 1's gradient of fc2.weight: the job ends non-zero with one line
-#              naming rank 1, step 5 and fc2.weight;
+#              naming rank 1, step 5 and fc2.weight (the step given over the run, and as step 5
+#              of epoch 1);
 #   nan-skip   the same with --nan-policy skip: every rank skips step 5's update (one line says
 #              so), the run ends with identical replicas and a finite loss;
 #   slow       rank 1 three times slower: the run ends as the run without the fault.
@@ -84,6 +85,11 @@ case "$mode" in
     [ "$elapsed_ms" -le 30000 ] || fail "took more than 30 s"
     frugal_lines | grep -q "step 5: the gradient of 'fc2.weight' on rank 1 is not finite" ||
       fail "no line names the rank, the step and the tensor"
+    # The same step named by its epoch (the first: 625 steps).
+    run --inject nan:rank=1,epoch=1,step=5,tensor=fc2.weight
+    [ "$code" -ne 0 ] || fail "exit code 0 with epoch=1"
+    frugal_lines | grep -q "step 5: the gradient of 'fc2.weight' on rank 1 is not finite" ||
+      fail "epoch=1: no line names the rank, the step and the tensor"
     ;;
   nan-skip)
     run --overlap none --nan-policy skip --inject nan:rank=1,step=5 --json "$summary"

@@ -13,15 +13,7 @@ shift 6
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-run() {
-  "$mpirun" -np "$np" --oversubscribe --mca pml ob1 --mca btl tcp,vader,self --timeout 240 \
-    "$frugal" train --progress none "$@"
-}
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.out; do echo "--- $f"; cat "$f"; done
-  exit 1
-}
+source "$(dirname "$0")/train_mpirun_lib.sh"
 source "$(dirname "$0")/summary_lib.sh"
 
 # WHOLE_SAVES=1: the uninterrupted run saves the same checkpoints (for strategies whose checkpoint

@@ -222,4 +222,21 @@ frugal::StatusOr<uint64_t> LoadRankCheckpoint(const CheckpointOptions& options, 
   return opened.checkpoint.manifest.step;
 }
 
+frugal::ServerCheckpointHooks ServerCheckpointHooksOf(const CheckpointOptions& options, int rank,
+                                                      int world_size, frugal::Duration timeout) {
+  frugal::ServerCheckpointHooks hooks;
+  if (options.saves()) {
+    hooks.save = [&options, timeout](frugal::Transport& t, uint64_t step,
+                                     const std::function<void(StateVisitor&)>& visit) {
+      return SaveRankCheckpoint(t, options, step, visit, nullptr, timeout);
+    };
+  }
+  if (!options.resume.empty()) {
+    hooks.resume = [&options, rank, world_size](const std::function<void(StateVisitor&)>& visit) {
+      return LoadRankCheckpoint(options, rank, world_size, visit).status();
+    };
+  }
+  return hooks;
+}
+
 }  // namespace frugal_torch

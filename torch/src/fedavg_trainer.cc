@@ -152,12 +152,6 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   FRUGAL_RETURN_IF_ERROR(ValidateTrainOptions(options));
   FRUGAL_RETURN_IF_ERROR(ValidateFedAvgOptions(options));
   FRUGAL_RETURN_IF_ERROR(ValidateCheckpointOptions(options.checkpoint));
-  if (fedavg.over_servers() &&
-      (!options.checkpoint.dir.empty() || !options.checkpoint.resume.empty())) {
-    return frugal::InvalidArgumentError(
-        "--checkpoint-dir and --resume do not apply to --sync fedavg over a parameter server (the "
-        "servers hold the global model)");
-  }
   torch::set_num_threads(options.threads);
   const int rank = t.rank();
   const int world = t.size();
@@ -219,9 +213,14 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   summary.identical_replicas = true;
 
   // Checkpoints (checkpoint.h) between rounds: the global model, the clients' compressor state
-  // and the round loop's position.
+  // and the round loop's position; over a parameter server the servers write their files into
+  // the same set (FederatedAveraging::RunCheckpoint).
   RoundRunner runner(fedavg, t);
-  internal::RunCheckpoints checkpoints(options.checkpoint, runner, options.timeout);
+  internal::RunCheckpoints checkpoints(
+      options.checkpoint, runner, options.timeout,
+      [&](uint64_t round, const std::function<Status(frugal::Transport&)>& save) {
+        return fedavg.RunCheckpoint(round, save, t);
+      });
   auto visit_run = [&](frugal::StateVisitor& v, RoundPosition& position) {
     VisitModelState(*model, stateless, v);
     VisitTorchRng(v);
@@ -234,9 +233,10 @@ StatusOr<FedAvgSummary> TrainFedAvgImpl(frugal::Transport& t, frugal::GradientRe
   };
   RoundPosition resumed;
   if (checkpoints.resuming()) {
-    FRUGAL_RETURN_IF_ERROR(
-        checkpoints.Resume(rank, world, [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
-            .status());
+    FRUGAL_RETURN_IF_ERROR(checkpoints
+                               .Resume(rank, world + fedavg.checkpoint_peers(),
+                                       [&](frugal::StateVisitor& v) { visit_run(v, resumed); })
+                               .status());
     summary.resumed_parameter_hash = ParameterHash(*model);
   }
   summary.steps = resumed.steps;

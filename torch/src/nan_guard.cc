@@ -72,14 +72,16 @@ NanGuard::~NanGuard() {
   for (Param& p : params_) p.tensor.remove_hook(p.hook);
 }
 
-void NanGuard::BeginStep(int64_t step) {
-  step_ = step;
+void NanGuard::BeginStep(int64_t step, int64_t epoch, int64_t step_in_epoch) {
+  inject_now_ = injection_ && (injection_->epoch > 0
+                                   ? injection_->epoch == epoch && injection_->step == step_in_epoch
+                                   : injection_->step == step);
   bad_.reset();
 }
 
 torch::Tensor NanGuard::OnGradient(size_t index, const torch::Tensor& grad) {
   torch::Tensor g = grad;
-  if (inject_index_ == index && injection_->step == step_) {
+  if (inject_now_ && inject_index_ == index) {
     g = grad.clone();
     g.view({-1})[0] = std::numeric_limits<float>::quiet_NaN();
   }

@@ -34,8 +34,9 @@ class NanGuard {
   NanGuard(const NanGuard&) = delete;
   NanGuard& operator=(const NanGuard&) = delete;
 
-  // A step begins: forgets the last step's finding.
-  void BeginStep(int64_t step);
+  // Step `step` over the run begins, step `step_in_epoch` of epoch `epoch` (from 1): forgets the
+  // last step's finding.
+  void BeginStep(int64_t step, int64_t epoch, int64_t step_in_epoch);
   // The name of the first parameter whose gradient was not finite in this step, or nullptr.
   const std::string* bad_tensor() const {
     return bad_ ? &params_[static_cast<size_t>(*bad_)].name : nullptr;
@@ -55,7 +56,7 @@ class NanGuard {
   std::optional<NanFault> injection_;
   std::optional<size_t> inject_index_;
   std::vector<Param> params_;
-  int64_t step_ = -1;
+  bool inject_now_ = false;
   std::optional<size_t> bad_;
 };
 

@@ -39,10 +39,20 @@ struct LastEvaluation {
 
 class RunCheckpoints {
  public:
-  // `strategy` (optional): Save runs through Strategy::RunCheckpoint.
+  // How a save runs: `save` (collective over the ranks whose files make the set) for checkpoint
+  // `position`, on the thread that owns their transport.
+  using SaveRunner = std::function<frugal::Status(
+      uint64_t position, const std::function<frugal::Status(frugal::Transport&)>& save)>;
+
+  // `strategy` (optional): Save runs through Strategy::RunCheckpoint; otherwise through
+  // `runner` over its transport.
   RunCheckpoints(const CheckpointOptions& options, frugal::TransportRunner& runner,
                  frugal::Duration timeout, frugal::Strategy* strategy = nullptr)
       : options_(options), runner_(runner), timeout_(timeout), strategy_(strategy) {}
+  // Save runs through `run_save` (FedAvg over a parameter server: with the servers).
+  RunCheckpoints(const CheckpointOptions& options, frugal::TransportRunner& runner,
+                 frugal::Duration timeout, SaveRunner run_save)
+      : options_(options), runner_(runner), timeout_(timeout), run_save_(std::move(run_save)) {}
 
   bool resuming() const { return !options_.resume.empty(); }
   // Reads this rank's file of options.resume and restores it through `visit`; returns the
@@ -73,7 +83,8 @@ class RunCheckpoints {
   const CheckpointOptions& options_;
   frugal::TransportRunner& runner_;
   frugal::Duration timeout_;
-  frugal::Strategy* strategy_;
+  frugal::Strategy* strategy_ = nullptr;
+  SaveRunner run_save_;
   int64_t saves_ = 0;
   double seconds_ = 0;
   uint64_t bytes_ = 0;

@@ -140,7 +140,7 @@ StatusOr<torch::Tensor> StepDriver::Step(const frugal::StepPoint& p,
   }
   const bool exchange = strategy_.AveragesGradients(p);
   skipped_.reset();
-  nan_guard_->BeginStep(static_cast<int64_t>(p.step));
+  nan_guard_->BeginStep(static_cast<int64_t>(p.step), p.epoch + 1, p.step_in_epoch);
   const double blocked_before = blocked_seconds();
   const auto begin = Clock::now();
   torch::Tensor loss;

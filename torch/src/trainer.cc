@@ -215,6 +215,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
           visit_run(v, position);
         }));
     eval_bytes += exchanged;
+    if (callbacks.on_checkpoint) callbacks.on_checkpoint(at, ParameterHash(*model));
     return Status::Ok();
   };
 
@@ -249,7 +250,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
                         : step >= steps_this_epoch) {
         break;
       }
-      if (callbacks.before_step) callbacks.before_step(global_step);
+      if (callbacks.before_step) callbacks.before_step(global_step, epoch, step);
       const frugal::Stopwatch step_watch;
       const double comm_before = driver->blocked_seconds();
       std::vector<int64_t> batch =

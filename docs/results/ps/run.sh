@@ -8,11 +8,11 @@
 #        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs);
 #   compress: the net setup with 1 server, pushes compressed (top-k 1% with error feedback) and
 #        pushes and pulls compressed (top-k 1% both ways), cnn and vgg;
-#   many: 16 workers + 1 server on this machine (oversubscribed), cnn, lr 0.05, one epoch of asp
-#        and of bsp.
-# Usage: run.sh FRUGAL_BINARY net|straggler|compress|many [SYNC...]. straggler and many take the
-# syncs to run (default: all of them), so that each can run in a hold of its own. Run it alone
-# (under quiet).
+#   many LR: 16 workers + 1 server on this machine (oversubscribed), cnn at learning rate LR, one
+#        epoch (or MAX_STEPS steps of each worker, from the environment) of asp and of bsp.
+# Usage: run.sh FRUGAL_BINARY net|straggler|compress|many [LR] [SYNC...]. straggler and many take
+# the syncs to run (default: all of them), so that each can run in a hold of its own. Run it alone
+# (under quiet) for times; accuracy, staleness and bytes are exact under load.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 frugal="$1"
@@ -58,11 +58,14 @@ compress() {
 }
 
 many() {
-  local common="--np 17 --arch ps:servers=1 --model cnn --lr 0.05 --epochs 1"
+  local lr=$1
+  shift
+  local common="--np 17 --arch ps:servers=1 --model cnn --lr $lr --epochs 1"
+  [ -z "${MAX_STEPS:-}" ] || common="$common --max-steps $MAX_STEPS"
   local sync syncs=("$@")
   [ ${#syncs[@]} -gt 0 ] || syncs=(asp bsp)
   for sync in "${syncs[@]}"; do
-    timed "many16_${sync//[:=]/_}" $common --sync "$sync"
+    timed "many16_${sync//[:=]/_}_lr$lr" $common --sync "$sync"
   done
 }
 
@@ -72,5 +75,5 @@ case "$part" in
   straggler) straggler "$@" ;;
   compress) compress ;;
   many) many "$@" ;;
-  *) echo "usage: run.sh FRUGAL net|straggler|compress|many [SYNC...]" >&2; exit 2 ;;
+  *) echo "usage: run.sh FRUGAL net|straggler|compress|many LR [SYNC...]" >&2; exit 2 ;;
 esac

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "frugal/checkpoint.h"
+#include "frugal/parameter_server.h"
 #include "frugal/state_visitor.h"
 #include "frugal/status.h"
 #include "frugal/transport.h"
@@ -62,5 +63,12 @@ frugal::Status SaveRankCheckpoint(frugal::Transport& t, const CheckpointOptions&
 frugal::StatusOr<uint64_t> LoadRankCheckpoint(
     const CheckpointOptions& options, int rank, int world_size,
     const std::function<void(frugal::StateVisitor&)>& visit);
+
+// A parameter server's part of the run's checkpoints: with options.dir, `save` writes its file
+// into the set of the workers' checkpoint (SaveRankCheckpoint over the whole job); with
+// options.resume, `resume` restores rank `rank`'s file of a job of `world_size` ranks
+// (LoadRankCheckpoint). `options` must outlive the hooks.
+frugal::ServerCheckpointHooks ServerCheckpointHooksOf(const CheckpointOptions& options, int rank,
+                                                      int world_size, frugal::Duration timeout);
 
 }  // namespace frugal_torch

@@ -27,7 +27,8 @@ frugal::StatusOr<NanPolicy> ParseNanPolicy(std::string_view name);
 // A NaN put into one gradient on purpose.
 struct NanFault {
   int rank = 0;
-  int64_t step = 0;    // 0-based over the run
+  int64_t step = 0;    // 0-based over the run, or of the epoch `epoch`
+  int64_t epoch = 0;   // 0, or the epoch (from 1) whose steps `step` counts
   std::string tensor;  // a parameter's name; empty: the first trainable parameter
 };
 

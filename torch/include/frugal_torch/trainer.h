@@ -174,12 +174,16 @@ struct TrainSummary {
 };
 
 struct TrainCallbacks {
-  // As step `step` (0-based over the run) begins, before anything of it is computed.
-  std::function<void(int64_t step)> before_step;
+  // As step `step` (0-based over the run), step `step_in_epoch` (0-based) of epoch `epoch` (from
+  // 1), begins, before anything of it is computed.
+  std::function<void(int64_t step, int64_t epoch, int64_t step_in_epoch)> before_step;
   std::function<void(const StepProgress&)> on_step;
   // A step's update was skipped (--nan-policy skip): why, naming the step, the rank and the tensor.
   std::function<void(const std::string&)> on_skipped_step;
   std::function<void(const EpochRecord&)> on_epoch;
+  // After a checkpoint is committed: its name (the step, or with shared epochs the nominal end of
+  // the epoch) and the hash of this rank's parameters it holds (ParameterHash).
+  std::function<void(int64_t step, uint64_t params_hash)> on_checkpoint;
   // After the last epoch: every parameter of the final model, flattened in registration order.
   std::function<void(const std::vector<float>&)> on_final_parameters;
 };
