@@ -71,6 +71,10 @@ struct StrategyTraits {
   // The strategy has an exchange of its own (StartExchange), which the loop starts in the
   // engine's place.
   bool own_exchange = false;
+  // What carries the training's exchanges when it is not the reducer ("ps:servers=2,...",
+  // "gossip:..."); empty when the reducer does. The run's summary names it as its reduction:
+  // the reducer then only averages drifting replicas for evaluation.
+  std::string exchange;
 };
 
 // A float buffer of the model, by name. `data` stays valid for the whole run.

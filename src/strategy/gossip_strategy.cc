@@ -88,14 +88,15 @@ class GossipStrategy final : public Strategy {
   }
 
   std::string name() const override {
-    GossipSpec spec = plan_.arch.gossip;
-    spec.mixing = graph_->mixing.kind();
-    return fmt::format("gossip:{} {}", GossipSpecName(spec), SyncSpecName(plan_.sync));
+    return fmt::format("{} {}", traits().exchange, SyncSpecName(plan_.sync));
   }
 
   StrategyTraits traits() const override {
     StrategyTraits traits;
     traits.identical_replicas = false;
+    GossipSpec spec = plan_.arch.gossip;
+    spec.mixing = graph_->mixing.kind();
+    traits.exchange = "gossip:" + GossipSpecName(spec);
     return traits;
   }
 

@@ -65,6 +65,7 @@ class ParameterServerStrategy final : public Strategy {
     StrategyTraits traits;
     traits.worker_runs_optimizer = local_;
     traits.own_exchange = true;
+    traits.exchange = ArchSpecName(plan_.arch);
     traits.identical_replicas = !SharesEpochs() && !local_;
     return traits;
   }

@@ -87,6 +87,9 @@ TEST(GossipTraining, BytesAreExactlyTheMessages) {
   EXPECT_EQ(s.bytes_sent_per_worker, 6 * 2 * model_bytes);
   EXPECT_NEAR(Reported(s, "spectral_gap"), 2.0 / 3, 1e-9);  // eigenvalues 1, 1/3, 1/3, -1/3
   EXPECT_EQ(Reported(s, "graph_edges"), 4);
+  // The summary names the neighbour exchange, not the reducer that only averages for evaluation.
+  EXPECT_EQ(s.reducer.rfind("gossip:topology=ring,", 0), 0u) << s.reducer;
+  EXPECT_NE(s.reducer.find(",algorithm=dpsgd"), std::string::npos) << s.reducer;
   // Local gossip every 3 steps: two rounds.
   const RunResult local = TrainWith(4, "gossip:topology=ring", "local:period=3", "", options);
   EXPECT_EQ(local.summaries[0].bytes_sent_per_worker, 2 * 2 * model_bytes);

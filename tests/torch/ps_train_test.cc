@@ -101,6 +101,7 @@ TEST(ParameterServerTraining, BspEqualsAllreduceBspOverOneToFourServers) {
     const TrainSummary& summary = ps.summaries[0];
     EXPECT_TRUE(summary.params_consistent) << arch;
     EXPECT_EQ(summary.workers, kWorkers) << arch;
+    EXPECT_EQ(summary.reducer, arch) << "the servers carry the gradients";
     EXPECT_GT(summary.bytes_sent_per_worker, 0u) << arch;
     EXPECT_NEAR(summary.test_loss, allreduce.summaries[0].test_loss, 1e-4) << arch;
   }
