@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -96,14 +95,10 @@ int64_t StepsAtCheckpoint(const CheckpointRef& checkpoint, int rank) {
   auto state = ReadRankState(checkpoint, rank);
   if (state.ok()) {
     for (std::string_view name : {"loop/step", "loop/rounds"}) {
-      auto it = state->find(name);
-      if (it == state->end() || it->second.type != StateType::kI64 ||
-          it->second.data.size() != sizeof(int64_t)) {
-        continue;
-      }
+      StateLoader loader(*state);
       int64_t v = 0;
-      std::memcpy(&v, it->second.data.data(), sizeof(v));
-      return v;
+      loader.I64(name, v);
+      if (loader.ok()) return v;
     }
   }
   return static_cast<int64_t>(checkpoint.manifest.step);
@@ -115,6 +110,13 @@ std::string ByRankText(const std::map<int, int64_t>& by_rank) {
   for (const auto& [rank, steps] : by_rank) {
     out += fmt::format("{}rank {} {}", out.empty() ? "" : ", ", rank, steps);
   }
+  return out;
+}
+
+// {"0": 7, "1": 5}
+nlohmann::json ByRankJson(const std::map<int, int64_t>& by_rank) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [rank, steps] : by_rank) out[std::to_string(rank)] = steps;
   return out;
 }
 
@@ -230,10 +232,8 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
       again_by_rank[rank] = std::max<int64_t>(completed - at, 0);
     }
     int64_t again = 0;
-    nlohmann::json by_rank_json = nlohmann::json::object();
     for (const auto& [rank, steps] : again_by_rank) {
       again = std::max(again, steps);
-      by_rank_json[std::to_string(rank)] = steps;
       redone_by_rank[rank] += steps;
     }
     redone += again;
@@ -251,7 +251,7 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
     causes.push_back({{"cause", cause},
                       {"resumed_from_step", from},
                       {"steps_redone", again},
-                      {"steps_redone_by_rank", by_rank_json}});
+                      {"steps_redone_by_rank", ByRankJson(again_by_rank)}});
     command =
         RestartCommand(self, checkpoint.ok() ? std::optional<std::string>(dir) : std::nullopt);
   }
@@ -259,17 +259,13 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
   std::fprintf(stderr, "frugal: %d restart(s), %lld step(s) redone%s\n", restarts,
                static_cast<long long>(redone),
                any_own_positions ? fmt::format(" ({})", ByRankText(redone_by_rank)).c_str() : "");
-  nlohmann::json redone_by_rank_json = nlohmann::json::object();
-  for (const auto& [rank, steps] : redone_by_rank) {
-    redone_by_rank_json[std::to_string(rank)] = steps;
-  }
   if (!restart.json.empty()) {
     std::ofstream out(restart.json, std::ios::app);
     out << nlohmann::json{{"event", "restarts"},
                           {"restarts", restarts},
                           {"max_restarts", options.max_restarts},
                           {"steps_redone", redone},
-                          {"steps_redone_by_rank", redone_by_rank_json},
+                          {"steps_redone_by_rank", ByRankJson(redone_by_rank)},
                           {"exit_code", code},
                           {"attempts", causes}}
                .dump()
