@@ -46,9 +46,7 @@ StatusOr<uint64_t> RunCheckpoints::Save(uint64_t position,
     exchanged = t.bytes_sent() - before;
     return status;
   };
-  FRUGAL_RETURN_IF_ERROR(run_save_              ? run_save_(position, save)
-                         : strategy_ != nullptr ? strategy_->RunCheckpoint(position, runner_, save)
-                                                : runner_.Run("checkpoint", save));
+  FRUGAL_RETURN_IF_ERROR(run_save_(position, save));
   ++saves_;
   seconds_ += watch.Seconds();
   return exchanged;

@@ -5,7 +5,8 @@
 // position that does not end an epoch (every `every_steps` positions); DueAfterEpoch whether to
 // save after an epoch's evaluation (every epoch, or when the position is a multiple of
 // every_steps), so that a checkpoint at the end of an epoch always comes after its evaluation.
-// Save and Resume run `visit` on the thread that owns the transport (through `runner`).
+// Save and Resume run `visit` on the thread that owns the transport (through `run_save` and
+// `runner`).
 #pragma once
 
 #include <cstdint>
@@ -44,12 +45,8 @@ class RunCheckpoints {
   using SaveRunner = std::function<frugal::Status(
       uint64_t position, const std::function<frugal::Status(frugal::Transport&)>& save)>;
 
-  // `strategy` (optional): Save runs through Strategy::RunCheckpoint; otherwise through
-  // `runner` over its transport.
-  RunCheckpoints(const CheckpointOptions& options, frugal::TransportRunner& runner,
-                 frugal::Duration timeout, frugal::Strategy* strategy = nullptr)
-      : options_(options), runner_(runner), timeout_(timeout), strategy_(strategy) {}
-  // Save runs through `run_save` (FedAvg over a parameter server: with the servers).
+  // Save runs through `run_save` (a strategy's RunCheckpoint; FedAvg's, with the servers when
+  // there are any). Resume runs through `runner`.
   RunCheckpoints(const CheckpointOptions& options, frugal::TransportRunner& runner,
                  frugal::Duration timeout, SaveRunner run_save)
       : options_(options), runner_(runner), timeout_(timeout), run_save_(std::move(run_save)) {}
@@ -83,7 +80,6 @@ class RunCheckpoints {
   const CheckpointOptions& options_;
   frugal::TransportRunner& runner_;
   frugal::Duration timeout_;
-  frugal::Strategy* strategy_ = nullptr;
   SaveRunner run_save_;
   int64_t saves_ = 0;
   double seconds_ = 0;

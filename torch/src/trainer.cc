@@ -172,7 +172,11 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   // Bytes of evaluating drifting replicas (averaging them for the evaluation): not training.
   uint64_t eval_bytes = 0;
   // Everything of this rank a checkpoint holds (checkpoint.h), with the loop's position.
-  internal::RunCheckpoints checkpoints(options.checkpoint, *driver, timeout, &strategy);
+  internal::RunCheckpoints checkpoints(
+      options.checkpoint, *driver, timeout,
+      [&](uint64_t step, const std::function<Status(frugal::Transport&)>& save) {
+        return strategy.RunCheckpoint(step, *driver, save);
+      });
   auto visit_run = [&](frugal::StateVisitor& v, LoopPosition& position) {
     VisitModelState(*model, optimizer, v);
     VisitTorchRng(v);
