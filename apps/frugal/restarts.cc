@@ -223,13 +223,15 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
     auto checkpoint = FindCheckpoint(dir);
     const int64_t from = checkpoint.ok() ? static_cast<int64_t>(checkpoint->manifest.step) : 0;
     std::map<int, int64_t> again_by_rank;
-    bool own_positions = false;  // the ranks' positions in the checkpoint differ
+    std::map<int, int64_t> done_by_rank;  // the steps of the run each rank had done
+    bool own_positions = false;           // the ranks' positions in the checkpoint differ
     std::optional<int64_t> position;
     for (const auto& [rank, completed] : ProgressByRank(dir)) {
       const int64_t at = checkpoint.ok() ? StepsAtCheckpoint(*checkpoint, rank) : 0;
       if (position && *position != at) own_positions = true;
       position = at;
       again_by_rank[rank] = std::max<int64_t>(completed - at, 0);
+      done_by_rank[rank] = completed;
     }
     int64_t again = 0;
     for (const auto& [rank, steps] : again_by_rank) {
@@ -251,7 +253,8 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
     causes.push_back({{"cause", cause},
                       {"resumed_from_step", from},
                       {"steps_redone", again},
-                      {"steps_redone_by_rank", ByRankJson(again_by_rank)}});
+                      {"steps_redone_by_rank", ByRankJson(again_by_rank)},
+                      {"steps_done_by_rank", ByRankJson(done_by_rank)}});
     command =
         RestartCommand(self, checkpoint.ok() ? std::optional<std::string>(dir) : std::nullopt);
   }

@@ -18,7 +18,8 @@
 // An attempt that ends with 129, 130 or 143 (the job was interrupted: SIGHUP, SIGINT, SIGTERM) is
 // not restarted. At the end it prints how many restarts there were and how many steps were done
 // again, and appends {"event":"restarts",...} to the --json file when there is one (with
-// "steps_redone_by_rank", over the whole job and per attempt).
+// "steps_redone_by_rank", over the whole job and per attempt, and per attempt
+// "steps_done_by_rank": the steps of the run each rank had done when the attempt ended).
 //
 // Not thread safe: the main thread of the `frugal` command.
 #pragma once

@@ -16,7 +16,8 @@
 #    (ssp, asp: pushes - dropped; backup: between applied / (W - B) and applied);
 #  - with KILL: the restart is logged with its cause and checkpoint, and the killed worker redid
 #    exactly STEP steps (the restarts record's steps_redone_by_rank; steps_redone is the most any
-#    worker redid);
+#    worker redid); with STALENESS=S (ssp) every other worker had done, when the job ended,
+#    between k - S - 1 and k + S steps of the run, k the killed worker's (steps_done_by_rank);
 #  - the final test accuracy is within 0.05 of an uninterrupted run of EPOCHS epochs (the order
 #    of arrival moves asp's accuracy by a few hundredths), and above MIN_ACCURACY.
 #   train_resume_ps_async.sh FRUGAL MPIRUN NP KEYS STEPS_PER_EPOCH MIN_ACCURACY -- TRAIN FLAGS...
@@ -64,6 +65,16 @@ else
   most=$(echo "$by_rank" | grep -o ':[0-9]*' | tr -d : | sort -n | tail -1)
   echo "$restarts" | grep -q "\"steps_redone\":$most," ||
     fail "steps_redone is not the most steps a worker redid ($most)"
+  if [ -n "${STALENESS:-}" ]; then
+    # ssp answers a pull once every active worker's clock is at least the puller's minus S.
+    done_by=$(echo "$restarts" | grep -o '"steps_done_by_rank":{[^}]*}' | tail -1)
+    k=$(echo "$done_by" | grep -o "\"$kill_rank\":[0-9]*" | cut -d: -f2)
+    [ -n "$k" ] || fail "no steps done by worker $kill_rank in $done_by"
+    for d in $(echo "$done_by" | grep -o ':[0-9]*' | tr -d :); do
+      [ "$d" -ge $((k - STALENESS - 1)) ] && [ "$d" -le $((k + STALENESS)) ] ||
+        fail "a worker had done $d steps, not within $STALENESS of worker $kill_rank's $k ($done_by)"
+    done
+  fi
   # The hash of rank 0's parameters when it saved the checkpoint resumed.
   saved_hash=$(grep '"event":"checkpoint"' "$work/resumed.json" | grep "\"step\":$expected[,}]" |
     head -1 | grep -o '"params_hash":"[0-9a-f]*"' | cut -d'"' -f4)
