@@ -78,7 +78,7 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
   }
   std::vector<Span> forwards, backwards;
   std::vector<double> optimizer_steps;               // microseconds
-  std::map<std::string, std::vector<double>> ready;  // tensor -> queue begins
+  std::map<std::string, std::vector<double>> ready;  // tensor -> queue begins, ready marks
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e.value("ph", "") != "X" || e.value("pid", -1) != rank) continue;
     const std::string& row = rows[e.value("tid", int64_t{-1})];
@@ -88,7 +88,9 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
     if (row == "compute" && name == "forward") forwards.push_back(span);
     if (row == "compute" && name == "backward") backwards.push_back(span);
     if (row == "compute" && name == "step") optimizer_steps.push_back(span.end - span.begin);
-    if (row.starts_with("tensor ") && name == "queue") ready[row.substr(7)].push_back(ts);
+    if (row.starts_with("tensor ") && (name == "queue" || name == "ready")) {
+      ready[row.substr(7)].push_back(ts);
+    }
   }
   if (backwards.empty() || forwards.empty()) {
     return InvalidArgumentError(fmt::format(

@@ -6,7 +6,8 @@
 //
 // Trace: the events of one rank. Each step of the "compute" row has a "forward" and a
 // "backward" span; each gradient's row "tensor NAME" has a "queue" span that starts when the
-// backward hook submitted it, i.e. when the gradient became ready. Per step (the first one,
+// backward hook submitted it, i.e. when the gradient became ready, or a "ready" mark where the
+// step kept its gradients (gossip, Local SGD's local steps). Per step (the first one,
 // warm-up, is skipped when there are more), the gradients in ready order get the backward time
 // since the previous one was ready (the first since the backward began); each tensor's backward
 // time is the median over the steps, and the step's median forward time is split over the

@@ -101,7 +101,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
     std::printf("frugal train: %s, %d worker%s x batch %lld, %s, %s, lr %g, momentum %g\n",
                 options.model.c_str(), workers.size(), workers.size() > 1 ? "s" : "",
                 static_cast<long long>(options.batch_size), strategy->name().c_str(),
-                reducer->name().c_str(), options.lr, options.momentum);
+                ExchangeName(*strategy, *reducer).c_str(), options.lr, options.momentum);
     if (!plan.implied.empty()) {
       std::string implied;
       for (const std::string& flag : plan.implied) implied += " " + flag;

@@ -65,17 +65,35 @@ Transport& RankFaults::Wrap(Transport& world) {
   return *wrapped_;
 }
 
+namespace {
+
+// Where fault `f` fires: "step S", or with epoch=E "step S of epoch E (step N of the run)".
+std::string FaultPlace(const FaultSpec& f, int64_t step, int64_t epoch, int64_t step_in_epoch) {
+  return f.epoch > 0
+             ? fmt::format("step {} of epoch {} (step {} of the run)", step_in_epoch, epoch, step)
+             : fmt::format("step {}", step);
+}
+
+}  // namespace
+
 void RankFaults::BeforeStep(int64_t step, int64_t epoch, int64_t step_in_epoch) {
   notes_.Progress(step);
-  if (transport_fault_ && arm_.FiresAt(step, epoch, step_in_epoch)) transport_fault_->Arm();
+  if (transport_fault_ && arm_.FiresAt(step, epoch, step_in_epoch)) {
+    const bool drop = arm_.kind == FaultKind::kDrop;
+    std::fprintf(
+        stderr, "frugal: rank %d: --inject %s: %s this rank sends from %s on\n", rank_,
+        arm_.text.c_str(),
+        drop ? "losing the first message" : "corrupting the header of the first compressed payload",
+        FaultPlace(arm_, step, epoch, step_in_epoch).c_str());
+    std::fflush(stderr);
+    transport_fault_->Arm();
+  }
   for (const FaultSpec& f : mine_) {
     if (!f.FiresAt(step, epoch, step_in_epoch)) continue;
     const bool kill = f.kind == FaultKind::kKill;
-    const std::string where = f.epoch > 0 ? fmt::format("step {} of epoch {} (step {} of the run)",
-                                                        step_in_epoch, epoch, step)
-                                          : fmt::format("step {}", step);
     const std::string line = fmt::format("rank {}: --inject {}: {} this rank at {}", rank_, f.text,
-                                         kill ? "killing (SIGKILL)" : "freezing (SIGSTOP)", where);
+                                         kill ? "killing (SIGKILL)" : "freezing (SIGSTOP)",
+                                         FaultPlace(f, step, epoch, step_in_epoch));
     notes_.Failure(line);
     std::fprintf(stderr, "frugal: %s\n", line.c_str());
     std::fflush(stderr);

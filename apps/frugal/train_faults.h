@@ -5,9 +5,10 @@
 //   slow           a straggler (TrainOptions::stragglers), like --straggler R:F;
 //   nan            TrainOptions::nan_faults: the step driver puts a NaN into the gradient;
 //   drop, corrupt  the rank's transport is wrapped (fault_transport.h) and the fault armed as the
-//                  step begins: the first message sent from then on is lost, or the first
-//                  compressed payload (one that starts with a valid wire header, compress_wire.h)
-//                  gets a bit of its header flipped, so that the receiver refuses it.
+//                  step begins, with one line naming the rank, the fault and the step: the first
+//                  message sent from then on is lost, or the first compressed payload (one that
+//                  starts with a valid wire header, compress_wire.h) gets a bit of its header
+//                  flipped, so that the receiver refuses it.
 #pragma once
 
 #include <cstdint>

@@ -218,6 +218,11 @@ class Strategy {
   }
 };
 
+// What carries the training's exchanges, as the run's start line and its summary name it: the
+// strategy's own exchange (traits().exchange: "ps:servers=2,shard-mb=4", "gossip:..."), else the
+// reducer ("allreduce:ring", ...).
+std::string ExchangeName(const Strategy& strategy, const GradientReducer& reducer);
+
 // ---- Specifications and the factory --------------------------------------------------------
 
 enum class ArchKind { kAllreduce, kGossip, kParameterServer };

@@ -2,7 +2,8 @@
 // chrome://tracing and Perfetto open). Each rank is a process row ("rank 0", "rank 1", ...);
 // inside it each named row is a thread row: "compute" (forward, backward, step), "engine" (the
 // engine thread's negotiation cycles and bucket reductions) and one row per tensor ("tensor
-// fc.weight": queue, negotiate, compress, communicate, decompress).
+// fc.weight": queue, negotiate, compress, communicate, decompress; or, for a gradient the step
+// keeps, as gossip's, a zero-length "ready" when backward produced it).
 //
 // Times are microseconds since the rank's origin; Engine::Start sets the origins of all ranks
 // right after a barrier, so rows of different ranks line up to within the barrier's latency.

@@ -128,6 +128,11 @@ Status PendingSends::Reap() {
   return first;
 }
 
+int PendingSends::PendingTo(int dst) const {
+  return static_cast<int>(
+      std::count_if(sends_.begin(), sends_.end(), [&](const Send& s) { return s.dst == dst; }));
+}
+
 void PendingSends::Drain(Duration bound) {
   const Clock::time_point deadline = Clock::now() + bound;
   for (Send& send : sends_) {

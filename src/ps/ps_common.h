@@ -64,6 +64,8 @@ class PendingSends {
   // Waits up to `bound` for every send to complete, then forgets them all.
   void Drain(Duration bound);
   size_t size() const { return sends_.size(); }
+  // The sends to `dst` posted and not seen complete.
+  int PendingTo(int dst) const;
 
  private:
   struct Send {

@@ -94,6 +94,11 @@ StatusOr<ArchSpec> ParseArchSpec(std::string_view spec) {
   return arch;
 }
 
+std::string ExchangeName(const Strategy& strategy, const GradientReducer& reducer) {
+  std::string exchange = strategy.traits().exchange;
+  return exchange.empty() ? reducer.name() : exchange;
+}
+
 std::string ArchSpecName(const ArchSpec& spec) {
   if (spec.kind == ArchKind::kParameterServer) {
     return fmt::format("ps:servers={},shard-mb={}", spec.servers, spec.shard_mb);

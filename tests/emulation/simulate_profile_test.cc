@@ -4,10 +4,29 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace frugal::apps {
 namespace {
 
 using ::testing::HasSubstr;
+
+// The layers read from a trace: the optimizer's step first, then `names` with their forward and
+// backward times (us).
+void ExpectLayers(const StatusOr<std::vector<ProfiledLayer>>& layers, double optimizer_us,
+                  const std::vector<std::string>& names, const std::vector<double>& forward_us,
+                  const std::vector<double>& backward_us) {
+  ASSERT_TRUE(layers.ok()) << layers.status().ToString();
+  ASSERT_EQ(layers->size(), names.size() + 1);
+  EXPECT_EQ((*layers)[0].name, kOptimizerLayer);
+  EXPECT_NEAR((*layers)[0].forward_s, optimizer_us * 1e-6, 1e-12);
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ((*layers)[i + 1].name, names[i]);
+    EXPECT_NEAR((*layers)[i + 1].forward_s, forward_us[i] * 1e-6, 1e-12) << names[i];
+    EXPECT_NEAR((*layers)[i + 1].backward_s, backward_us[i] * 1e-6, 1e-12) << names[i];
+  }
+}
 
 TEST(LayerTable, ReadsLinesAndRefusesBadOnes) {
   auto layers = ParseLayerTable(
@@ -45,21 +64,31 @@ TEST(LayerTrace, BackwardFromReadyTimesForwardSplitInProportion) {
     {"name":"step","ph":"X","pid":0,"tid":0,"ts":1012,"dur":3},
     {"name":"forward","ph":"X","pid":1,"tid":0,"ts":0,"dur":5000}
   ],"displayTimeUnit":"ms"})";
-  auto layers = LayersFromTrace(trace, 0, {"a", "b"}, "t.json");
-  ASSERT_TRUE(layers.ok()) << layers.status().ToString();
-  ASSERT_EQ(layers->size(), 3u);
   // First the optimizer's step (the one "step" span: 3 us), without gradient.
-  EXPECT_EQ((*layers)[0].name, kOptimizerLayer);
-  EXPECT_NEAR((*layers)[0].forward_s, 3e-6, 1e-12);
-  EXPECT_EQ((*layers)[1].name, "a");
-  EXPECT_NEAR((*layers)[1].backward_s, 6e-6, 1e-12);
-  EXPECT_NEAR((*layers)[2].backward_s, 4e-6, 1e-12);
-  EXPECT_NEAR((*layers)[1].forward_s, 6e-6, 1e-12);
-  EXPECT_NEAR((*layers)[2].forward_s, 4e-6, 1e-12);
+  ExpectLayers(LayersFromTrace(trace, 0, {"a", "b"}, "t.json"), 3, {"a", "b"}, {6, 4}, {6, 4});
   auto missing = LayersFromTrace(trace, 0, {"a", "c"}, "t.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing.status().message(), HasSubstr("no gradient of 'c'"));
   EXPECT_FALSE(LayersFromTrace("{}", 0, {"a"}, "t.json").ok());
+}
+
+// A gossip run keeps its gradients: its trace marks each one "ready" (a zero-length span) where
+// an all-reduce run's has the "queue" span of its submission; the profile is read the same way.
+// Backward 100-130 us, a ready at 110 (10 us) and b at 130 (20 us); forward 60-100 (40 us),
+// split 1:2.
+TEST(LayerTrace, ReadyMarksOfKeptGradientsGiveTheBackward) {
+  const char* trace = R"({"traceEvents":[
+    {"name":"thread_name","ph":"M","pid":0,"tid":0,"args":{"name":"compute"}},
+    {"name":"thread_name","ph":"M","pid":0,"tid":1,"args":{"name":"tensor a"}},
+    {"name":"thread_name","ph":"M","pid":0,"tid":2,"args":{"name":"tensor b"}},
+    {"name":"forward","ph":"X","pid":0,"tid":0,"ts":60,"dur":40},
+    {"name":"backward","ph":"X","pid":0,"tid":0,"ts":100,"dur":30},
+    {"name":"ready","ph":"X","pid":0,"tid":1,"ts":110,"dur":0},
+    {"name":"ready","ph":"X","pid":0,"tid":2,"ts":130,"dur":0},
+    {"name":"step","ph":"X","pid":0,"tid":0,"ts":131,"dur":5}
+  ],"displayTimeUnit":"ms"})";
+  ExpectLayers(LayersFromTrace(trace, 0, {"b", "a"}, "t.json"), 5, {"b", "a"},
+               {40.0 * 2 / 3, 40.0 / 3}, {20, 10});
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
 // FedAvg training through frugal_torch, ranks as threads: one local step of one client per rank
 // against BSP, the sample-count weights against a serial computation, the round records' bytes,
-// and FedAvg over parameter servers against FedAvg over all-reduce.
+// FedAvg over parameter servers against FedAvg over all-reduce, and a run over parameter servers
+// resumed from a checkpoint against the run never stopped.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "frugal/inproc_transport.h"
 #include "frugal/parameter_server.h"
 #include "frugal/strategy.h"
+#include "frugal_torch/checkpoint.h"
 #include "frugal_torch/fedavg_trainer.h"
 #include "frugal_torch/models.h"
 #include "frugal_torch/trainer.h"
@@ -59,6 +63,14 @@ TrainOptions Plain(int64_t batch) {
   return options;
 }
 
+// Batch 32, `rounds` rounds, clients' shards drawn from Dirichlet(0.5).
+TrainOptions DirichletRounds(int64_t rounds) {
+  TrainOptions options = Plain(32);
+  options.epochs = rounds;
+  options.partition = PartitionSpec{PartitionKind::kDirichlet, 0.5};
+  return options;
+}
+
 frugal::StrategyPlan PlanOf(const std::string& sync, const std::string& compress = "",
                             uint64_t seed = 5, const std::string& arch = "allreduce") {
   frugal::StrategyOptions o;
@@ -98,7 +110,8 @@ FedRun RunFedAvg(int n, const frugal::StrategyPlan& plan, const FashionMnist& da
   return run;
 }
 
-// `n` workers and plan.arch.servers servers (the last ranks), FedAvg over the servers.
+// `n` workers and plan.arch.servers servers (the last ranks), FedAvg over the servers; the
+// servers save and resume their part of options.checkpoint.
 FedRun RunFedAvgOverServers(int n, const frugal::StrategyPlan& plan, const FashionMnist& data,
                             const TrainOptions& options) {
   FedRun run;
@@ -109,8 +122,11 @@ FedRun RunFedAvgOverServers(int n, const frugal::StrategyPlan& plan, const Fashi
     FRUGAL_ASSIGN_OR_RETURN(frugal::RoleGroup group,
                             frugal::JoinRoleGroup(world, roles, plan.timeout));
     if (roles.mine == frugal::Role::kServer) {
+      // The servers' files in the set of options.checkpoint, as `frugal train` has them.
+      const frugal::ServerCheckpointHooks checkpoints =
+          ServerCheckpointHooksOf(options.checkpoint, world.rank(), world.size(), plan.timeout);
       return frugal::RunServerRole(world, plan, frugal::ServerOptimizer{},
-                                   frugal::Logger(frugal::LogLevel::kOff));
+                                   frugal::Logger(frugal::LogLevel::kOff), &checkpoints);
     }
     Transport& t = *group.transport;
     FRUGAL_ASSIGN_OR_RETURN(auto fedavg, frugal::FederatedAveraging::CreateOverServers(
@@ -281,9 +297,7 @@ TEST(FedAvgTraining, RoundRecordsCountClientsStepsAndBytesExactly) {
 TEST(FedAvgTraining, OverServersEqualsFedAvgOverAllreduce) {
   torch::set_num_threads(1);
   const FashionMnist data = Subset(800);
-  TrainOptions options = Plain(32);
-  options.epochs = 3;
-  options.partition = PartitionSpec{PartitionKind::kDirichlet, 0.5};
+  const TrainOptions options = DirichletRounds(3);
   const std::string sync = "fedavg:clients=8,fraction=0.5,local-steps=3,min-samples=8";
   for (const std::string compress : {"", "fp16"}) {
     for (int n : {2, 3}) {
@@ -353,6 +367,68 @@ TEST(FedAvgTraining, OverServersAWorkerPushesOnlyForItsSampledClients) {
   // 2 clients of 8 over 3 workers: some round leaves a worker out.
   EXPECT_GT(rounds_with_an_idle_worker, 0);
   EXPECT_TRUE(s.train.params_consistent);
+}
+
+// FedAvg over two parameter servers, stopped after round 2 and resumed from that round's
+// checkpoint in a new job (new workers, new servers: only the files carry over), ends with the
+// bits of the run that was never stopped: every worker's parameters, rounds 3 and 4 (clients,
+// steps, losses, accuracy, the clients' bytes and the aggregate's bytes on the transport) and the
+// whole run's counts. The state that carries over: the global model on the servers with its
+// version and the workers' clocks, the clients' top-k residuals, the parameter clients' clocks,
+// the round and the running totals.
+TEST(FedAvgTraining, OverServersResumedAfterARoundEndsAsTheRunNeverStopped) {
+  torch::set_num_threads(1);
+  const FashionMnist data = Subset(800);
+  const TrainOptions options = DirichletRounds(4);
+  const frugal::StrategyPlan plan =
+      PlanOf("fedavg:clients=6,fraction=0.5,local-steps=5", "topk:ratio=0.01", 5, "ps:servers=2");
+  const int n = 2;
+  const FedRun whole = RunFedAvgOverServers(n, plan, data, options);
+  ASSERT_EQ(whole.summaries[0].rounds.size(), 4u);
+
+  std::string dir = (std::filesystem::temp_directory_path() / "frugal-fedavg-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  TrainOptions stopped_options = options;
+  stopped_options.epochs = 2;
+  stopped_options.checkpoint.dir = dir;
+  stopped_options.checkpoint.every_epoch = true;
+  const FedRun stopped = RunFedAvgOverServers(n, plan, data, stopped_options);
+  ASSERT_EQ(stopped.summaries[0].train.checkpoints, 2);
+  ASSERT_NE(stopped.parameters[0], whole.parameters[0]) << "two rounds short of the end";
+
+  TrainOptions resumed_options = options;
+  resumed_options.checkpoint.resume = dir;
+  const FedRun resumed = RunFedAvgOverServers(n, plan, data, resumed_options);
+  std::filesystem::remove_all(dir);
+
+  const FedAvgSummary& a = whole.summaries[0];
+  const FedAvgSummary& b = resumed.summaries[0];
+  EXPECT_EQ(b.train.resumed_from_step, 2);
+  EXPECT_EQ(b.train.resumed_parameter_hash, stopped.summaries[0].train.parameter_hash);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(resumed.parameters[r], whole.parameters[r]) << "worker " << r;
+  }
+  EXPECT_EQ(b.train.parameter_hash, a.train.parameter_hash);
+  EXPECT_TRUE(b.train.params_consistent);
+  ASSERT_EQ(b.rounds.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const RoundRecord& x = a.rounds[i + 2];
+    const RoundRecord& y = b.rounds[i];
+    EXPECT_EQ(y.round, x.round);
+    EXPECT_EQ(y.clients, x.clients);
+    EXPECT_EQ(y.steps, x.steps);
+    EXPECT_EQ(y.samples, x.samples);
+    EXPECT_EQ(y.train_loss, x.train_loss) << "round " << x.round;
+    EXPECT_EQ(y.test_loss, x.test_loss) << "round " << x.round;
+    EXPECT_EQ(y.test_accuracy, x.test_accuracy) << "round " << x.round;
+    EXPECT_EQ(y.bytes_up, x.bytes_up) << "round " << x.round;
+    EXPECT_EQ(y.bytes_down, x.bytes_down) << "round " << x.round;
+    EXPECT_EQ(y.bytes_sent, x.bytes_sent) << "round " << x.round;
+  }
+  EXPECT_EQ(b.train.steps, a.train.steps);
+  EXPECT_EQ(b.bytes_up, a.bytes_up);
+  EXPECT_EQ(b.bytes_down, a.bytes_down);
+  EXPECT_EQ(b.train.test_loss, a.train.test_loss);
 }
 
 TEST(FedAvgTraining, OverServersRefusesWhatDoesNotApply) {

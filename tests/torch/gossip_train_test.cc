@@ -1,15 +1,20 @@
 // Gossip strategies through frugal_torch's training loop, ranks as threads: D-PSGD on a complete
 // graph is BSP, the bytes of a gossip run are exactly its messages, and drifting replicas report
-// their spread, the consensus distance and the spectral gap.
+// their spread, the consensus distance and the spectral gap; a gossip run's timeline marks
+// when each gradient was ready.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frugal/inproc_transport.h"
 #include "frugal/strategy.h"
+#include "frugal_torch/models.h"
 #include "frugal_torch/trainer.h"
 #include "torch/torch_test_util.h"
 
@@ -155,6 +160,53 @@ TEST(GossipTraining, WaitingForNeighboursIsCommunicationTime) {
   for (const TrainSummary& s : run.summaries) {
     EXPECT_GT(s.comm_seconds, s.compute_seconds / 3);
     EXPECT_LE(s.compute_seconds + s.comm_seconds, s.wall_seconds * 1.05);
+  }
+}
+
+// D-PSGD keeps each step's gradients (nothing is submitted to the engine), yet its timeline marks
+// every gradient "ready" inside the backward that produced it, once per step, so that the trace
+// gives the per-layer backward times of a profile (frugal simulate --timeline).
+TEST(GossipTraining, TimelineMarksEachGradientReadyInItsBackward) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small();
+  options.overlap->timeline = true;
+  const RunResult run = TrainWith(2, "gossip:topology=ring", "bsp", "", options);
+  ASSERT_FALSE(run.summaries[0].timeline_json.empty());
+  const nlohmann::json doc = nlohmann::json::parse(run.summaries[0].timeline_json);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::map<int, std::string> rows;
+    for (const auto& e : doc["traceEvents"]) {
+      if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == rank) {
+        rows[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+      }
+    }
+    std::vector<std::pair<int64_t, int64_t>> backwards;
+    std::map<std::string, std::vector<int64_t>> ready;
+    int queued = 0;
+    for (const auto& e : doc["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != rank) continue;
+      const std::string& row = rows[e["tid"].get<int>()];
+      const int64_t ts = e["ts"].get<int64_t>();
+      if (row == "compute" && e["name"] == "backward") {
+        backwards.emplace_back(ts, ts + e["dur"].get<int64_t>());
+      }
+      if (row.rfind("tensor ", 0) == 0 && e["name"] == "ready") ready[row.substr(7)].push_back(ts);
+      if (row.rfind("tensor ", 0) == 0 && e["name"] == "queue") ++queued;
+    }
+    ASSERT_EQ(backwards.size(), static_cast<size_t>(options.max_steps)) << "rank " << rank;
+    EXPECT_EQ(queued, 0) << "rank " << rank;
+    auto model = MakeModel(options.model, 1).value();
+    size_t params = 0;
+    for (const auto& item : model->named_parameters(/*recurse=*/true)) {
+      ++params;
+      const std::vector<int64_t>& marks = ready[item.key()];
+      ASSERT_EQ(marks.size(), backwards.size()) << item.key() << " rank " << rank;
+      for (size_t k = 0; k < marks.size(); ++k) {
+        EXPECT_GE(marks[k], backwards[k].first) << item.key() << " step " << k;
+        EXPECT_LE(marks[k], backwards[k].second + 1) << item.key() << " step " << k;
+      }
+    }
+    EXPECT_EQ(ready.size(), params) << "rank " << rank;
   }
 }
 

@@ -1,9 +1,10 @@
 # Runs `frugal train --arch ps:servers=2` under a real mpirun (2 workers + 2 servers) and the same
-# training with ring all-reduce on 2 ranks, and checks the parameter server's run: exit code,
-# identical replicas, the exact bytes of its pushes, and the same model as all-reduce BSP (its test
-# loss to float tolerance); then Local SGD over 1 server against Local SGD over all-reduce: the
-# bytes of its model deltas and the same test loss to float tolerance; then FedAvg over 1 server
-# against FedAvg over all-reduce: the bytes of its pushes and the same model, bit for bit.
+# training with ring all-reduce on 2 ranks, and checks the parameter server's run: exit code, the
+# start line, identical replicas, the exact bytes of its pushes, and the same model as all-reduce
+# BSP (its test loss to float tolerance); then Local SGD over 1 server against Local SGD over
+# all-reduce: the bytes of its model deltas and the same test loss to float tolerance; then FedAvg
+# over 1 server against FedAvg over all-reduce: the bytes of its pushes and the same model, bit for
+# bit.
 #   cmake -DFRUGAL=path -DMPIEXEC=mpirun -DJSON=file -P ps_mpi_check.cmake
 set(steps 12)
 set(common train --model mlp --batch-size 32 --max-steps ${steps} --momentum 0.9 --nesterov
@@ -25,6 +26,7 @@ function(run_train np json consistent)
   file(STRINGS "${json}" records)
   list(GET records -1 summary)
   set(summary "${summary}" PARENT_SCOPE)
+  set(out "${out}" PARENT_SCOPE)
 endfunction()
 
 # The summary's bytes_sent_per_worker equals `expected`; `what` names the run in the failure.
@@ -39,6 +41,11 @@ run_train(2 "${JSON}.allreduce" yes)
 set(allreduce "${summary}")
 run_train(4 "${JSON}" yes --arch ps:servers=2)
 set(ps "${summary}")
+# The start line names what carries the gradients (the servers), as the summary does, not the
+# workers' all-reduce reducer.
+if(NOT out MATCHES "frugal train: mlp, 2 workers x batch 32, bsp, ps:servers=2,shard-mb=4, lr ")
+  message(FATAL_ERROR "the start line does not name the parameter server as the exchange")
+endif()
 
 string(JSON arch GET "${ps}" arch)
 if(NOT arch STREQUAL "ps:servers=2,shard-mb=4")

@@ -14,6 +14,12 @@
 #   nan-skip   the same with --nan-policy skip: every rank skips step 5's update (one line says
 #              so), the run ends with identical replicas and a finite loss;
 #   slow       rank 1 three times slower: the run ends as the run without the fault.
+# The modes stop-epoch, drop-epoch and corrupt-epoch place the fault by its epoch
+# (epoch=2,step=3; batch 1024: 20 steps an epoch, so step 23 of the run, after the first epoch's
+# evaluation): the outcome as above, and the injecting rank's line names step 3 of epoch 2 as step
+# 23 of the run (with epoch= ignored the fault would fire at step 3). For stop and drop also
+# under `frugal train --np 3 --max-restarts 1` with a checkpoint at every epoch's end: the job
+# restarts from the checkpoint of step 20 with 3 steps to redo and ends with exit code 0.
 #   train_inject.sh FRUGAL MPIRUN MODE
 set -uo pipefail
 frugal=$1 mpirun=$2 mode=$3
@@ -51,6 +57,27 @@ ends_naming_rank1() {
   frugal_lines | grep -E '^(frugal: rank [02]: train: |E[0-9:.]+ \[rank [02]\] engine: )' |
     grep -q "rank 1" ||
     fail "no rank's error line names rank 1"
+}
+
+# Step 3 of epoch 2 (the run's step 23) and the flags of the epoch modes.
+epoch_base=(--model mlp --batch-size 1024 --epochs 2 --max-steps 26 --test-samples 500 --progress none
+  --timeout-ms 5000)
+at_epoch="at step 3 of epoch 2 (step 23 of the run)"
+announces() {  # LINE: the injecting rank printed exactly this line
+  grep -qxF "$1" "$work/err" || fail "no line '$1'"
+}
+# FLAGS...: `frugal train --np 3 --max-restarts 1` with checkpoints at every epoch's end; the
+# job restarts from the checkpoint of step 20, 3 steps to redo on every rank, and ends well.
+restarts_at_epoch_end() {
+  rm -rf "$work/ckpt"
+  "$frugal" train --np 3 "${epoch_base[@]}" --overlap none --checkpoint-dir "$work/ckpt" \
+    --max-restarts 1 "$@" >"$work/out" 2>"$work/err"
+  code=$?
+  echo "restarted run: exit $code"; grep '^frugal: ' "$work/err"
+  [ "$code" -eq 0 ] || fail "the restarted job ended with exit code $code"
+  grep -qE "^frugal: restart 1/1 after: rank [0-9]: .*; resuming checkpoint $work/ckpt/ckpt-000000000020 at step 20 \(3 step\(s\) to redo\)$" \
+    "$work/err" || fail "no restart from the checkpoint of step 20 with 3 steps to redo"
+  grep -qx "frugal: 1 restart(s), 3 step(s) redone" "$work/err" || fail "no summary of the restart"
 }
 
 case "$mode" in
@@ -102,6 +129,31 @@ case "$mode" in
     [ "$(summary_field "$summary" steps)" = 12 ] || fail "steps is not 12"
     loss=$(summary_field "$summary" test_loss)
     case "$loss" in *nan* | *inf* | null) fail "test loss $loss" ;; esac
+    ;;
+  stop-epoch | drop-epoch)
+    fault=${mode%-epoch}:rank=1,epoch=2,step=3
+    base=("${epoch_base[@]}")
+    run --inject "$fault"
+    ends_naming_rank1
+    if [ "$mode" = stop-epoch ]; then
+      announces "frugal: rank 1: --inject $fault: freezing (SIGSTOP) this rank $at_epoch"
+      cause="rank 1: --inject $fault: freezing"  # the frozen rank's own line
+    else
+      announces "frugal: rank 1: --inject $fault: losing the first message this rank sends from step 3 of epoch 2 (step 23 of the run) on"
+      cause="rank [02]: .*rank 1"  # a line of a rank that waited for rank 1
+    fi
+    restarts_at_epoch_end --inject "$fault"
+    grep -qE "^frugal: restart 1/1 after: $cause" "$work/err" ||
+      fail "the restart's cause is not '$cause'"
+    ;;
+  corrupt-epoch)
+    base=("${epoch_base[@]}")
+    run --compress topk:ratio=0.01 --ef --compress-min-bytes 1024 \
+      --inject corrupt:rank=1,epoch=2,step=3
+    ends_naming_rank1
+    announces "frugal: rank 1: --inject corrupt:rank=1,epoch=2,step=3: corrupting the header of the first compressed payload this rank sends from step 3 of epoch 2 (step 23 of the run) on"
+    frugal_lines | grep -q "payload of rank 1: topk payload: payload header is corrupted" ||
+      fail "no receiver refused rank 1's payload"
     ;;
   slow)
     # --overlap none: with priority overlap and 3 ranks the bucket composition follows timing.

@@ -221,8 +221,16 @@ Status EngineOptimizer::Backward(const torch::Tensor& loss) {
 }
 
 void EngineOptimizer::OnGradient(size_t index, const torch::Tensor& grad) {
-  if (!exchange_) return;  // this step keeps its own gradients
   Param& p = *params_[index];
+  if (!exchange_) {
+    // This step keeps its own gradients (gossip, a local step); the timeline still marks when
+    // each was ready, as the engine's "queue" span does for a submitted one.
+    if (options_.timeline) {
+      const auto now = Clock::now();
+      options_.timeline->Span("tensor " + p.name, "ready", now, now);
+    }
+    return;
+  }
   const int slot = Slot(step_);
   if (p.works[slot]) {
     if (gate_error_.ok()) {

@@ -160,7 +160,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
   summary.params = CountParameters(*model);
   summary.workers = world;
   summary.global_batch = options.batch_size * world;
-  summary.reducer = traits.exchange.empty() ? reducer.name() : traits.exchange;
+  summary.reducer = frugal::ExchangeName(strategy, reducer);
   summary.strategy = strategy.name();
   summary.identical_replicas = traits.identical_replicas;
   summary.bytes_counted_by = reducer.bytes_counted_by() == "transport"

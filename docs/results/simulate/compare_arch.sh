@@ -5,11 +5,40 @@
 # trace of the top-k run at 1 Gbit/s, tl_h4_1gbit_topk.json), as compare_emulated.sh does for the
 # ring. The D-PSGD rows are simulated a second time with the rate of the graph's round measured on
 # the same hosts (--fit-round round_h4_RATE.jsonl, from `validate_emulated.sh BUILD dpsgd`).
-# Usage: compare_arch.sh BUILD_DIR
+# With `own`, only the D-PSGD runs (traced by `validate_emulated.sh BUILD dpsgd`), each simulated
+# with its own trace as the compute profile, the all-reduce fit and the round's measured rate;
+# measured: the summary's step_seconds_median and the mean step of the epoch (global_batch /
+# samples_per_second), since the simulated step is a mean over its steps. Columns: the run's own
+# compute per step (compute_seconds / steps), the profile's compute as the simulator reads it,
+# the simulated step, and its error against the median and the mean.
+# Usage: compare_arch.sh BUILD_DIR [own]
 set -u
 build="$(cd "$1" && pwd)"
 cd "$(dirname "$0")"
 F="$build/apps/frugal/frugal"
+if [ "${2:-}" = own ]; then
+  printf "| NIC | graph | measured median (ms) | measured mean (ms) | run's compute (ms) | profile's compute (ms) | simulated (ms) | error vs median | error vs mean |\n"
+  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+  for nic in 100mbit 1gbit; do
+    for run in dpsgd dpsgd1; do
+      case $run in
+        dpsgd) topology=ring; label="ring" ;;
+        dpsgd1) topology=onepeer-exp; label="one-peer exponential" ;;
+      esac
+      read -r median mean compute < <(grep '"event":"summary"' ${run}_h4_${nic}.jsonl |
+        /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
+          d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
+          d["compute_seconds"]/d["steps"]*1e3)')
+      read -r sim sim_compute < <("$F" simulate --timeline tl_${run}_h4_${nic}.json --model cnn \
+        --workers 4 --fit fit_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
+        --arch gossip:topology=$topology | tail -1 | awk '{print $4, $5}')
+      err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
+      printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s |\n" $nic "$label" $median \
+        $mean $compute $sim_compute $sim "$(err $sim $median)" "$(err $sim $mean)"
+    done
+  done
+  exit 0
+fi
 printf "| NIC | architecture | measured step (ms) | simulated step (ms) | error | simulated with the round's rate (ms) | error |\n"
 printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
 for nic in 100mbit 1gbit; do

@@ -4,9 +4,10 @@
 # (`frugal bench allreduce`) and 40 steps of cnn, dense and top-k 1% + EF, with --timeline.
 # With `arch`, instead: 40 steps of cnn over a parameter server (4 workers and 1 or 2 servers,
 # each rank on a host of its own) and D-PSGD on a ring of 4 hosts, at 100 Mbit/s and 1 Gbit/s.
-# With `dpsgd`: only the D-PSGD runs of `arch`, and before them the rate of a gossip round's flows
-# on the same hosts (`frugal bench round`, the ring and the one-peer exponential graph of 4, the
-# cnn model's size) for `frugal simulate --fit-round`.
+# With `dpsgd`: only the D-PSGD runs of `arch` on the ring and the one-peer graph, each traced
+# (its trace is the compute profile of its own simulation, `compare_arch.sh BUILD own`), and
+# before them the rate of a gossip round's flows on the same hosts (`frugal bench round`, the
+# ring and the one-peer exponential graph of 4, the cnn model's size) for `--fit-round`.
 # Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
@@ -35,17 +36,23 @@ if [ "$what" = arch ] || [ "$what" = dpsgd ]; then
         > ps${servers}_h4_${nic}.log 2>&1
       echo "train ps servers=$servers 4 workers $nic rc=$?"
     done
+    # With `dpsgd` the ring's run is traced: its trace is the profile of its own simulation.
+    trace=()
+    [ "$what" = dpsgd ] && trace=(--timeline tl_dpsgd_h4_${nic}.json)
     "$F" train --np 4 --emulate hosts=4,nic=$nic --arch gossip:topology=ring --model cnn \
-      --max-steps 40 --progress none --json dpsgd_h4_${nic}.jsonl > dpsgd_h4_${nic}.log 2>&1
+      --max-steps 40 --progress none "${trace[@]}" --json dpsgd_h4_${nic}.jsonl \
+      > dpsgd_h4_${nic}.log 2>&1
     echo "train dpsgd ring 4 $nic rc=$?"
   done
-  # Where D-PSGD's time goes at 100 Mbit/s: the ring again with its trace, and with order=atc.
-  "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring,order=atc \
-    --model cnn --max-steps 40 --progress none --json dpsgdatc_h4_100mbit.jsonl \
-    > dpsgdatc_h4_100mbit.log 2>&1
-  "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring --model cnn \
-    --max-steps 40 --progress none --timeline tl_dpsgd_h4_100mbit.json \
-    --json tl_dpsgd_h4_100mbit.jsonl > tl_dpsgd_h4_100mbit.log 2>&1
+  if [ "$what" = arch ]; then
+    # Where D-PSGD's time goes at 100 Mbit/s: the ring again with its trace, and with order=atc.
+    "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring,order=atc \
+      --model cnn --max-steps 40 --progress none --json dpsgdatc_h4_100mbit.jsonl \
+      > dpsgdatc_h4_100mbit.log 2>&1
+    "$F" train --np 4 --emulate hosts=4,nic=100mbit --arch gossip:topology=ring --model cnn \
+      --max-steps 40 --progress none --timeline tl_dpsgd_h4_100mbit.json \
+      --json tl_dpsgd_h4_100mbit.jsonl > tl_dpsgd_h4_100mbit.log 2>&1
+  fi
   # D-PSGD on the one-peer exponential graph (one message out and one in per step), traced.
   for nic in 100mbit 1gbit; do
     "$F" train --np 4 --emulate hosts=4,nic=$nic --arch gossip:topology=onepeer-exp --model cnn \

@@ -61,7 +61,9 @@ struct EngineOptimizerOptions {
   bool skip_comm = false;
   size_t bucket_cap_bytes = frugal::kDefaultBucketCapBytes;  // kNone
   frugal::Duration timeout = frugal::kDefaultTimeout;
-  frugal::Timeline* timeline = nullptr;  // compute phases: forward, backward, step, wait
+  // Compute phases: forward, backward, step, wait; and when a step keeps its gradients
+  // (BeginStep(false)), a "ready" mark on a gradient's row "tensor NAME" as its hook fires.
+  frugal::Timeline* timeline = nullptr;
 };
 
 class EngineOptimizer {

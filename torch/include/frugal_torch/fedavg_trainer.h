@@ -16,8 +16,9 @@
 // same records.
 // Over a parameter server (FederatedAveraging::CreateOverServers) there is no reducer: `t` is the
 // workers' group, the servers (RunServerRole with the same plan) hold the global model, and the
-// summary's reducer is the architecture ("ps:servers=S"). Checkpoints do not apply then
-// (kInvalidArgument).
+// summary's reducer is the architecture ("ps:servers=S"). Checkpoints then span the whole job:
+// the servers write their files into the workers' set (RunServerRole with
+// ServerCheckpointHooksOf the same options.checkpoint, checkpoint.h).
 //
 // The learning-rate schedule counts rounds as epochs (warm-up and milestones in rounds; one rate
 // per round). options.max_steps does not apply (kInvalidArgument: use local-steps); options.overlap
