@@ -46,17 +46,43 @@ float InputValue(size_t i, int rank) {
 
 bool IsPeerName(std::string_view name) { return name == kMpiPeerName || name == kGlooPeerName; }
 
-// A case of frugal's: "ring" (on the shared buffer, no staging) or "ring:staged" (the same
-// algorithm through the transport's staging copies, as on a buffer the transport does not share).
+// A case of frugal's as named on the command line, ALGO[@SEGMENT][:staged]: "ring" (on the
+// shared buffer, no staging, the algorithm's default segment), "ring@256K" (segments of 256 KiB
+// whatever --segment-bytes says) or "ring:staged" (through the transport's staging copies, as on a
+// buffer the transport does not share).
 struct FrugalCase {
-  std::string_view algorithm;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
+  std::optional<size_t> segment_bytes;
   bool staged = false;
 };
-FrugalCase ParseFrugalCase(std::string_view name) {
-  if (name.ends_with(kStagedSuffix)) {
-    return {name.substr(0, name.size() - kStagedSuffix.size()), true};
+StatusOr<FrugalCase> ParseFrugalCase(std::string_view name) {
+  FrugalCase parsed;
+  std::string_view rest = name;
+  if (rest.ends_with(kStagedSuffix)) {
+    parsed.staged = true;
+    rest.remove_suffix(kStagedSuffix.size());
   }
-  return {name, false};
+  const size_t at = rest.find(kSegmentSeparator);
+  if (at != std::string_view::npos) {
+    StatusOr<size_t> segment = ParseByteSize(rest.substr(at + 1));
+    if (!segment.ok() || *segment == 0) {
+      return InvalidArgumentError(fmt::format("'{}': the segment after '{}' is not a positive size",
+                                              name, kSegmentSeparator));
+    }
+    parsed.segment_bytes = *segment;
+    rest = rest.substr(0, at);
+  }
+  StatusOr<AllreduceAlgorithm> algorithm = ParseAllreduceAlgorithm(rest);
+  if (!algorithm.ok()) {
+    std::string accepted;
+    for (const auto& n : DefaultAllreduceNames()) accepted += (accepted.empty() ? "" : ", ") + n;
+    return InvalidArgumentError(fmt::format(
+        "unknown allreduce algorithm '{}' (accepted: {}, and any of frugal's as ALGO{}SEGMENT "
+        "and ALGO{})",
+        name, accepted, kSegmentSeparator, kStagedSuffix));
+  }
+  parsed.algorithm = *algorithm;
+  return parsed;
 }
 
 // Seconds per byte of `a[i] += b[i]` on float32, median of a few passes over 16 MiB.
@@ -137,15 +163,7 @@ Status ValidateAllreduceBenchOptions(const AllreduceBenchOptions& options) {
       return InvalidArgumentError("'gloo' is not available: frugal was built without Gloo");
     }
     if (!IsPeerName(name)) {
-      auto parsed = ParseAllreduceAlgorithm(ParseFrugalCase(name).algorithm);
-      if (!parsed.ok()) {
-        std::string accepted;
-        for (const auto& n : DefaultAllreduceNames())
-          accepted += (accepted.empty() ? "" : ", ") + n;
-        return InvalidArgumentError(fmt::format(
-            "unknown allreduce algorithm '{}' (accepted: {}, and any of frugal's as ALGO{})", name,
-            accepted, kStagedSuffix));
-      }
+      FRUGAL_RETURN_IF_ERROR(ParseFrugalCase(name).status());
     }
     if (!seen.insert(name).second) {
       return InvalidArgumentError(fmt::format("algorithm '{}' is listed twice", name));
@@ -154,7 +172,9 @@ Status ValidateAllreduceBenchOptions(const AllreduceBenchOptions& options) {
   if (options.iters < 1) return InvalidArgumentError("--iters must be at least 1");
   if (options.warmup < 0) return InvalidArgumentError("--warmup must not be negative");
   if (options.timeout.count() <= 0) return InvalidArgumentError("the timeout must be positive");
-  if (options.segment_bytes == 0) return InvalidArgumentError("--segment-bytes must be positive");
+  if (options.segment_bytes == 0u) {
+    return InvalidArgumentError("--segment-bytes must be positive");
+  }
   if (options.ranks_per_host < 0 || options.torus_rows < 0) {
     return InvalidArgumentError("--ranks-per-host and --torus-rows must not be negative");
   }
@@ -231,24 +251,25 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
     const size_t first_row = report.rows.size();
     const size_t cases = options.algorithms.size();
     std::vector<std::function<Status()>> runs(cases);
-    std::vector<std::optional<AllreduceAlgorithm>> algorithms(cases);
+    std::vector<std::optional<AllreduceOptions>> frugal_options(cases);
     for (size_t c = 0; c < cases; ++c) {
       const std::string& name = options.algorithms[c];
       if (IsPeerName(name)) {
         AllreducePeer* peer = peers.at(name).get();
         runs[c] = [peer, &data] { return peer->Allreduce(data); };
       } else {
-        const FrugalCase frugal_case = ParseFrugalCase(name);
-        algorithms[c] = ParseAllreduceAlgorithm(frugal_case.algorithm).value();
+        const FrugalCase frugal_case = ParseFrugalCase(name).value();
         AllreduceOptions ar;
-        ar.algorithm = *algorithms[c];
+        ar.algorithm = frugal_case.algorithm;
         ar.op = ReduceOp::kSum;
         ar.timeout = options.timeout;
         ar.check_lengths = false;
-        ar.segment_bytes = options.segment_bytes;
+        ar.segment_bytes =
+            frugal_case.segment_bytes ? frugal_case.segment_bytes : options.segment_bytes;
         ar.ranks_per_host = options.ranks_per_host;
         ar.torus_rows = options.torus_rows;
         if (!frugal_case.staged) ar.data_owner = memory.owner;
+        frugal_options[c] = ar;
         runs[c] = [&t, data, ar] { return Allreduce(t, data, ar); };
       }
     }
@@ -297,14 +318,16 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
       row.max_us = *std::max_element(times.begin(), times.end()) * 1e6;
       row.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
       row.busbw_gbps = AllreduceBusBandwidth(row.algbw_gbps, n);
-      if (algorithms[c]) {
+      if (frugal_options[c]) {
+        row.segment_bytes = SegmentBytes(*frugal_options[c]);
         CostShape shape;
         shape.ranks = n;
         shape.bytes = static_cast<double>(bytes);
-        shape.segment_bytes = static_cast<double>(options.segment_bytes);
+        shape.segment_bytes = static_cast<double>(*row.segment_bytes);
         shape.ranks_per_host = ranks_per_host;
         shape.torus_rows = options.torus_rows;  // 0: the algorithm's own choice
-        row.predicted_us = AllreduceCost(*algorithms[c], shape).Seconds(report.model) * 1e6;
+        row.predicted_us =
+            AllreduceCost(frugal_options[c]->algorithm, shape).Seconds(report.model) * 1e6;
       }
       report.rows.push_back(row);
     }
@@ -366,12 +389,14 @@ std::vector<nlohmann::json> AllreduceJson(const AllreduceBenchReport& report) {
                              {"max_us", row.max_us},
                              {"algbw_gbps", row.algbw_gbps},
                              {"busbw_gbps", row.busbw_gbps},
+                             {"segment_bytes", nullptr},
                              {"predicted_us", nullptr},
                              {"ratio_to_best_peer", nullptr},
                              {"correct", row.correct},
                              {"alpha_us", report.model.alpha * 1e6},
                              {"beta_s_per_byte", report.model.beta},
                              {"gamma_s_per_byte", report.model.gamma}};
+    if (row.segment_bytes) record["segment_bytes"] = *row.segment_bytes;
     if (row.predicted_us) record["predicted_us"] = *row.predicted_us;
     if (row.ratio_to_best_peer) record["ratio_to_best_peer"] = *row.ratio_to_best_peer;
     records.push_back(std::move(record));

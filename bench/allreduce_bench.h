@@ -24,6 +24,10 @@ inline constexpr std::string_view kGlooPeerName = "gloo";
 // but not told that the buffer is shared with the transport (AllreduceOptions::data_owner), so
 // its sends and receives on it take the transport's staging copies, as on a caller's own memory.
 inline constexpr std::string_view kStagedSuffix = ":staged";
+// Between one of frugal's algorithms and its suffix ("ring@256K", "tree@1M:staged"): the segment
+// of that case, in place of --segment-bytes and the algorithm's default, so that several segment
+// sizes of one algorithm take turns in the same run.
+inline constexpr char kSegmentSeparator = '@';
 
 struct AllreduceBenchOptions {
   std::vector<size_t> sizes;            // bytes, multiples of sizeof(float)
@@ -31,8 +35,8 @@ struct AllreduceBenchOptions {
   int iters = 10;
   int warmup = 2;
   Duration timeout = kDefaultTimeout;
-  // Passed to frugal's algorithms (see AllreduceOptions).
-  size_t segment_bytes = 1 << 20;
+  // Passed to frugal's algorithms (see AllreduceOptions); unset: each algorithm's default.
+  std::optional<size_t> segment_bytes;
   int ranks_per_host = 0;
   int torus_rows = 0;
   GlooPeerOptions gloo;
@@ -56,6 +60,7 @@ struct AllreduceBenchRow {
   double algbw_gbps = 0;                     // bytes / time, GB = 1e9 bytes
   double busbw_gbps = 0;                     // algbw * 2(n-1)/n
   std::optional<double> predicted_us;        // frugal algorithms only
+  std::optional<size_t> segment_bytes;       // frugal algorithms only: the segment they used
   std::optional<double> ratio_to_best_peer;  // best peer's time / this time
   bool correct = false;  // every rank's result equalled the exact sum in every iteration
 };

@@ -57,7 +57,7 @@ struct AllreduceFlags {
   int iters = 10;
   int warmup = 2;
   int timeout_ms = 60000;
-  std::string segment = "1M";
+  std::string segment;  // empty: each algorithm's default segment
   int ranks_per_host = 0;
   int torus_rows = 0;
   std::string gloo_algorithm = "ring_chunked";
@@ -150,7 +150,9 @@ StatusOr<bench::AllreduceBenchOptions> ToOptions(const AllreduceFlags& flags) {
   options.warmup = flags.warmup;
   if (flags.timeout_ms <= 0) return InvalidArgumentError("--timeout-ms must be positive");
   options.timeout = Duration(flags.timeout_ms);
-  FRUGAL_ASSIGN_OR_RETURN(options.segment_bytes, bench::ParseByteSize(flags.segment));
+  if (!flags.segment.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(options.segment_bytes, bench::ParseByteSize(flags.segment));
+  }
   options.ranks_per_host = flags.ranks_per_host;
   options.torus_rows = flags.torus_rows;
   FRUGAL_ASSIGN_OR_RETURN(options.gloo.algorithm, ParseGlooAlgorithm(flags.gloo_algorithm));
@@ -220,10 +222,10 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
   cmd->add_option("--sizes", flags->sizes, "Buffer sizes in bytes (K, M, G suffixes)")
       ->type_name("LIST")
       ->capture_default_str();
-  cmd->add_option(
-         "--algorithms", flags->algorithms,
-         "ring, rd, rabenseifner, tree, dbtree, hier, torus, mpi, gloo, or all; ALGO:staged "
-         "runs one of frugal's through the transport's staging copies")
+  cmd->add_option("--algorithms", flags->algorithms,
+                  "ring, rd, rabenseifner, tree, dbtree, hier, torus, mpi, gloo, or all; ALGO@SIZE "
+                  "runs one of frugal's with segments of SIZE, ALGO:staged through the transport's "
+                  "staging copies")
       ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--iters", flags->iters, "Timed iterations per size and algorithm")
@@ -232,9 +234,10 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
       ->capture_default_str();
   cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
       ->capture_default_str();
-  cmd->add_option("--segment-bytes", flags->segment, "Pipelining segment of ring, tree, dbtree")
-      ->type_name("SIZE")
-      ->capture_default_str();
+  cmd->add_option("--segment-bytes", flags->segment,
+                  "Pipelining segment of frugal's algorithms (default: each algorithm's own; "
+                  "ALGO@SIZE in --algorithms sets one case's)")
+      ->type_name("SIZE");
   cmd->add_option("--ranks-per-host", flags->ranks_per_host,
                   "hier: ranks per host (0: group by host name)")
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,8 +55,9 @@ struct AllreduceOptions {
   ReduceOp op = ReduceOp::kSum;
   Duration timeout = kDefaultTimeout;
   bool check_lengths = true;
-  // Pipelining granularity for ring, tree and double tree (bytes per segment).
-  size_t segment_bytes = 1 << 20;
+  // Pipelining granularity of every algorithm (bytes per segment); 0 means "no segmentation".
+  // Unset: the algorithm's own default, DefaultSegmentBytes(algorithm).
+  std::optional<size_t> segment_bytes;
   // Hierarchical: ranks per host; 0 groups ranks by Transport::hostname().
   int ranks_per_host = 0;
   // 2D torus: number of rows; 0 picks the factorisation of n closest to a square.
@@ -71,6 +73,13 @@ struct AllreduceOptions {
 };
 
 Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+
+// The segment an algorithm uses when AllreduceOptions::segment_bytes is unset, chosen from
+// measurements over shared memory (docs/performance.md, "Per-algorithm segment sizes"). None
+// exceeds 1 MiB, so a segment stays within the MPI transport's TCP eager limit (mpi_transport.h).
+size_t DefaultSegmentBytes(AllreduceAlgorithm algorithm);
+// options.segment_bytes if set, DefaultSegmentBytes(options.algorithm) otherwise.
+size_t SegmentBytes(const AllreduceOptions& options);
 
 // The host of every rank of `t`, numbered by the lowest rank on each host: with
 // ranks_per_host = k > 0 rank r is on host r / k (emulated hosts); with 0, ranks whose

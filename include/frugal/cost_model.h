@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "frugal/collectives.h"
 
@@ -31,8 +32,9 @@ struct CostTerms {
 struct CostShape {
   int ranks = 1;
   double bytes = 0;
-  // Pipelined algorithms: segment size in bytes (0: unsegmented).
-  double segment_bytes = 0;
+  // Pipelined algorithms: segment size in bytes (0: unsegmented). Unset: the algorithm's default
+  // segment (DefaultSegmentBytes), as AllreduceOptions leaves it.
+  std::optional<double> segment_bytes;
   // Hierarchical: ranks per host. Torus: rows.
   int ranks_per_host = 1;
   int torus_rows = 1;

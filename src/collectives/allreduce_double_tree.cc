@@ -19,7 +19,7 @@ Status DoubleBinaryTreeAllreduce(Transport& t, std::span<float> data,
                                  const AllreduceOptions& options) {
   const int n = t.size();
   const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
-  const size_t seg = SegmentElems(options.segment_bytes);
+  const size_t seg = SegmentElems(SegmentBytes(options));
   const std::array<TreeNode, 2> trees = DoubleTree(n, t.rank());
   const size_t half = (data.size() + 1) / 2;
   TreePipeline first(t, trees[0], data.first(half), seg, kTagDoubleTree0, options.timeout, scale,

@@ -93,7 +93,7 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
   const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
   if (leaders.size() == 1) {
     // One host: the intra-host reduce and broadcast overlap as in the binary tree.
-    TreePipeline tree(t, HeapTree(n, r, 0), data, SegmentElems(options.segment_bytes),
+    TreePipeline tree(t, HeapTree(n, r, 0), data, SegmentElems(SegmentBytes(options)),
                       kTagHierReduce, options.timeout, scale, /*broadcast=*/true,
                       DataIo{options.data_owner});
     Status status = tree.Start();
@@ -122,7 +122,7 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
 
   if (local->size() > 1) {
     TreePipeline reduce(*local, HeapTree(local->size(), local->rank(), 0), data,
-                        SegmentElems(options.segment_bytes), kTagHierReduce, options.timeout, 1.0f,
+                        SegmentElems(SegmentBytes(options)), kTagHierReduce, options.timeout, 1.0f,
                         /*broadcast=*/false, DataIo{options.data_owner});
     Status status = reduce.Start();
     for (size_t s = 0; status.ok() && s < reduce.segments(); ++s) status = reduce.Step(s);
@@ -145,7 +145,7 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
   if (local->size() > 1) {
     Status status =
         BinomialBroadcast(*local, FloatBytes(data), 0, kTagHierBroadcast,
-                          SegmentBytesOf(SegmentElems(options.segment_bytes)), options.timeout);
+                          SegmentBytesOf(SegmentElems(SegmentBytes(options))), options.timeout);
     if (!status.ok()) {
       return status.Annotate(
           fmt::format("intra-host broadcast over {}", DescribeRanks(local_members)));

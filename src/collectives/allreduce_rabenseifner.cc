@@ -25,7 +25,7 @@ namespace frugal::coll {
 Status RabenseifnerAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options) {
   const int n = t.size();
   const int r = t.rank();
-  const size_t seg = SegmentElems(options.segment_bytes);
+  const size_t seg = SegmentElems(SegmentBytes(options));
   const size_t seg_bytes = SegmentBytesOf(seg);
   const Duration timeout = options.timeout;
   const int tag = kTagRabenseifner;

@@ -21,7 +21,7 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
                                   const AllreduceOptions& options) {
   const int n = t.size();
   const int r = t.rank();
-  const size_t seg = SegmentElems(options.segment_bytes);
+  const size_t seg = SegmentElems(SegmentBytes(options));
   const Duration timeout = options.timeout;
   const int tag = kTagRecursiveDoubling;
   int p = 1;

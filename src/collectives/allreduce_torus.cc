@@ -76,7 +76,7 @@ Status Torus2DAllreduce(Transport& t, std::span<float> data, const AllreduceOpti
   for (int c = 0; c < cols; ++c) row_ranks.push_back(row * cols + c);
   for (int q = 0; q < rows; ++q) column_ranks.push_back(q * cols + col);
 
-  const size_t seg = SegmentElems(options.segment_bytes);
+  const size_t seg = SegmentElems(SegmentBytes(options));
   const std::vector<Block> blocks = BlockPartitionAll(data.size(), cols);
   const DataIo io{options.data_owner};
   Status status =

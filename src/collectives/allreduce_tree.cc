@@ -16,7 +16,7 @@ namespace frugal::coll {
 Status BinaryTreeAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options) {
   const int n = t.size();
   const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
-  TreePipeline pipeline(t, HeapTree(n, t.rank(), 0), data, SegmentElems(options.segment_bytes),
+  TreePipeline pipeline(t, HeapTree(n, t.rank(), 0), data, SegmentElems(SegmentBytes(options)),
                         kTagTree, options.timeout, scale, /*broadcast=*/true,
                         DataIo{options.data_owner});
   FRUGAL_RETURN_IF_ERROR(pipeline.Start());

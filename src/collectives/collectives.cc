@@ -50,6 +50,25 @@ StatusOr<AllreduceAlgorithm> ParseAllreduceAlgorithm(std::string_view name) {
       fmt::format("unknown allreduce algorithm '{}' (accepted: {})", name, accepted));
 }
 
+size_t DefaultSegmentBytes(AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::kBinaryTree:
+      return size_t{256} << 10;
+    case AllreduceAlgorithm::kRing:
+    case AllreduceAlgorithm::kRecursiveDoubling:
+    case AllreduceAlgorithm::kRabenseifner:
+    case AllreduceAlgorithm::kDoubleBinaryTree:
+    case AllreduceAlgorithm::kHierarchical:
+    case AllreduceAlgorithm::kTorus2D:
+      break;
+  }
+  return size_t{1} << 20;
+}
+
+size_t SegmentBytes(const AllreduceOptions& options) {
+  return options.segment_bytes.value_or(DefaultSegmentBytes(options.algorithm));
+}
+
 Block BlockPartition(size_t count, int parts, int index) {
   FRUGAL_CHECK_GT(parts, 0);
   FRUGAL_CHECK(index >= 0 && index < parts, "block ", index, " of ", parts);

@@ -132,6 +132,8 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
   const int lg = Log2Floor(n);
   const int p = 1 << lg;
   const bool folded = p != n;
+  const double segment =
+      shape.segment_bytes.value_or(static_cast<double>(DefaultSegmentBytes(algorithm)));
   switch (algorithm) {
     case AllreduceAlgorithm::kRing:
       return Ring(n, bytes);
@@ -156,7 +158,7 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
     }
     case AllreduceAlgorithm::kBinaryTree: {
       const TreeLoad load = AnalyzeTrees({HeapTreeNodes(n)}, /*broadcast=*/true);
-      return TreeCost(load, Segmented(bytes, shape.segment_bytes, load.height));
+      return TreeCost(load, Segmented(bytes, segment, load.height));
     }
     case AllreduceAlgorithm::kDoubleBinaryTree: {
       std::vector<std::vector<coll::TreeNode>> trees(2);
@@ -166,20 +168,20 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
         trees[1].push_back(both[1]);
       }
       const TreeLoad load = AnalyzeTrees(trees, /*broadcast=*/true);
-      return TreeCost(load, Segmented(bytes / 2, shape.segment_bytes, load.height));
+      return TreeCost(load, Segmented(bytes / 2, segment, load.height));
     }
     case AllreduceAlgorithm::kHierarchical: {
       const int local = std::clamp(shape.ranks_per_host, 1, n);
       if (local == n) {
         // One host: the pipelined tree all-reduce.
         const TreeLoad load = AnalyzeTrees({HeapTreeNodes(n)}, /*broadcast=*/true);
-        return TreeCost(load, Segmented(bytes, shape.segment_bytes, load.height));
+        return TreeCost(load, Segmented(bytes, segment, load.height));
       }
       const int hosts = (n + local - 1) / local;
       CostTerms c = Ring(hosts, bytes);
       if (local > 1) {
         const TreeLoad load = AnalyzeTrees({HeapTreeNodes(local)}, /*broadcast=*/false);
-        const Pipeline reduce = Segmented(bytes, shape.segment_bytes, load.height);
+        const Pipeline reduce = Segmented(bytes, segment, load.height);
         const CostTerms intra = TreeCost(load, reduce);
         // Binomial broadcast: the leader sends each of the S segments once per level.
         const double sends = CeilLog2(local) * reduce.segments;

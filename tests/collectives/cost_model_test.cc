@@ -107,6 +107,27 @@ TEST(CostModel, OrderingsBetweenAlgorithms) {
             Cost(AllreduceAlgorithm::kRecursiveDoubling, 64, 1e8).Seconds(bandwidth_bound));
 }
 
+// Unset, the segment is the algorithm's default (as in AllreduceOptions): the binary tree's 256
+// KiB pipelines 4 MiB in 16 segments, 17 stages on 4 ranks (height 2), 2 segments each way per
+// stage at the busiest rank (the root's two children); the double tree's 1 MiB cuts each 2 MiB
+// half in 2.
+TEST(CostModel, UnsetSegmentIsTheAlgorithmsDefault) {
+  const double N = 4.0 * (1 << 20);
+  CostShape shape;
+  shape.ranks = 4;
+  shape.bytes = N;
+  const CostTerms tree = AllreduceCost(AllreduceAlgorithm::kBinaryTree, shape);
+  EXPECT_DOUBLE_EQ(tree.latency_terms, 2 * (2 + 16 - 1));
+  EXPECT_DOUBLE_EQ(tree.latency_terms,
+                   Cost(AllreduceAlgorithm::kBinaryTree, 4, N, 256 * 1024).latency_terms);
+  EXPECT_LT(Cost(AllreduceAlgorithm::kBinaryTree, 4, N, 1 << 20).latency_terms, tree.latency_terms);
+  const CostTerms dbtree = AllreduceCost(AllreduceAlgorithm::kDoubleBinaryTree, shape);
+  EXPECT_DOUBLE_EQ(dbtree.latency_terms,
+                   Cost(AllreduceAlgorithm::kDoubleBinaryTree, 4, N, 1 << 20).latency_terms);
+  EXPECT_NE(dbtree.latency_terms,
+            Cost(AllreduceAlgorithm::kDoubleBinaryTree, 4, N, 0).latency_terms);
+}
+
 TEST(FitAlphaBeta, RecoversKnownParameters) {
   const double alpha = 7.5e-6;
   const double beta = 1.0 / 3e9;

@@ -112,7 +112,19 @@ TEST(BenchUtil, AllreduceOptionsAreValidatedBeforeAnythingRuns) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find(fmt::format("'{}'", bad)), std::string::npos) << s.message();
   }
+  // A case may name its own segment, staged or not; the peers may not.
+  options.algorithms = {"ring@256K", "ring@1M", "tree@64K:staged", "ring", "mpi"};
+  EXPECT_TRUE(ValidateAllreduceBenchOptions(options).ok());
+  for (const char* bad : {"ring@0", "ring@", "ring@big", "nccl@1M", "mpi@1M", "@1M"}) {
+    options.algorithms = {bad};
+    s = ValidateAllreduceBenchOptions(options);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(fmt::format("'{}'", bad)), std::string::npos) << s.message();
+  }
   options.algorithms = {"ring"};
+  options.segment_bytes = 0;
+  EXPECT_FALSE(ValidateAllreduceBenchOptions(options).ok());
+  options.segment_bytes.reset();
   options.sizes = {4098};
   EXPECT_FALSE(ValidateAllreduceBenchOptions(options).ok());
   options.sizes = {4096};

@@ -8,11 +8,16 @@
 #        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs);
 #   compress: the net setup with 1 server, pushes compressed (top-k 1% with error feedback) and
 #        pushes and pulls compressed (top-k 1% both ways), cnn and vgg;
+#   tta MODE...: the net setup with 1 server, cnn at lr 0.05 until 88% test accuracy
+#        (--stop-at-accuracy 0.88), MODE dense, push (top-k 1% with error feedback) or pushpull
+#        (top-k 1% both ways), each with at most as many epochs as fit in 15 minutes at its step
+#        time (dense 3, push 4, pushpull 8; EPOCHS from the environment overrides);
 #   many LR: 16 workers + 1 server on this machine (oversubscribed), cnn at learning rate LR, one
 #        epoch (or MAX_STEPS steps of each worker, from the environment) of asp and of bsp.
-# Usage: run.sh FRUGAL_BINARY net|straggler|compress|many [LR] [SYNC...]. straggler and many take
-# the syncs to run (default: all of them), so that each can run in a hold of its own. Run it alone
-# (under quiet) for times; accuracy, staleness and bytes are exact under load.
+# Usage: run.sh FRUGAL_BINARY net|straggler|compress|tta|many [LR] [SYNC...|MODE...]. straggler,
+# tta and many take the syncs or modes to run (default: all of them), so that each can run in a
+# hold of its own. Run it alone (under quiet) for times; accuracy, staleness and bytes are exact
+# under load.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 frugal="$1"
@@ -57,6 +62,22 @@ compress() {
   timed ps1_vgg_pushpull $ps --model vgg --max-steps 12 $push $pull
 }
 
+tta() {
+  local push="--compress topk:ratio=0.01 --ef" pull="--compress-pull topk:ratio=0.01"
+  local common="--np 5 --emulate hosts=5,nic=100mbit --arch ps:servers=1 --model cnn --lr 0.05"
+  common="$common --stop-at-accuracy 0.88"
+  local mode modes=("$@")
+  [ ${#modes[@]} -gt 0 ] || modes=(dense push pushpull)
+  for mode in "${modes[@]}"; do
+    case "$mode" in
+      dense) timed tta_dense $common --epochs "${EPOCHS:-3}" ;;
+      push) timed tta_push $common --epochs "${EPOCHS:-4}" $push ;;
+      pushpull) timed tta_pushpull $common --epochs "${EPOCHS:-8}" $push $pull ;;
+      *) echo "run.sh tta: unknown mode '$mode' (dense, push, pushpull)" >&2; exit 2 ;;
+    esac
+  done
+}
+
 many() {
   local lr=$1
   shift
@@ -74,6 +95,7 @@ case "$part" in
   net) net ;;
   straggler) straggler "$@" ;;
   compress) compress ;;
+  tta) tta "$@" ;;
   many) many "$@" ;;
-  *) echo "usage: run.sh FRUGAL net|straggler|compress|many LR [SYNC...]" >&2; exit 2 ;;
+  *) echo "usage: run.sh FRUGAL net|straggler|compress|tta|many [LR] [SYNC...|MODE...]" >&2; exit 2 ;;
 esac
