@@ -57,7 +57,7 @@ struct AllreduceOptions {
   bool check_lengths = true;
   // Pipelining granularity of every algorithm (bytes per segment); 0 means "no segmentation".
   // Unset: the algorithm's own default, DefaultSegmentBytes(algorithm).
-  std::optional<size_t> segment_bytes;
+  std::optional<size_t> segment_bytes{};
   // Hierarchical: ranks per host; 0 groups ranks by Transport::hostname().
   int ranks_per_host = 0;
   // 2D torus: number of rows; 0 picks the factorisation of n closest to a square.

@@ -34,7 +34,7 @@ struct CostShape {
   double bytes = 0;
   // Pipelined algorithms: segment size in bytes (0: unsegmented). Unset: the algorithm's default
   // segment (DefaultSegmentBytes), as AllreduceOptions leaves it.
-  std::optional<double> segment_bytes;
+  std::optional<double> segment_bytes{};
   // Hierarchical: ranks per host. Torus: rows.
   int ranks_per_host = 1;
   int torus_rows = 1;
