@@ -2,7 +2,6 @@
 #include "restarts.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,76 +15,16 @@
 #include "emulate_job.h"
 #include "frugal/checkpoint.h"
 #include "frugal/state_visitor.h"
+#include "restart_notes.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr auto kKillAfter = std::chrono::seconds(10);
-constexpr std::string_view kProgressPrefix = ".progress-rank-";
-constexpr std::string_view kFailurePrefix = ".failure-rank-";
 
 bool IsFlag(const std::string& arg, std::string_view flag) {
   return arg == flag || arg.starts_with(std::string(flag) + "=");
-}
-
-// Every note file in `dir` whose name starts with `prefix`.
-std::vector<fs::path> Notes(const std::string& dir, std::string_view prefix) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().filename().string().starts_with(prefix)) out.push_back(entry.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-void RemoveNotes(const std::string& dir) {
-  std::error_code ec;
-  for (std::string_view prefix : {kProgressPrefix, kFailurePrefix}) {
-    for (const fs::path& p : Notes(dir, prefix)) fs::remove(p, ec);
-  }
-}
-
-std::string ReadLine(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// The line of the rank that failed first (by the notes' modification times).
-std::optional<std::string> FirstFailure(const std::string& dir) {
-  std::optional<std::string> first;
-  struct timespec earliest {};
-  for (const fs::path& p : Notes(dir, kFailurePrefix)) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) continue;
-    const bool earlier =
-        !first || st.st_mtim.tv_sec < earliest.tv_sec ||
-        (st.st_mtim.tv_sec == earliest.tv_sec && st.st_mtim.tv_nsec < earliest.tv_nsec);
-    if (earlier) {
-      first = ReadLine(p);
-      earliest = st.st_mtim;
-    }
-  }
-  return first;
-}
-
-// Per rank, the steps it had completed when it began its last one (its progress note).
-std::map<int, int64_t> ProgressByRank(const std::string& dir) {
-  std::map<int, int64_t> out;
-  for (const fs::path& p : Notes(dir, kProgressPrefix)) {
-    const std::string name = p.filename().string().substr(kProgressPrefix.size());
-    const std::string line = ReadLine(p);
-    char* end = nullptr;
-    const long long rank = std::strtoll(name.c_str(), &end, 10);
-    if (name.empty() || *end != '\0' || rank < 0 || rank > INT32_MAX) continue;
-    const long long v = std::strtoll(line.c_str(), &end, 10);
-    if (line.empty() || *end != '\0' || v < 0) continue;
-    out[static_cast<int>(rank)] = v;
-  }
-  return out;
 }
 
 // The steps (FedAvg: rounds) rank `rank` had done at `checkpoint`: its own count in its file
@@ -165,26 +104,6 @@ std::vector<std::string> RestartCommand(const std::vector<std::string>& command,
   return out;
 }
 
-RestartNotes RestartNotes::FromEnvironment(int rank) {
-  RestartNotes notes;
-  const char* dir = std::getenv(kRestartNotesEnv);
-  if (dir != nullptr) notes.dir_ = dir;
-  notes.rank_ = rank;
-  return notes;
-}
-
-void RestartNotes::Progress(int64_t completed) const {
-  if (!active()) return;
-  std::ofstream(fs::path(dir_) / fmt::format("{}{}", kProgressPrefix, rank_), std::ios::trunc)
-      << completed << "\n";
-}
-
-void RestartNotes::Failure(const std::string& line) const {
-  if (!active()) return;
-  std::ofstream(fs::path(dir_) / fmt::format("{}{}", kFailurePrefix, rank_), std::ios::trunc)
-      << line << "\n";
-}
-
 StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& restart, int argc,
                               char** argv, const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(const std::vector<std::string> self, SelfCommand(argc, argv));
@@ -208,11 +127,11 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
   nlohmann::json causes = nlohmann::json::array();
   int code = 0;
   while (true) {
-    RemoveNotes(dir);
+    RemoveRestartNotes(dir);
     FRUGAL_ASSIGN_OR_RETURN(code, RunAttempt(options, command, dir, logger));
     if (code == 0 || code == 128 + SIGHUP || code == 128 + SIGINT || code == 128 + SIGTERM) break;
     const std::string cause =
-        FirstFailure(dir).value_or(fmt::format("mpirun exited with code {}", code));
+        FailureCause(dir).value_or(fmt::format("mpirun exited with code {}", code));
     if (restarts == options.max_restarts) {
       std::fprintf(stderr, "frugal: the job failed again after %d restart(s): %s\n", restarts,
                    cause.c_str());
@@ -258,7 +177,7 @@ StatusOr<int> RunWithRestarts(const LaunchOptions& options, const RestartPoint& 
     command =
         RestartCommand(self, checkpoint.ok() ? std::optional<std::string>(dir) : std::nullopt);
   }
-  RemoveNotes(dir);
+  RemoveRestartNotes(dir);
   std::fprintf(stderr, "frugal: %d restart(s), %lld step(s) redone%s\n", restarts,
                static_cast<long long>(redone),
                any_own_positions ? fmt::format(" ({})", ByRankText(redone_by_rank)).c_str() : "");
