@@ -5,6 +5,11 @@
 // carry the round's concurrent flows; `frugal simulate --fit-round FILE` takes it. On a network
 // whose NICs carry several concurrent flows per direction at their full rate, it is the NIC
 // rate; docs/performance.md ("What a gossip round costs on the emulated links") measures less.
+// Each size also gets the rate at which a rank copies a message of that size out of the caches
+// (memcpy after writing kEvictBytes of other memory, every rank at once, before the timed
+// rounds): a gossip step passes its model through memory several times on the training thread
+// (packing, the snapshot, the messages, the mix) after a forward and backward pass that moved
+// the model out of the caches, and `frugal simulate --fit-round` takes that rate for them.
 #pragma once
 
 #include <cstddef>
@@ -47,7 +52,13 @@ struct RoundSample {
   double slowest_round_seconds = 0;
   // degree x bytes / round_seconds.
   double round_bytes_per_s = 0;
+  // bytes / the slowest rank's median time of one copy of `bytes` out of the caches
+  // (kCopySamples copies on every rank at once, after a barrier).
+  double copy_bytes_per_s = 0;
 };
+
+inline constexpr int kCopySamples = 10;
+inline constexpr size_t kEvictBytes = size_t{64} << 20;  // above the last-level caches at hand
 
 // Collective over the transport (any size >= 2; kInvalidArgument for 1 or a graph that cannot be
 // built over its ranks); every rank calls it with the same options. Round k uses phase k of the

@@ -37,11 +37,11 @@ StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
       path));
 }
 
-StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topology, int ranks) {
+StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks) {
   std::ifstream in(path);
   if (!in) return NotFoundError(fmt::format("--fit-round {}: cannot read the file", path));
   std::string line;
-  double rate = 0;
+  RoundFit fit;
   double largest = -1;
   while (std::getline(in, line)) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
@@ -53,7 +53,9 @@ StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topolo
     }
     if (j["bytes"].get<double>() > largest) {
       largest = j["bytes"].get<double>();
-      rate = j["round_bytes_per_s"].get<double>();
+      fit.round_bytes_per_s = j["round_bytes_per_s"].get<double>();
+      const auto copy = j.find("copy_bytes_per_s");
+      fit.copy_bytes_per_s = copy != j.end() && copy->is_number() ? copy->get<double>() : 0.0;
     }
   }
   if (largest < 0) {
@@ -62,11 +64,15 @@ StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topolo
         "round --np {} --topology {} --json FILE`)",
         path, topology, ranks, ranks, topology));
   }
-  if (!std::isfinite(rate) || rate <= 0) {
+  if (!std::isfinite(fit.round_bytes_per_s) || fit.round_bytes_per_s <= 0) {
     return InvalidArgumentError(
         fmt::format("--fit-round {}: round_bytes_per_s must be finite and > 0", path));
   }
-  return rate;
+  if (!std::isfinite(fit.copy_bytes_per_s) || fit.copy_bytes_per_s < 0) {
+    return InvalidArgumentError(
+        fmt::format("--fit-round {}: copy_bytes_per_s must be finite and >= 0", path));
+  }
+  return fit;
 }
 
 }  // namespace frugal::apps

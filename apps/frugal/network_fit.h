@@ -21,11 +21,16 @@ struct NetworkFit {
 // (beta > 0).
 StatusOr<NetworkFit> ReadNetworkFit(const std::string& path);
 
-// round_bytes_per_s of the `frugal bench round` record of `path` for the graph named `topology`
-// (as the record names it: "ring", "onepeer-exp", ...) over `ranks` ranks, its rounds back to
-// back (not --lockstep, as training runs them); of several, the one of the largest message.
-// kNotFound when the file cannot be read; kInvalidArgument when no record matches or its rate is
-// not finite and > 0.
-StatusOr<double> ReadRoundFit(const std::string& path, const std::string& topology, int ranks);
+struct RoundFit {
+  double round_bytes_per_s = 0;
+  double copy_bytes_per_s = 0;  // 0: the record has no copy rate (copies are free)
+};
+
+// round_bytes_per_s and copy_bytes_per_s of the `frugal bench round` record of `path` for the
+// graph named `topology` (as the record names it: "ring", "onepeer-exp", ...) over `ranks` ranks,
+// its rounds back to back (not --lockstep, as training runs them); of several, the one of the
+// largest message. kNotFound when the file cannot be read; kInvalidArgument when no record
+// matches, its round rate is not finite and > 0, or its copy rate is not finite and >= 0.
+StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks);
 
 }  // namespace frugal::apps

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +37,7 @@ namespace fs = std::filesystem;
 struct SimulateFlags {
   std::string layers;
   std::string timeline;
-  int trace_rank = 0;
+  std::string trace_rank = "0";  // a rank, or "slowest"
   std::string model = "cnn";
   std::vector<int> np = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
   std::vector<double> bandwidth_gbit = {1, 10, 100};
@@ -70,6 +71,18 @@ StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   return text.str();
 }
 
+// --trace-rank: a rank, or kSlowestRank for "slowest".
+StatusOr<int> TraceRank(const std::string& value) {
+  if (value == "slowest") return kSlowestRank;
+  int rank = -1;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), rank);
+  if (error != std::errc() || end != value.data() + value.size() || rank < 0) {
+    return InvalidArgumentError(
+        fmt::format("--trace-rank '{}': expected a rank (0, 1, ...) or slowest", value));
+  }
+  return rank;
+}
+
 StatusOr<std::vector<SimLayer>> Layers(const SimulateFlags& flags) {
   if (flags.layers.empty() == flags.timeline.empty()) {
     return InvalidArgumentError("give one of --layers TABLE and --timeline TRACE");
@@ -91,9 +104,9 @@ StatusOr<std::vector<SimLayer>> Layers(const SimulateFlags& flags) {
     std::vector<int64_t> shape(item.value().sizes().begin(), item.value().sizes().end());
     layers.push_back(SimLayer{item.key(), static_cast<size_t>(item.value().numel()), shape, 0, 0});
   }
+  FRUGAL_ASSIGN_OR_RETURN(const int rank, TraceRank(flags.trace_rank));
   FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.timeline, "--timeline"));
-  FRUGAL_ASSIGN_OR_RETURN(auto profiled,
-                          LayersFromTrace(text, flags.trace_rank, order, flags.timeline));
+  FRUGAL_ASSIGN_OR_RETURN(auto profiled, LayersFromTrace(text, rank, order, flags.timeline));
   // profiled[0] is the optimizer's step, a layer without gradient.
   for (size_t i = 0; i < layers.size(); ++i) {
     layers[i].forward_s = profiled[i + 1].forward_s;
@@ -184,8 +197,10 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
             return InvalidArgumentError("--fit-round applies to --arch gossip only");
           }
           FRUGAL_ASSIGN_OR_RETURN(
-              o.network.round_bytes_per_s,
+              const RoundFit round,
               ReadRoundFit(flags.fit_round, TopologySpecName(o.arch.gossip.topology), n));
+          o.network.round_bytes_per_s = round.round_bytes_per_s;
+          o.copy_bytes_per_s = round.copy_bytes_per_s;
         }
         FRUGAL_ASSIGN_OR_RETURN(SimResult r, Simulate(o, DefaultCompressorRegistry()));
         points.push_back(Point{method, gbit, n, r});
@@ -257,7 +272,8 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
   cmd->add_option("--timeline", flags->timeline,
                   "Per-layer times from a `frugal train --timeline` trace (with --model)")
       ->type_name("FILE");
-  cmd->add_option("--trace-rank", flags->trace_rank, "The rank of the trace to read")
+  cmd->add_option("--trace-rank", flags->trace_rank,
+                  "The rank of the trace to read, or slowest: the rank with the largest compute")
       ->capture_default_str();
   cmd->add_option("--model", flags->model, "The model of --timeline (its tensors' sizes)")
       ->capture_default_str();
@@ -276,7 +292,8 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
       ->excludes(alpha);
   cmd->add_option("--fit-round", flags->fit_round,
                   "Gossip: the rate of a round's flows through a host's NIC from a `frugal bench "
-                  "round --json` record of the same graph and worker count, instead of the NIC's")
+                  "round --json` record of the same graph and worker count, instead of the NIC's, "
+                  "and its copy rate for the model's copies on the training thread")
       ->type_name("FILE");
   cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
       ->capture_default_str();

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace frugal::apps {
@@ -61,14 +63,11 @@ StatusOr<std::vector<ProfiledLayer>> ParseLayerTable(std::string_view text,
   return layers;
 }
 
-StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json, int rank,
-                                                     const std::vector<std::string>& order,
-                                                     std::string_view source) {
-  const nlohmann::json trace = nlohmann::json::parse(trace_json, nullptr, false);
-  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
-    return InvalidArgumentError(
-        fmt::format("{}: not a Chrome trace (write one with frugal train --timeline)", source));
-  }
+namespace {
+
+StatusOr<std::vector<ProfiledLayer>> RankLayers(const nlohmann::json& trace, int rank,
+                                                const std::vector<std::string>& order,
+                                                std::string_view source) {
   std::map<int64_t, std::string> rows;
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" &&
@@ -141,6 +140,41 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
   optimizer.forward_s = Median(optimizer_steps) * 1e-6;
   layers.insert(layers.begin(), optimizer);
   return layers;
+}
+
+double ComputeSeconds(const std::vector<ProfiledLayer>& layers) {
+  double total = 0;
+  for (const ProfiledLayer& layer : layers) total += layer.forward_s + layer.backward_s;
+  return total;
+}
+
+}  // namespace
+
+StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json, int rank,
+                                                     const std::vector<std::string>& order,
+                                                     std::string_view source) {
+  const nlohmann::json trace = nlohmann::json::parse(trace_json, nullptr, false);
+  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
+    return InvalidArgumentError(
+        fmt::format("{}: not a Chrome trace (write one with frugal train --timeline)", source));
+  }
+  if (rank != kSlowestRank) return RankLayers(trace, rank, order, source);
+  std::set<int> ranks;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" && e.contains("args") &&
+        e["args"].value("name", "") == "compute") {
+      ranks.insert(e.value("pid", -1));
+    }
+  }
+  std::optional<std::vector<ProfiledLayer>> slowest;
+  for (int r : ranks) {
+    FRUGAL_ASSIGN_OR_RETURN(std::vector<ProfiledLayer> layers, RankLayers(trace, r, order, source));
+    if (!slowest || ComputeSeconds(layers) > ComputeSeconds(*slowest)) slowest = std::move(layers);
+  }
+  if (!slowest) {
+    return InvalidArgumentError(fmt::format("{}: no rank has a compute row", source));
+  }
+  return *std::move(slowest);
 }
 
 }  // namespace frugal::apps

@@ -15,6 +15,10 @@
 // gives the forward order (the model's parameters); every name of it must be in the trace. The
 // result starts with one more layer, kOptimizerLayer, without gradient: its forward time is the
 // median "step" span, the optimizer's step (the simulator runs it before each forward).
+// rank kSlowestRank: the layers of the rank whose compute (the sum of the layers' forward and
+// backward times and the optimizer's step) is the largest of the ranks with a "compute" row, the
+// lowest such rank on a tie: workers in lock step (BSP, a gossip round with its neighbours) go
+// at the pace of the slowest.
 //
 // Errors: kInvalidArgument naming the file and the line or what is missing.
 // Thread safety: pure functions.
@@ -29,6 +33,7 @@
 namespace frugal::apps {
 
 inline constexpr char kOptimizerLayer[] = "(optimizer step)";
+inline constexpr int kSlowestRank = -1;
 
 struct ProfiledLayer {
   std::string name;

@@ -43,8 +43,9 @@
 //    the round's phase of the topology; a round is alpha + d M / B (d the largest out- or
 //    in-degree of the phase: a rank's messages go at once through its NIC, full duplex; B the
 //    network's round_bytes_per_s when it is set, the NIC's rate otherwise) plus,
-//    for the compressed algorithms, encoding the model and decoding d messages. D-PSGD (cta)
-//    sends the model the step starts from, so its round runs during the step's forward and
+//    for the compressed algorithms, encoding the model and decoding d messages; on the training
+//    thread, the model's passes through memory at copy_bytes_per_s (GossipModelPasses). D-PSGD
+//    (cta) sends the model the step starts from, so its round runs during the step's forward and
 //    backward and the step ends when both are done; the others (atc, CHOCO, DCD, ECD, SGP, and
 //    --sync local:period=H every H steps) run their round after the optimizer's step; SGP with
 //    overlap=1 lets its round run during the next step. The layers are the model (no buffers).
@@ -106,6 +107,9 @@ struct SimOptions {
   std::optional<CompressedReducerOptions> compressed;
   double encode_bytes_per_s = 0;  // input bytes per second; 0: free
   double decode_bytes_per_s = 0;
+  // Gossip: the rate at which a rank copies the model (as `frugal bench round` measures it), for
+  // the model's passes through memory on the training thread around a round; 0: free.
+  double copy_bytes_per_s = 0;
   double straggler_factor = 1;  // compute of the slowest worker, relative
   int steps = 4;
   // The architecture (all-reduce: its ring), and the synchronization (bsp; over gossip also

@@ -12,6 +12,9 @@
 //   SGP overlap: the round starts after the step's compute and must end before the next step's
 //                compute ends;
 //   the others:  the round runs after the compute; the next step starts when it ends.
+// On the training thread, the model's passes through memory (GossipModelPasses) at the measured
+// copy rate: D-PSGD cta's first exchange before the compute (the round starts after it) and its
+// second after both the compute and the round; the others' after the compute, before the round.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +24,13 @@
 #include "strategy/step_cost_internal.h"
 
 namespace frugal::strategy_internal {
+
+ModelPasses GossipModelPasses(GossipAlgorithm algorithm, bool cta, int d) {
+  const bool dense = algorithm == GossipAlgorithm::kDpsgd || algorithm == GossipAlgorithm::kSgp;
+  if (!dense) return ModelPasses{0, 2};
+  if (cta) return ModelPasses{3 + d, 3 + d};
+  return ModelPasses{0, 2 + 1 + d + (d + 1)};
+}
 
 StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry& registry) {
   const SyncSpec& sync = o.sync;
@@ -50,7 +60,10 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
   FRUGAL_ASSIGN_OR_RETURN(const uint64_t message,
                           GossipMessageBytes(plan, tensors, registry, &exact));
   const int n = o.workers;
+  const bool cta = !local && algorithm == GossipAlgorithm::kDpsgd && !o.arch.gossip.atc;
   std::vector<double> rounds;  // the round time of each phase
+  std::vector<double> before;  // the training thread's copies before the compute, each phase
+  std::vector<double> after;   // and after it
   if (n > 1) {
     FRUGAL_ASSIGN_OR_RETURN(Topology g, Topology::Make(o.arch.gossip.topology, n, o.seed));
     const int l = std::max(1, o.network.ranks_per_host);
@@ -72,9 +85,12 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
       const double dd = static_cast<double>(d);
       rounds.push_back(o.network.alpha_s + dd * static_cast<double>(message) / b + encode +
                        dd * decode);
+      const ModelPasses passes = GossipModelPasses(algorithm, cta, static_cast<int>(d));
+      const double pass = o.copy_bytes_per_s > 0 ? model_bytes / o.copy_bytes_per_s : 0;
+      before.push_back(passes.before * pass);
+      after.push_back(passes.after * pass);
     }
   }
-  const bool cta = !local && algorithm == GossipAlgorithm::kDpsgd && !o.arch.gossip.atc;
   const bool overlapped = !local && algorithm == GossipAlgorithm::kSgp && o.arch.gossip.overlap;
   const int64_t every = local ? sync.period : 1;
   // Whole periods of the rounds and of the graph's phases after the first step.
@@ -89,20 +105,22 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
   uint64_t round = 0;
   for (int s = 0; s < run.steps; ++s) {
     const bool gossips = !rounds.empty() && (s + 1) % every == 0;
-    const double seconds = gossips ? rounds[round % rounds.size()] : 0;
+    const size_t phase = gossips ? round % rounds.size() : 0;
+    const double seconds = gossips ? rounds[phase] : 0;
     const double start = now;
     double end = start + compute;
     if (gossips) {
       ++round;
       busy += seconds;
       if (cta) {
-        channel_free = std::max(channel_free, start) + seconds;
-        end = std::max(end, channel_free);
+        const double sent = start + before[phase];
+        channel_free = std::max(channel_free, sent) + seconds;
+        end = std::max(sent + compute, channel_free) + after[phase];
       } else if (overlapped) {
-        end = std::max(end, in_flight_until);
+        end = std::max(end + after[phase], in_flight_until);
         in_flight_until = end + seconds;
       } else {
-        end += seconds;
+        end += after[phase] + seconds;
       }
     }
     now = end;

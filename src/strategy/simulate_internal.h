@@ -16,6 +16,20 @@ SimResult SummarizeSteps(const SimOptions& options, const std::vector<double>& s
 // options.arch.kind == kParameterServer.
 StatusOr<SimResult> SimulateParameterServer(const SimOptions& options);
 
+// The model's passes through memory on the training thread in a step with a gossip round whose
+// largest out- or in-degree is d. Every exchange packs the model into the round's buffer and
+// unpacks it after (2 passes). The dense algorithms (D-PSGD, SGP; gossip Local SGD, which runs
+// D-PSGD after the step) also copy the model the round sends from (D-PSGD's snapshot, SGP's
+// numerator), copy it once per message into the transport (d), and mix the d received models
+// with their own (d + 1). D-PSGD cta splits them: before the compute the exchange that starts
+// the round (pack, snapshot, d messages, unpack: 3 + d), after it the exchange that mixes
+// (pack, d + 1, unpack: 3 + d). The others do all of them after the compute.
+struct ModelPasses {
+  int before = 0;
+  int after = 0;
+};
+ModelPasses GossipModelPasses(GossipAlgorithm algorithm, bool cta, int d);
+
 // options.arch.kind == kGossip.
 StatusOr<SimResult> SimulateGossip(const SimOptions& options, const CompressorRegistry& registry);
 

@@ -61,7 +61,7 @@ TEST(RoundFit, TakesTheFreeRunningRecordOfTheGraphAndRanksWithTheLargestMessage)
             "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"bytes\":1048576,"
             "\"round_bytes_per_s\":9e6}\n"
             "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"bytes\":1819688,"
-            "\"round_bytes_per_s\":9.5e6}\n"
+            "\"round_bytes_per_s\":9.5e6,\"copy_bytes_per_s\":4.5e9}\n"
             "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":4,\"lockstep\":true,"
             "\"bytes\":4194304,\"round_bytes_per_s\":1.1e7}\n"
             "{\"bench\":\"round\",\"topology\":\"ring\",\"ranks\":8,\"bytes\":4194304,"
@@ -70,13 +70,15 @@ TEST(RoundFit, TakesTheFreeRunningRecordOfTheGraphAndRanksWithTheLargestMessage)
             "\"round_bytes_per_s\":8e6}\n");
   auto ring = ReadRoundFit(path, "ring", 4);
   ASSERT_TRUE(ring.ok()) << ring.status().ToString();
-  EXPECT_DOUBLE_EQ(*ring, 9.5e6);
+  EXPECT_DOUBLE_EQ(ring->round_bytes_per_s, 9.5e6);
+  EXPECT_DOUBLE_EQ(ring->copy_bytes_per_s, 4.5e9);
   auto ring8 = ReadRoundFit(path, "ring", 8);
   ASSERT_TRUE(ring8.ok()) << ring8.status().ToString();
-  EXPECT_DOUBLE_EQ(*ring8, 7e6);
+  EXPECT_DOUBLE_EQ(ring8->round_bytes_per_s, 7e6);
+  EXPECT_DOUBLE_EQ(ring8->copy_bytes_per_s, 0);  // a record without a copy rate
   auto one_peer = ReadRoundFit(path, "onepeer-exp", 4);
   ASSERT_TRUE(one_peer.ok()) << one_peer.status().ToString();
-  EXPECT_DOUBLE_EQ(*one_peer, 8e6);
+  EXPECT_DOUBLE_EQ(one_peer->round_bytes_per_s, 8e6);
 }
 
 TEST(RoundFit, RefusesWhatDoesNotMatch) {
@@ -98,6 +100,15 @@ TEST(RoundFit, RefusesWhatDoesNotMatch) {
                                  "\"bytes\":1000,\"round_bytes_per_s\":0}\n"),
                            "ring", 4);
   EXPECT_EQ(zero.status().code(), StatusCode::kInvalidArgument);
+  auto negative_copy = ReadRoundFit(Write("round_negative_copy.jsonl",
+                                          "{\"bench\":\"round\",\"topology\":\"ring\","
+                                          "\"ranks\":4,\"bytes\":1000,\"round_bytes_per_s\":9e6,"
+                                          "\"copy_bytes_per_s\":-1}\n"),
+                                    "ring", 4);
+  EXPECT_EQ(negative_copy.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(negative_copy.status().message().find("copy_bytes_per_s must be finite and >= 0"),
+            std::string::npos)
+      << negative_copy.status().message();
 }
 
 }  // namespace

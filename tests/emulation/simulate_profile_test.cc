@@ -91,5 +91,37 @@ TEST(LayerTrace, ReadyMarksOfKeptGradientsGiveTheBackward) {
                {40.0 * 2 / 3, 40.0 / 3}, {20, 10});
 }
 
+// The events of one step of rank `pid` from time 0 (us): forward for `forward`, backward for
+// `backward` with tensor a ready at its middle and b at its end, then the optimizer's step.
+std::string OneStep(int pid, int forward, int backward, int step) {
+  const std::string p = std::to_string(pid);
+  auto span = [&p](const std::string& name, int tid, int ts, int dur) {
+    return R"({"name":")" + name + R"(","ph":"X","pid":)" + p + R"(,"tid":)" + std::to_string(tid) +
+           R"(,"ts":)" + std::to_string(ts) + R"(,"dur":)" + std::to_string(dur) + "},";
+  };
+  auto row = [&p](int tid, const std::string& name) {
+    return R"({"name":"thread_name","ph":"M","pid":)" + p + R"(,"tid":)" + std::to_string(tid) +
+           R"(,"args":{"name":")" + name + R"("}},)";
+  };
+  return row(0, "compute") + row(1, "tensor a") + row(2, "tensor b") +
+         span("forward", 0, 0, forward) + span("backward", 0, forward, backward) +
+         span("ready", 1, forward + backward / 2, 0) + span("ready", 2, forward + backward, 0) +
+         span("step", 0, forward + backward + 1, step);
+}
+
+// Rank 0: forward 10 us, backward 10 (5 and 5), step 2; rank 1: forward 30, backward 20 (10 and
+// 10), step 1. The slowest is rank 1 (51 us against 22).
+TEST(LayerTrace, SlowestRankHasTheLargestCompute) {
+  std::string trace = R"({"traceEvents":[)" + OneStep(0, 10, 10, 2) + OneStep(1, 30, 20, 1);
+  trace.back() = ']';
+  trace += "}";
+  ExpectLayers(LayersFromTrace(trace, 0, {"b", "a"}, "t.json"), 2, {"b", "a"}, {5, 5}, {5, 5});
+  ExpectLayers(LayersFromTrace(trace, kSlowestRank, {"b", "a"}, "t.json"), 1, {"b", "a"}, {15, 15},
+               {10, 10});
+  auto none = LayersFromTrace(R"({"traceEvents":[]})", kSlowestRank, {"a"}, "t.json");
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("no rank has a compute row"));
+}
+
 }  // namespace
 }  // namespace frugal::apps

@@ -1,7 +1,8 @@
 // The step simulator's parameter server and gossip against hand-computed schedules: the server's
 // NIC carrying every worker's push and answer, keys spread over two servers, the optimizer's step
 // moved to the servers; D-PSGD's round during the step (cta) and after it (atc), Local SGD's
-// rounds every H steps, SGP with and without overlap, and what is refused.
+// rounds every H steps, SGP with and without overlap, the training thread's copies of the model
+// at a measured copy rate, and what is refused.
 #include <gtest/gtest.h>
 
 #include "frugal/simulate.h"
@@ -89,6 +90,33 @@ TEST(SimulateArch, GossipRoundsAtTheMeasuredRoundRate) {
   o.arch = ParseArchSpec("gossip:topology=ring").value();
   o.network.ranks_per_host = 4;
   o.network.host_bytes_per_s = 4e6;
+  EXPECT_NEAR(StepMs(o), 3, 1e-9);
+}
+
+TEST(SimulateArch, GossipCopiesOfTheModelAtTheMeasuredCopyRate) {
+  // 1000 floats copied at 4e6 bytes/s: 1 ms a pass of the model through memory.
+  SimOptions o = Options(1000, 4, "gossip:topology=ring");
+  o.copy_bytes_per_s = 4e6;
+  // D-PSGD cta on the ring (d = 2): 5 passes before the compute (pack, snapshot, 2 messages,
+  // unpack), the round of 8 ms from their end, 5 after the round (pack, the mix of 3 models,
+  // unpack): 5 + max(3, 8) + 5.
+  EXPECT_NEAR(StepMs(o), 18, 1e-9);
+  // atc: the compute, the 8 passes, the round.
+  o.arch = ParseArchSpec("gossip:topology=ring,order=atc").value();
+  EXPECT_NEAR(StepMs(o), 3 + 8 + 8, 1e-9);
+  // SGP on the one-peer graph (d = 1): 6 passes and the round of 4.004 ms after the compute; with
+  // overlap=1 the round moves into the next step, which is then the compute and the passes.
+  o.arch = ParseArchSpec("gossip:algorithm=sgp").value();
+  EXPECT_NEAR(StepMs(o), 3 + 6 + 4.004, 1e-9);
+  o.arch = ParseArchSpec("gossip:algorithm=sgp,overlap=1").value();
+  EXPECT_NEAR(StepMs(o), 3 + 6, 1e-9);
+  // Local SGD every 2 steps: the passes only in the steps that gossip (D-PSGD after the step).
+  o.arch = ParseArchSpec("gossip:topology=ring").value();
+  o.sync = ParseSyncSpec("local:period=2").value();
+  EXPECT_NEAR(StepMs(o), (2 * 3 + 8 + 8) / 2.0, 1e-9);
+  // One worker has no round and no copies.
+  o.sync = ParseSyncSpec("bsp").value();
+  o.workers = 1;
   EXPECT_NEAR(StepMs(o), 3, 1e-9);
 }
 

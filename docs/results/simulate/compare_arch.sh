@@ -6,7 +6,8 @@
 # ring. The D-PSGD rows are simulated a second time with the rate of the graph's round measured on
 # the same hosts (--fit-round round_h4_RATE.jsonl, from `validate_emulated.sh BUILD dpsgd`).
 # With `own`, only the D-PSGD runs (traced by `validate_emulated.sh BUILD dpsgd`), each simulated
-# with its own trace as the compute profile, the all-reduce fit and the round's measured rate;
+# with its own trace as the compute profile (its slowest rank: --trace-rank slowest), the
+# all-reduce fit, and the round's measured rate and copy rate (--fit-round);
 # measured: the summary's step_seconds_median and the mean step of the epoch (global_batch /
 # samples_per_second), since the simulated step is a mean over its steps. Columns: the run's own
 # compute per step (compute_seconds / steps), the profile's compute as the simulator reads it,
@@ -29,9 +30,9 @@ if [ "${2:-}" = own ]; then
         /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
           d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
           d["compute_seconds"]/d["steps"]*1e3)')
-      read -r sim sim_compute < <("$F" simulate --timeline tl_${run}_h4_${nic}.json --model cnn \
-        --workers 4 --fit fit_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
-        --arch gossip:topology=$topology | tail -1 | awk '{print $4, $5}')
+      read -r sim sim_compute < <("$F" simulate --timeline tl_${run}_h4_${nic}.json \
+        --trace-rank slowest --model cnn --workers 4 --fit fit_h4_${nic}.jsonl \
+        --fit-round round_h4_${nic}.jsonl --arch gossip:topology=$topology | tail -1 | awk '{print $4, $5}')
       err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
       printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s |\n" $nic "$label" $median \
         $mean $compute $sim_compute $sim "$(err $sim $median)" "$(err $sim $mean)"
