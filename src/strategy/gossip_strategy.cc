@@ -87,9 +87,9 @@ class GossipStrategy final : public Strategy {
     if (progress_) (void)progress_->Wait(plan_.timeout + std::chrono::seconds(1));
   }
 
-  std::string name() const override {
-    return fmt::format("{} {}", traits().exchange, SyncSpecName(plan_.sync));
-  }
+  // The synchronization only: the graph and the algorithm are the exchange (traits().exchange),
+  // which the start line and the summary name beside it.
+  std::string name() const override { return SyncSpecName(plan_.sync); }
 
   StrategyTraits traits() const override {
     StrategyTraits traits;
