@@ -3,26 +3,26 @@
 # strategy; ranks as threads, no MPI processes, no LibTorch) with sanitizers in their own build
 # directory and runs each suite in one process. Exits non-zero if the build fails, a test fails
 # or a sanitizer reports anything.
-# Usage: scripts/sanitize.sh address   (AddressSanitizer + UndefinedBehaviorSanitizer, build-asan)
+# Usage: scripts/sanitize.sh address   (AddressSanitizer + UndefinedBehaviorSanitizer with clang,
+#                                       build-asan, shared with scripts/fuzz-smoke.sh)
 #        scripts/sanitize.sh thread    (ThreadSanitizer, build-tsan)
 # Extra arguments go to every suite (e.g. --gtest_filter=Engine*). Findings in frugal are never
 # suppressed; the files under scripts/sanitizers/ may only hold third-party code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 supp="$PWD/scripts/sanitizers"
+source scripts/sanitized-build.sh
 
 kind="${1:-}"
 shift || true
 case "$kind" in
   address)
-    build=build-asan
     sanitize="address,undefined"
     export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp"
     ;;
   thread)
-    build=build-tsan
     sanitize="thread"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
     ;;
@@ -32,15 +32,7 @@ case "$kind" in
     ;;
 esac
 
-# -O1 keeps the build short and the stack traces readable; -g1 gives file:line in reports.
-mkdir -p "$build"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" \
-  -DCMAKE_C_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" -DFRUGAL_SANITIZE="$sanitize" \
-  -DFRUGAL_WITH_TORCH=OFF -DFRUGAL_WITH_GLOO=OFF >"$build/configure.log" 2>&1 || {
-  cat "$build/configure.log"
-  exit 1
-}
-cmake --build "$build" -j2 --target tier1_tests
+sanitized_build "$kind" tier1_tests
 
 status=0
 while read -r suite; do

@@ -39,7 +39,8 @@ TEST(StatusTest, MacrosPropagate) {
 TEST(StatusTest, ValueOfErrorThrows) {
   StatusOr<int> v = NotFoundError("nothing");
   EXPECT_THROW(v.value(), CheckError);
-  EXPECT_THROW(StatusOr<int>(Status::Ok()), InternalAssertError);
+  // Braces: with parentheses the statement would declare a variable named Status::Ok.
+  EXPECT_THROW(StatusOr<int>{Status::Ok()}, InternalAssertError);
 }
 
 TEST(CheckTest, MessageNamesValues) {

@@ -105,9 +105,11 @@ Status SubmitAndCheck(Engine& engine, int rank, int n, int steps) {
 class EngineModes : public ::testing::TestWithParam<std::tuple<Mode, int, bool>> {};
 
 TEST_P(EngineModes, OutOfOrderSubmissionCompletesWithExactAverages) {
-  const auto& [mode, n, rendezvous] = GetParam();
+  // Not a structured binding: the lambda below captures them.
+  const Mode mode = std::get<0>(GetParam());
+  const int n = std::get<1>(GetParam());
   InProcOptions transport;
-  if (rendezvous) transport.rendezvous_bytes = 64;
+  if (std::get<2>(GetParam())) transport.rendezvous_bytes = 64;
   ExpectAllOk(RunRanks(
       n,
       [&](Transport& t) -> Status {
