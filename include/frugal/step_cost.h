@@ -60,9 +60,11 @@
 // AllreduceCost; a compressed tensor on the allgather path (n - 1)(alpha + (W + 8) beta), on the
 // two-phase path 2 (n - 1) alpha + 2 (n - 1) / n sum_j W_j beta, on the all-reduce path the
 // AllreduceCost of its body. A parameter server, per exchange (Local SGD: divided by H): 2 alpha
-// (a push and its answer) and the busiest NIC: max(a worker's pushes, its answers, the busiest
-// server's bytes in or out) beta, plus W x that server's largest answer beta (its answer leaves
-// after its last push arrived). Gossip: per round
+// (a push and its answer) and the busiest NIC in beta: max(a worker's pushes, its answers, each
+// server's C), where a server's keys k in push order pass its inbound link (in_k, the key's
+// pushes) and then its outbound one (out_k, the key's W answers, which leave after its last
+// push arrived): C = max_k (in_1 + .. + in_k + out_k + .. + out_K) (step_cost_ps.cc). Gossip: per
+// round
 // alpha + max(out-degree, in-degree) x message beta (the messages of a round go at once).
 //
 // Thread safety: pure functions.

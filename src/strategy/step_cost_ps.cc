@@ -15,6 +15,18 @@
 //    alone (weight 0), the others the floats; the answers are the floats to every worker. Which
 //    workers play a client follows the rounds' sampling (SampleClients with the plan's seed,
 //    client c on worker c mod W): the figures are the mean over rounds 0 .. rounds - 1.
+// Time per exchange: 2 alpha (a push and its answer) and the busiest NIC in beta. A server
+// answers a key once the key's pushes of every worker arrived, and its NIC is full duplex: its
+// keys k = 1 .. K in push order (the keys' order, as the workers submit them) pass its inbound
+// link (in_k: the key's pushes of every worker, an idle worker's header alone under fedavg) and
+// then its outbound link (out_k = W answer_k), a two-stage flow shop whose last answer leaves at
+//   C = max_k ( in_1 + .. + in_k + out_k + .. + out_K )
+// (the key whose answers wait for every push before them and hold back every answer after
+// them). The busiest NIC is the largest of the servers' C, a worker's pushes and its answers.
+// With dense keys (in_k = out_k) C is sum_k out_k + max_k out_k; with fewer uploads than
+// workers, or compressed pushes or answers, the two links differ and the key where they meet
+// decides. FedAvg: at the mean uploads over the rounds, which is at most the mean of the rounds'
+// times (equal when the same key decides every round).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,6 +64,20 @@ StatusOr<std::unique_ptr<Compressor>> KeyCompressor(const std::string& spec, con
 uint64_t MessageBytes(const Compressor* c, const ps_internal::KeyPart& part) {
   return ps_internal::kHeaderBytes +
          (c != nullptr ? CompressedWireBytes(*c, ps_internal::KeyTensor(part)) : 4 * part.count);
+}
+
+// The bytes of a two-stage flow shop: jobs k in order pass the first link (in[k] bytes), then
+// the second (out[k]); max_k (in[0] + .. + in[k] + out[k] + .. + out[K-1]).
+double FlowShopBytes(const std::vector<double>& in, const std::vector<double>& out) {
+  double after = 0;  // out[k] + .. + out[K-1]
+  for (double o : out) after += o;
+  double before = 0, longest = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    before += in[k];
+    longest = std::max(longest, before + after);
+    after -= out[k];
+  }
+  return longest;
 }
 
 // The workers that play a sampled client, summed over rounds 0 .. rounds - 1.
@@ -103,19 +129,20 @@ StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& in,
   // it gets back; the same per server.
   const auto size = static_cast<size_t>(servers);
   std::vector<uint64_t> push_in(size, 0), headers_in(size, 0), answers_out(size, 0);
-  std::vector<uint64_t> largest(size, 0);
+  std::vector<uint64_t> key_push(plan.parts.size()), key_answer(plan.parts.size());
   uint64_t push_sum = 0, answer_sum = 0, header_sum = 0;
   for (const ps_internal::KeyPart& part : plan.parts) {
     const uint64_t pushed = MessageBytes(push.get(), part);
     const uint64_t answer = MessageBytes(pull.get(), part);
     const size_t s = static_cast<size_t>(part.server);
+    key_push[part.key] = pushed;
+    key_answer[part.key] = answer;
     push_sum += pushed;
     answer_sum += answer;
     header_sum += ps_internal::kHeaderBytes;
     push_in[s] += pushed;
     headers_in[s] += ps_internal::kHeaderBytes;
     answers_out[s] += answer;
-    largest[s] = std::max(largest[s], answer);
   }
   // Per exchange, summed over the workers: uploads of the whole push, the rest headers alone.
   double uploads = w;
@@ -145,20 +172,19 @@ StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& in,
   uint64_t parameter_floats = 0;
   for (const CostTensor& t : in.parameters) parameter_floats += t.numel;
   cost.dense_ring_bytes_sum = AllreduceBytesSum(AllreduceAlgorithm::kRing, w, 4 * parameter_floats);
-  // The busiest server NIC of a direction, per exchange.
-  size_t b = 0;
+  // Each server's flow shop of its keys in push order (see the top), per exchange.
+  double busiest = std::max(static_cast<double>(push_sum), static_cast<double>(answer_sum));
   for (size_t s = 0; s < size; ++s) {
-    if (std::max(cost.server_bytes_in[s], cost.server_bytes_out[s]) >
-        std::max(cost.server_bytes_in[b], cost.server_bytes_out[b])) {
-      b = s;
+    std::vector<double> in, out;
+    for (uint32_t key : plan.by_server[s]) {
+      in.push_back(uploads * static_cast<double>(key_push[key]) +
+                   idle * static_cast<double>(ps_internal::kHeaderBytes));
+      out.push_back(static_cast<double>(w) * static_cast<double>(key_answer[key]));
     }
+    busiest = std::max(busiest, FlowShopBytes(in, out));
   }
-  const double busiest = std::max(cost.server_bytes_in[b], cost.server_bytes_out[b]) / per;
   cost.terms.latency_terms = 2 * per;
-  cost.terms.bandwidth_bytes =
-      (std::max({static_cast<double>(push_sum), static_cast<double>(answer_sum), busiest}) +
-       static_cast<double>(w) * static_cast<double>(largest[b])) *
-      per;
+  cost.terms.bandwidth_bytes = busiest * per;
   cost.seconds = cost.terms.Seconds(in.network);
 
   std::string what = "every step";
