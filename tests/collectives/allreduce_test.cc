@@ -32,7 +32,11 @@ using testing::ProtocolName;
 using testing::Reference;
 using testing::Tolerance;
 
-constexpr size_t kLarge = 100003;
+// Large enough for every algorithm to cut its messages into many segments of kSmallSegment bytes
+// (about 100 over the whole vector, 12 over a block of 8 ranks), a prime so that no rank count
+// divides it.
+constexpr size_t kLarge = 30011;
+constexpr size_t kSmallSegment = 1204;
 
 struct Result {
   std::vector<Status> statuses;
@@ -103,8 +107,10 @@ std::vector<Case> AllCases() {
     for (int n : {1, 2, 3, 4, 5, 7, 8}) {
       const size_t un = static_cast<size_t>(n);
       const std::vector<std::pair<size_t, size_t>> shapes = {
-          {0, 1 << 20},   {1, 1 << 20},      {un - 1, 1 << 20}, {un, 1 << 20}, {un + 1, 1 << 20},
-          {kLarge, 4004}, {kLarge, 1 << 20}, {un + 1, 4},       {kLarge, 0},   {3 * un + 2, 8}};
+          {0, 1 << 20},      {1, 1 << 20},      {un - 1, 1 << 20},
+          {un, 1 << 20},     {un + 1, 1 << 20}, {kLarge, kSmallSegment},
+          {kLarge, 1 << 20}, {un + 1, 4},       {kLarge, 0},
+          {3 * un + 2, 8}};
       for (size_t i = 0; i < shapes.size(); ++i) {
         const auto [length, seg] = shapes[i];
         if (std::find(shapes.begin(), shapes.begin() + static_cast<ptrdiff_t>(i), shapes[i]) !=

@@ -95,14 +95,14 @@ TEST(SegmentDefaults, BinaryTreePipelinesInItsDefaultSegments) {
 }
 
 // Every algorithm sends, with its segment unset, exactly what it sends with its default given
-// explicitly, and a different count with a segment 4 times smaller (4 MiB on 4 ranks is large
-// enough for each to cut its messages by either).
+// explicitly, and a different count with a segment 4 times smaller (2 MiB on 4 ranks is large
+// enough for each to cut its messages by either: a ring block is 512 KiB).
 TEST(SegmentDefaults, UnsetMeansTheAlgorithmsDefaultForEveryAlgorithm) {
   for (const Default& d : Defaults()) {
     SCOPED_TRACE(AllreduceAlgorithmName(d.algorithm));
-    const uint64_t unset = MessagesSent(d.algorithm, 4, 4 * kMiB, std::nullopt);
-    EXPECT_EQ(unset, MessagesSent(d.algorithm, 4, 4 * kMiB, d.bytes));
-    EXPECT_LT(unset, MessagesSent(d.algorithm, 4, 4 * kMiB, d.bytes / 4));
+    const uint64_t unset = MessagesSent(d.algorithm, 4, 2 * kMiB, std::nullopt);
+    EXPECT_EQ(unset, MessagesSent(d.algorithm, 4, 2 * kMiB, d.bytes));
+    EXPECT_LT(unset, MessagesSent(d.algorithm, 4, 2 * kMiB, d.bytes / 4));
   }
 }
 
