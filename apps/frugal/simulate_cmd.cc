@@ -4,7 +4,8 @@
 // `frugal train`'s); the network from --alpha-us, --host-gbit,
 // --ranks-per-host, --hosts-per-rack, --rack-gbit and the --bandwidth-gbit list (the NICs);
 // each --compress SPEC (repeatable; "none" is dense) is one method, its encode and decode rates
-// from --bench-compress (the `frugal bench compress --json` records, matched by spec). Prints a
+// from --bench-compress (the `frugal bench compress --json` records, matched by spec); over a
+// parameter server --compress compresses the pushes and --compress-pull the answers. Prints a
 // table; with --out DIR also writes simulate.jsonl and one PNG per bandwidth of the speed-up
 // (n x scaling efficiency) against the workers, one line per method (gnuplot).
 #include <fmt/format.h>
@@ -55,6 +56,7 @@ struct SimulateFlags {
   std::string arch = "allreduce";
   std::string sync = "bsp";
   std::vector<std::string> compress = {"none"};
+  std::string compress_pull;  // --arch ps: the answers, for every method
   bool ef = false;
   std::string aggregate = "auto";
   size_t compress_min_bytes = 65536;
@@ -165,6 +167,7 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     TrainFlags train;
     train.arch = flags.arch;
     train.sync = flags.sync;
+    train.compress_pull = flags.compress_pull;
     if (method != "none") {
       train.compress = method;
       train.ef = flags.ef;
@@ -177,9 +180,16 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     o.arch = plan.arch;
     o.sync = plan.sync;
     o.seed = plan.seed;
+    o.push_compress = plan.push_compress;
+    o.pull_compress = plan.pull_compress;
     FRUGAL_ASSIGN_OR_RETURN(auto rates, Rates(flags, method));
     o.encode_bytes_per_s = rates.first;
     o.decode_bytes_per_s = rates.second;
+    if (!o.pull_compress.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(auto pull_rates, Rates(flags, o.pull_compress));
+      o.pull_encode_bytes_per_s = pull_rates.first;
+      o.pull_decode_bytes_per_s = pull_rates.second;
+    }
     for (double gbit : bandwidths_gbit) {
       for (int n : flags.np) {
         if (n < 1 || !(gbit > 0)) {
@@ -213,17 +223,22 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
 Status Plot(const SimulateFlags& flags, const std::vector<Point>& points) {
   fs::create_directories(flags.out);
   std::ofstream json(fs::path(flags.out) / "simulate.jsonl", std::ios::trunc);
+  const bool ps = flags.arch.rfind("ps", 0) == 0;
   for (const Point& p : points) {
-    json << nlohmann::json{{"method", p.method},
-                           {"bandwidth_gbit", p.bandwidth_gbit},
-                           {"workers", p.workers},
-                           {"step_s", p.result.step_s},
-                           {"compute_s", p.result.compute_s},
-                           {"comm_busy_s", p.result.comm_busy_s},
-                           {"comm_share", p.result.comm_share},
-                           {"scaling_efficiency", p.result.scaling_efficiency}}
-                .dump()
-         << "\n";
+    nlohmann::json record{{"method", p.method},
+                          {"arch", flags.arch},
+                          {"bandwidth_gbit", p.bandwidth_gbit},
+                          {"workers", p.workers},
+                          {"step_s", p.result.step_s},
+                          {"compute_s", p.result.compute_s},
+                          {"comm_busy_s", p.result.comm_busy_s},
+                          {"comm_share", p.result.comm_share},
+                          {"scaling_efficiency", p.result.scaling_efficiency}};
+    if (ps) {
+      record["compress_pull"] = flags.compress_pull.empty() ? "none" : flags.compress_pull;
+      record["server_out_busy_s"] = p.result.server_out_busy_s;
+    }
+    json << record.dump() << "\n";
   }
   std::vector<double> bandwidths;  // the grid's, in order (--fit gives its own)
   for (const Point& p : points) {
@@ -319,6 +334,10 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
       ->capture_default_str();
   cmd->add_option("--compress", flags->compress,
                   "A method: compressor SPEC, or none (dense); repeatable")
+      ->type_name("SPEC");
+  cmd->add_option("--compress-pull", flags->compress_pull,
+                  "--arch ps: the servers' answers compressed with SPEC, for every method "
+                  "(--compress compresses the pushes)")
       ->type_name("SPEC");
   cmd->add_flag("--ef", flags->ef, "The compressors with error feedback");
   cmd->add_option("--aggregate", flags->aggregate, "auto, allreduce, allgather or twophase")

@@ -32,13 +32,20 @@
 //    gradients, S servers, shard-mb), each server on a host of its own. A key becomes ready with
 //    its layer's gradient; the worker's NIC pushes the ready keys one at a time (kPriority: the
 //    lowest layer first, otherwise the earliest ready; kNone: all after the backward), each
-//    message 52 + 4 c bytes. Every worker pushes the same key at the same time, so the server's
-//    NIC takes W messages: its inbound channel is busy alpha + W m / B per key, in the order the
-//    pushes come; the server then applies the update (the optimizer layers' time, shared over the
-//    keys in proportion to their floats: the workers do not run the optimizer) and its outbound
-//    channel sends the W answers, alpha + W m / B. A key is back at the worker when its answer
-//    has also passed the worker's NIC (m / B, the answers of all servers one after the other).
-//    Updates as above (kPriority: layer by layer; otherwise after the last key).
+//    push of m bytes: 52 + 4 c, or with push_compress 52 + the compressor's payload of the key
+//    (the bytes of `frugal cost`: exact, or top-k's bound), after encoding the key's 4 c bytes at
+//    encode_bytes_per_s on the worker's channel. Every worker pushes the same key at the same
+//    time, so the server's NIC takes W messages: its inbound channel is busy alpha + W m / B per
+//    key, in the order the pushes come; compressed pushes are decoded one after another as they
+//    arrive (4 c / decode_bytes_per_s each); the server then applies the update (the optimizer
+//    layers' time, shared over the keys in proportion to their floats: the workers do not run the
+//    optimizer), with pull_compress encodes the change once (4 c / pull_encode_bytes_per_s), and
+//    its outbound channel sends the W answers of a = 52 + 4 c bytes or 52 + the pull compressor's
+//    payload, alpha + W a / B. A key is back at the worker when its answer has also passed the
+//    worker's NIC (a / B, the answers of all servers one after the other) and, compressed, been
+//    decoded (4 c / pull_decode_bytes_per_s). Updates as above (kPriority: layer by layer;
+//    otherwise after the last key). comm_busy_s is the largest inbound time of a
+//    server, server_out_busy_s the largest outbound.
 //  - gossip (simulate_gossip.cc): the algorithm's message (step_cost.h) to the out-neighbours of
 //    the round's phase of the topology; a round is alpha + d M / B (d the largest out- or
 //    in-degree of the phase: a rank's messages go at once through its NIC, full duplex; B the
@@ -117,6 +124,13 @@ struct SimOptions {
   ArchSpec arch;
   SyncSpec sync;
   uint64_t seed = 0;  // gossip: random-regular graphs
+  // --arch ps: the compressor specs of the pushes and of the answers (StrategyPlan's
+  // push_compress and pull_compress; empty: dense). The pushes' rates are encode_bytes_per_s and
+  // decode_bytes_per_s, the answers' these (0: free).
+  std::string push_compress;
+  std::string pull_compress;
+  double pull_encode_bytes_per_s = 0;
+  double pull_decode_bytes_per_s = 0;
 };
 
 struct SimResult {
@@ -126,6 +140,7 @@ struct SimResult {
   double exposed_comm_s = 0;
   double comm_share = 0;
   double scaling_efficiency = 0;
+  double server_out_busy_s = 0;  // ps: the busiest server's outbound NIC time per step
 };
 
 // kInvalidArgument for a bad option or a compressor the byte model refuses (step_cost.h).

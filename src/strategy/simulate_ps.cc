@@ -2,23 +2,30 @@
 //
 // One worker stands for all (lock step, every worker pushes the same key at the same time). Per
 // step: the forward (kPriority: layer i waits for its keys of the previous step; otherwise the
-// whole previous step), then the backward, which makes each layer's keys ready. The worker's NIC
-// sends one push at a time, taking the next ready key by the policy when it frees; for a key of m
-// bytes on server s:
-//   push_end   = max(nic_out, ready) + m / B                      (the worker's NIC)
-//   in_end     = max(in[s] + alpha + W m / B, push_end + alpha)   (server s's NIC, W pushes)
-//   out_end    = max(out[s], in_end + apply) + alpha + W m / B    (W answers)
-//   back       = max(nic_in, out_end - m / B) + m / B             (the worker's NIC receives)
+// whole previous step), then the backward, which makes each layer's keys ready. The worker's
+// channel takes the next ready key by the policy when it frees, encodes it (compressed pushes)
+// and sends it; for a key of c floats on server s, with pushes of m bytes and answers of a bytes
+// (KeyMessageBytes, the cost model's), push encoding e, push decoding d, pull encoding e' and
+// pull decoding d' (4 c bytes at each rate, 0 when dense or not given):
+//   start      = max(nic_out, ready) + e
+//   push_end   = start + m / B                                    (the worker's NIC)
+//   in_end     = max(max(in[s], start) + alpha + W m / B, push_end + alpha)
+//                                                                 (server s's NIC, W pushes)
+//   decoded    = in_end + d + max(0, (W - 1) (d - m / B))         (the W pushes decoded in turn
+//                                                                  as they arrive)
+//   out_end    = max(out[s], decoded + apply + e') + alpha + W a / B   (W answers)
+//   back       = max(out_end, max(nic_in, out_end - a / B) + a / B) + d'
+//                                                                 (the worker's NIC receives)
 // where apply is the optimizer layers' time times the key's share of the floats. Channel busy
-// time is the busiest server's inbound time.
+// time is the largest inbound time of a server; server_out_busy_s the largest outbound.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 
-#include "ps/messages.h"
 #include "ps/sharding.h"
 #include "strategy/simulate_internal.h"
+#include "strategy/step_cost_internal.h"
 
 namespace frugal::strategy_internal {
 
@@ -26,8 +33,14 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
   const int servers = o.arch.servers;
   if (servers < 1) return InvalidArgumentError("frugal simulate: ps needs servers >= 1");
   if (o.compressed.has_value()) {
-    return InvalidArgumentError("frugal simulate: --compress does not run over a parameter server");
+    return InvalidArgumentError(
+        "frugal simulate: a parameter server compresses its keys with push_compress and "
+        "pull_compress, not the reducer's compressed options");
   }
+  bool exact = true;
+  FRUGAL_ASSIGN_OR_RETURN(
+      const KeyCompressors codecs,
+      MakeKeyCompressors(o.push_compress, o.pull_compress, "frugal simulate", &exact));
   const int layers = static_cast<int>(o.layers.size());
   const double f = o.straggler_factor;
   const double w = o.workers;
@@ -50,12 +63,31 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
       sizeof(float), static_cast<size_t>(o.arch.shard_mb * static_cast<double>(1 << 20)));
   const ps_internal::ShardPlan plan = ps_internal::PlanShards(tensors, servers, part_bytes);
   const size_t keys = plan.parts.size();
+  // Each key's messages and its compression times.
+  struct KeyTimes {
+    double push = 0, answer = 0;                                      // bytes
+    double encode = 0, decode = 0, pull_encode = 0, pull_decode = 0;  // seconds
+  };
+  const auto seconds = [](const std::unique_ptr<Compressor>& c, double bytes, double rate) {
+    return c != nullptr && rate > 0 ? bytes / rate : 0.0;
+  };
+  std::vector<KeyTimes> key_times;
+  for (const ps_internal::KeyPart& part : plan.parts) {
+    const double dense = 4.0 * static_cast<double>(part.count);
+    key_times.push_back(KeyTimes{static_cast<double>(KeyMessageBytes(codecs.push.get(), part)),
+                                 static_cast<double>(KeyMessageBytes(codecs.pull.get(), part)),
+                                 seconds(codecs.push, dense, o.encode_bytes_per_s),
+                                 seconds(codecs.push, dense, o.decode_bytes_per_s),
+                                 seconds(codecs.pull, dense, o.pull_encode_bytes_per_s),
+                                 seconds(codecs.pull, dense, o.pull_decode_bytes_per_s)});
+  }
 
   std::vector<double> step_end(static_cast<size_t>(o.steps), 0);
   std::vector<double> layer_updated(static_cast<size_t>(layers), 0);
   std::vector<double> in(static_cast<size_t>(servers), 0);
   std::vector<double> out(static_cast<size_t>(servers), 0);
   std::vector<double> busy_in(static_cast<size_t>(servers), 0);
+  std::vector<double> busy_out(static_cast<size_t>(servers), 0);
   double nic_out = 0;
   double nic_in = 0;
   double now = 0;
@@ -96,19 +128,24 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
       }
       sent[best] = true;
       const ps_internal::KeyPart& part = plan.parts[best];
+      const KeyTimes& times = key_times[best];
       const size_t server = static_cast<size_t>(part.server);
-      const double m = static_cast<double>(ps_internal::kHeaderBytes + 4 * part.count);
       const double apply =
           floats > 0 ? optimizer_s * static_cast<double>(part.count) / static_cast<double>(floats)
                      : 0;
-      nic_out = t + m / b;
-      const double in_start = std::max(in[server], t);
-      const double in_end = std::max(in_start + alpha + w * m / b, nic_out + alpha);
+      const double start = t + times.encode;
+      nic_out = start + times.push / b;
+      const double in_start = std::max(in[server], start);
+      const double in_end = std::max(in_start + alpha + w * times.push / b, nic_out + alpha);
       busy_in[server] += in_end - in_start;
       in[server] = in_end;
-      out[server] = std::max(out[server], in_end + apply) + alpha + w * m / b;
-      nic_in = std::max(nic_in, out[server] - m / b) + m / b;
-      const double back = std::max(out[server], nic_in);
+      const double decoded =
+          in_end + times.decode + std::max(0.0, (w - 1) * (times.decode - times.push / b));
+      const double out_start = std::max(out[server], decoded + apply + times.pull_encode);
+      out[server] = out_start + alpha + w * times.answer / b;
+      busy_out[server] += out[server] - out_start;
+      nic_in = std::max(nic_in, out[server] - times.answer / b) + times.answer / b;
+      const double back = std::max(out[server], nic_in) + times.pull_decode;
       const int layer = layer_of[part.tensor];
       layer_updated[layer] = std::max(layer_updated[layer], back);
       all_done = std::max(all_done, back);
@@ -116,7 +153,9 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
     if (o.overlap != SimOverlap::kPriority) now = all_done;
     step_end[static_cast<size_t>(s)] = all_done;
   }
-  return SummarizeSteps(o, step_end, *std::max_element(busy_in.begin(), busy_in.end()));
+  SimResult r = SummarizeSteps(o, step_end, *std::max_element(busy_in.begin(), busy_in.end()));
+  r.server_out_busy_s = *std::max_element(busy_out.begin(), busy_out.end()) / o.steps;
+  return r;
 }
 
 }  // namespace frugal::strategy_internal

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "frugal/compressor.h"
 #include "frugal/step_cost.h"
+#include "ps/sharding.h"
 
 namespace frugal::strategy_internal {
 
@@ -16,6 +19,23 @@ uint64_t CompressedWireBytes(const Compressor& c, const TensorInfo& tensor);
 // plan.arch.kind == kParameterServer.
 StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& input,
                                            const CompressorRegistry& registry);
+
+// The compressors of a parameter server's keys, null for dense floats: the pushes' (push_spec,
+// --compress) and the answers' (pull_spec, --compress-pull), without error feedback (it changes
+// no payload). kInvalidArgument naming the flag for a spec the parameter server refuses, and
+// starting with `command` for one whose payload has no bound; *exact becomes false for a
+// variable-size one (the model takes its bound).
+struct KeyCompressors {
+  std::unique_ptr<Compressor> push;
+  std::unique_ptr<Compressor> pull;
+};
+StatusOr<KeyCompressors> MakeKeyCompressors(const std::string& push_spec,
+                                            const std::string& pull_spec, std::string_view command,
+                                            bool* exact);
+
+// The bytes of one message of `part`: the 52-byte header and the key's floats, or c's payload of
+// them (exact, or the bound).
+uint64_t KeyMessageBytes(const Compressor* c, const ps_internal::KeyPart& part);
 
 // FedAvg's client traffic of a round (cost.client_bytes_up and down, cost.exact false for a
 // bound) and its description.

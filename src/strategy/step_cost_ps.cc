@@ -45,25 +45,19 @@ namespace {
 // The compressor of `spec` on one key, or null for dense floats; kInvalidArgument for one whose
 // payload has no bound.
 StatusOr<std::unique_ptr<Compressor>> KeyCompressor(const std::string& spec, const char* flag,
-                                                    bool* exact) {
+                                                    std::string_view command, bool* exact) {
   if (spec.empty()) return std::unique_ptr<Compressor>();
   FRUGAL_ASSIGN_OR_RETURN(
       std::unique_ptr<Compressor> c,
       ps_internal::MakeKeyCompressor(spec, ps_internal::KeyErrorFeedback::kWithout, flag));
   if (!c->MaxBodyBits(TensorInfo("probe", 1000)).has_value()) {
     return InvalidArgumentError(
-        fmt::format("frugal cost: {} {} has a payload size that depends on the data, without a "
-                    "bound (the model covers compressors of a fixed payload size, and top-k's "
-                    "bound)",
-                    flag, spec));
+        fmt::format("{}: {} {} has a payload size that depends on the data, without a bound (the "
+                    "model covers compressors of a fixed payload size, and top-k's bound)",
+                    command, flag, spec));
   }
   if (c->traits().variable_size) *exact = false;
   return c;
-}
-
-uint64_t MessageBytes(const Compressor* c, const ps_internal::KeyPart& part) {
-  return ps_internal::kHeaderBytes +
-         (c != nullptr ? CompressedWireBytes(*c, ps_internal::KeyTensor(part)) : 4 * part.count);
 }
 
 // The bytes of a two-stage flow shop: jobs k in order pass the first link (in[k] bytes), then
@@ -96,6 +90,20 @@ uint64_t UploadingWorkers(const StrategyPlan& plan, int workers, int64_t rounds)
 
 }  // namespace
 
+StatusOr<KeyCompressors> MakeKeyCompressors(const std::string& push_spec,
+                                            const std::string& pull_spec, std::string_view command,
+                                            bool* exact) {
+  KeyCompressors codecs;
+  FRUGAL_ASSIGN_OR_RETURN(codecs.push, KeyCompressor(push_spec, "--compress", command, exact));
+  FRUGAL_ASSIGN_OR_RETURN(codecs.pull, KeyCompressor(pull_spec, "--compress-pull", command, exact));
+  return codecs;
+}
+
+uint64_t KeyMessageBytes(const Compressor* c, const ps_internal::KeyPart& part) {
+  return ps_internal::kHeaderBytes +
+         (c != nullptr ? CompressedWireBytes(*c, ps_internal::KeyTensor(part)) : 4 * part.count);
+}
+
 StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& in,
                                            const CompressorRegistry& registry) {
   const SyncSpec& sync = in.plan.sync;
@@ -112,10 +120,11 @@ StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& in,
   if (servers < 1) return InvalidArgumentError("frugal cost: ps needs servers >= 1");
   StepCost cost;
   cost.exact = sync.kind != SyncKind::kLag;
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> push,
-                          KeyCompressor(in.plan.push_compress, "--compress", &cost.exact));
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> pull,
-                          KeyCompressor(in.plan.pull_compress, "--compress-pull", &cost.exact));
+  FRUGAL_ASSIGN_OR_RETURN(
+      KeyCompressors codecs,
+      MakeKeyCompressors(in.plan.push_compress, in.plan.pull_compress, "frugal cost", &cost.exact));
+  const std::unique_ptr<Compressor>& push = codecs.push;
+  const std::unique_ptr<Compressor>& pull = codecs.pull;
   // The configuration the ranks of a job of w workers derive (part size as the strategy's).
   const ParameterServerConfig config = ParameterServerConfigOf(in.plan, w + servers);
   std::vector<TensorSpec> tensors;
@@ -132,8 +141,8 @@ StatusOr<StepCost> ParameterServerStepCost(const StepCostInput& in,
   std::vector<uint64_t> key_push(plan.parts.size()), key_answer(plan.parts.size());
   uint64_t push_sum = 0, answer_sum = 0, header_sum = 0;
   for (const ps_internal::KeyPart& part : plan.parts) {
-    const uint64_t pushed = MessageBytes(push.get(), part);
-    const uint64_t answer = MessageBytes(pull.get(), part);
+    const uint64_t pushed = KeyMessageBytes(push.get(), part);
+    const uint64_t answer = KeyMessageBytes(pull.get(), part);
     const size_t s = static_cast<size_t>(part.server);
     key_push[part.key] = pushed;
     key_answer[part.key] = answer;

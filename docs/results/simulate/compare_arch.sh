@@ -12,11 +12,41 @@
 # samples_per_second), since the simulated step is a mean over its steps. Columns: the run's own
 # compute per step (compute_seconds / steps), the profile's compute as the simulator reads it,
 # the simulated step, and its error against the median and the mean.
-# Usage: compare_arch.sh BUILD_DIR [own]
+# With `ps-compress`, the compressed parameter-server runs of docs/results/ps/run.sh compress (cnn,
+# 4 workers + 1 server on 5 emulated hosts at 100 Mbit/s: dense, pushes top-k 1% + EF, pushes and
+# answers top-k 1%), simulated with the same 4-host profile and 100 Mbit/s fit as the rows above
+# (those runs were not traced), and once more with the encode and decode rates of
+# ../compress_bench/bench_sparse.jsonl (--bench-compress).
+# Usage: compare_arch.sh BUILD_DIR [own|ps-compress]
 set -u
 build="$(cd "$1" && pwd)"
 cd "$(dirname "$0")"
 F="$build/apps/frugal/frugal"
+if [ "${2:-}" = ps-compress ]; then
+  printf "| run | measured median (ms) | measured mean (ms) | simulated (ms) | error vs median | error vs mean | simulated with rates (ms) |\n"
+  printf "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+  push="--compress topk:ratio=0.01 --ef" pull="--compress-pull topk:ratio=0.01"
+  for run in ps1_cnn ps1_cnn_push ps1_cnn_pushpull; do
+    case $run in
+      ps1_cnn) flags="" label="dense" ;;
+      ps1_cnn_push) flags="$push" label="pushes top-k 1% + EF" ;;
+      ps1_cnn_pushpull) flags="$push $pull" label="pushes and answers top-k 1%" ;;
+    esac
+    read -r median mean < <(grep '"event":"summary"' ../ps/$run.jsonl | /usr/bin/python3 -c '
+import json,sys; d=json.load(sys.stdin)
+print(d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3)')
+    sim() {
+      "$F" simulate --timeline tl_h4_1gbit_topk.json --model cnn --workers 4 \
+        --fit fit_h4_100mbit.jsonl --arch ps:servers=1 $flags "$@" | tail -1 | awk '{print $4}'
+    }
+    s=$(sim)
+    rated=$(sim --bench-compress ../compress_bench/bench_sparse.jsonl)
+    err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
+    printf "| %s | %.1f | %.1f | %.1f | %s | %s | %.1f |\n" "$label" $median $mean $s \
+      "$(err $s $median)" "$(err $s $mean)" $rated
+  done
+  exit 0
+fi
 if [ "${2:-}" = own ]; then
   printf "| NIC | graph | measured median (ms) | measured mean (ms) | run's compute (ms) | profile's compute (ms) | simulated (ms) | error vs median | error vs mean |\n"
   printf "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
