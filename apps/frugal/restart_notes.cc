@@ -73,6 +73,14 @@ bool RelaysAnotherFailure(std::string_view line) {
   return std::regex_search(line.begin(), line.end(), relayed);
 }
 
+std::string OriginOfRelay(const std::string& line) {
+  static const std::regex relay(R"(^rank ([0-9]+): (.*?)(?:worker )?\brank ([0-9]+) failed: (.*)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, relay)) return line;
+  return fmt::format("rank {}: {}{} (passed on by rank {})", m[3].str(), m[2].str(), m[4].str(),
+                     m[1].str());
+}
+
 std::optional<std::string> FailureCause(const std::string& dir) {
   struct Note {
     struct timespec mtime;
@@ -95,7 +103,7 @@ std::optional<std::string> FailureCause(const std::string& dir) {
     if (earlier(note, slot)) slot = std::move(note);
   }
   if (own) return own->line;
-  if (relayed) return relayed->line;
+  if (relayed) return OriginOfRelay(relayed->line);
   return std::nullopt;
 }
 

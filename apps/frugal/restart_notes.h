@@ -7,8 +7,9 @@
 // The cause of a failed attempt is the earliest failure note of a rank that failed on its own
 // account. A line that passes on another rank's failure (the engine's "rank 0 failed: ..." after
 // an abort notice, a server's "worker rank 2 failed: ...") is a consequence: the rank that
-// detected the fault may write its note after the ranks it told, so such lines are the cause
-// only when no rank noted a failure of its own (its note was never written).
+// detected the fault may write its note after the ranks it told (or be ended by their abort
+// before it writes it), so such lines are the cause only when no rank noted a failure of its
+// own, and then they are told as the failing rank's line (OriginOfRelay).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,10 @@ class RestartNotes {
 
 // Whether a failure line passes on another rank's failure ("... rank 0 failed: ...").
 bool RelaysAnotherFailure(std::string_view line);
+
+// A relayed failure told as the line of the rank that failed: "rank 1: train: Timeout: rank 0
+// failed: X" becomes "rank 0: train: Timeout: X (passed on by rank 1)"; other lines unchanged.
+std::string OriginOfRelay(const std::string& line);
 
 // The cause of the attempt whose notes are in `dir` (see above), by the notes' modification
 // times (ties: the lower rank); nullopt when no rank noted a failure.

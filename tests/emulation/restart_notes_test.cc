@@ -67,10 +67,22 @@ TEST_F(RestartNotesTest, AFailureOfItsOwnComesBeforeEarlierRelays) {
             "rank 0: train: Timeout: negotiation: no answer from rank 1");
 }
 
-TEST_F(RestartNotesTest, OnlyRelaysGiveTheEarliestRelay) {
+TEST_F(RestartNotesTest, OnlyRelaysGiveTheEarliestRelayAsTheFailingRanksLine) {
+  // The rank that timed out was ended by the others' abort before it wrote its note.
   Fail(2, "rank 2: train: Timeout: rank 0 failed: x", 300);
   Fail(1, "rank 1: train: Timeout: rank 0 failed: y", 200);
-  EXPECT_EQ(FailureCause(dir_.string()), "rank 1: train: Timeout: rank 0 failed: y");
+  EXPECT_EQ(FailureCause(dir_.string()), "rank 0: train: Timeout: y (passed on by rank 1)");
+}
+
+TEST(OriginOfRelay, NamesTheRankThatFailed) {
+  EXPECT_EQ(OriginOfRelay("rank 1: train: Timeout: rank 0 failed: negotiation: no answer from "
+                          "rank 1 within 5000 ms"),
+            "rank 0: train: Timeout: negotiation: no answer from rank 1 within 5000 ms (passed on "
+            "by rank 1)");
+  EXPECT_EQ(OriginOfRelay("rank 0: train: PeerLost: worker rank 12 failed: killed"),
+            "rank 12: train: PeerLost: killed (passed on by rank 0)");
+  EXPECT_EQ(OriginOfRelay("rank 0: train: Timeout: no message from rank 2"),
+            "rank 0: train: Timeout: no message from rank 2");
 }
 
 TEST_F(RestartNotesTest, EqualTimesGoToTheLowerRank) {
