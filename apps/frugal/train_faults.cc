@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "frugal/compress_wire.h"
+#include "frugal_torch/models.h"
 
 namespace frugal::apps {
 
@@ -16,6 +17,22 @@ Status CheckFaultRanks(const std::vector<FaultSpec>& faults, int world_size) {
       return InvalidArgumentError(
           fmt::format("--inject '{}': there are only {} ranks", f.text, world_size));
     }
+  }
+  return Status::Ok();
+}
+
+Status CheckNanTensors(const std::vector<FaultSpec>& faults, std::string_view model) {
+  for (const FaultSpec& f : faults) {
+    if (f.kind != FaultKind::kNan || f.tensor.empty()) continue;
+    FRUGAL_ASSIGN_OR_RETURN(const auto net, frugal_torch::MakeModel(model, /*seed=*/0));
+    std::string names;
+    for (const auto& item : net->named_parameters(/*recurse=*/true)) {
+      if (item.key() == f.tensor && item.value().requires_grad()) return Status::Ok();
+      if (item.value().requires_grad()) names += (names.empty() ? "" : ", ") + item.key();
+    }
+    return InvalidArgumentError(fmt::format("--inject '{}': the model {} has no parameter '{}' "
+                                            "(parameters: {})",
+                                            f.text, model, f.tensor, names));
   }
   return Status::Ok();
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "frugal/fault_transport.h"
@@ -27,6 +28,10 @@ namespace frugal::apps {
 
 // kInvalidArgument when a fault names a rank the job does not have.
 Status CheckFaultRanks(const std::vector<FaultSpec>& faults, int world_size);
+
+// kInvalidArgument when a nan fault names a parameter the model `model` does not have (the
+// message lists those it has): checked before anything is launched.
+Status CheckNanTensors(const std::vector<FaultSpec>& faults, std::string_view model);
 
 // Adds the slow faults to options.stragglers (kInvalidArgument when --straggler slows the same
 // rank) and the nan faults to options.nan_faults.

@@ -43,7 +43,7 @@ frugal::StatusOr<std::unique_ptr<NanGuard>> NanGuard::Create(torch::nn::Module& 
   std::unique_ptr<NanGuard> guard(new NanGuard(zero_bad, std::move(injection)));
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     if (!item.value().requires_grad()) continue;
-    guard->params_.push_back({item.value(), item.key(), 0});
+    guard->params_.push_back({item.value(), item.key(), std::nullopt});
   }
   if (guard->injection_) {
     const std::string& wanted = guard->injection_->tensor;
@@ -69,7 +69,10 @@ frugal::StatusOr<std::unique_ptr<NanGuard>> NanGuard::Create(torch::nn::Module& 
 }
 
 NanGuard::~NanGuard() {
-  for (Param& p : params_) p.tensor.remove_hook(p.hook);
+  // A guard refused before its hooks were registered (Create) has none to remove.
+  for (Param& p : params_) {
+    if (p.hook) p.tensor.remove_hook(*p.hook);
+  }
 }
 
 void NanGuard::BeginStep(int64_t step, int64_t epoch, int64_t step_in_epoch) {

@@ -46,7 +46,7 @@ class NanGuard {
   struct Param {
     torch::Tensor tensor;
     std::string name;
-    unsigned hook = 0;
+    std::optional<unsigned> hook;  // set once registered
   };
   NanGuard(bool zero_bad, std::optional<NanFault> injection)
       : zero_bad_(zero_bad), injection_(std::move(injection)) {}
