@@ -70,6 +70,10 @@ struct Action {
   std::function<StatusOr<int>(const GlobalOptions& global)> run_rank;
   // Commands that can continue from a checkpoint after a failure (--max-restarts, restarts.h).
   std::optional<RestartPoint> restart;
+  // Optional: how many of the last ranks each want an emulated host of their own under
+  // --emulate (a parameter server's servers; emulate_spec.h RanksOfHosts). Called after
+  // `validate`.
+  std::function<int()> own_hosts;
 };
 
 // Receives the Action of the subcommand given on the command line.

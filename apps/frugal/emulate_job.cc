@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "emulated_network.h"
 
@@ -10,7 +14,8 @@ namespace frugal::apps {
 namespace fs = std::filesystem;
 using std::chrono::steady_clock;
 
-StatusOr<EmulateSpec> ValidateEmulateFlag(std::string_view text, int np, bool has_hostfile) {
+StatusOr<EmulateSpec> ValidateEmulateFlag(std::string_view text, int np, bool has_hostfile,
+                                          int alone) {
   FRUGAL_ASSIGN_OR_RETURN(EmulateSpec spec, ParseEmulateSpec(text));
   if (np <= 0) {
     return InvalidArgumentError("--emulate needs --np N (the number of ranks to start)");
@@ -18,14 +23,21 @@ StatusOr<EmulateSpec> ValidateEmulateFlag(std::string_view text, int np, bool ha
   if (has_hostfile) {
     return InvalidArgumentError("--emulate and --hostfile exclude each other");
   }
-  FRUGAL_RETURN_IF_ERROR(RanksPerHost(spec, np).status());
+  FRUGAL_RETURN_IF_ERROR(RanksOfHosts(spec, np, alone).status());
   FRUGAL_RETURN_IF_ERROR(CheckEmulationSupport());
   return spec;
 }
 
 std::vector<std::string> BuildMpirunCommand(const EmulatedJob& job, const fs::path& hostfile,
-                                            const fs::path& agent, int slots) {
+                                            const fs::path& agent,
+                                            const std::vector<int>& ranks_of_hosts) {
   std::string subnet(kEmulateSubnet);
+  const bool even = std::adjacent_find(ranks_of_hosts.begin(), ranks_of_hosts.end(),
+                                       std::not_equal_to<>()) == ranks_of_hosts.end();
+  // Even hosts: ppr places the same number on each. Otherwise each host's slots in the hostfile
+  // are its ranks, and mpirun fills them in host order.
+  const std::string map_by =
+      even && !ranks_of_hosts.empty() ? fmt::format("ppr:{}:node", ranks_of_hosts.front()) : "slot";
   std::vector<std::string> cmd = {
       "mpirun",
       "--hostfile",
@@ -33,7 +45,7 @@ std::vector<std::string> BuildMpirunCommand(const EmulatedJob& job, const fs::pa
       "-np",
       std::to_string(job.np),
       "--map-by",
-      fmt::format("ppr:{}:node", slots),
+      map_by,
       // Every emulated host believes it owns the machine's cores; binding would stack ranks.
       "--bind-to",
       "none",
@@ -63,7 +75,8 @@ std::vector<std::string> BuildMpirunCommand(const EmulatedJob& job, const fs::pa
 
 StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
   FRUGAL_CHECK(!job.command.empty(), "RunEmulatedJob without a command");
-  FRUGAL_ASSIGN_OR_RETURN(int slots, RanksPerHost(job.spec, job.np));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<int> ranks_of_hosts,
+                          RanksOfHosts(job.spec, job.np, job.alone));
   auto deadline = steady_clock::now() + job.timeout;
   HeldSignals held;
   FRUGAL_ASSIGN_OR_RETURN(
@@ -77,12 +90,12 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
     FRUGAL_RETURN_IF_ERROR(network->Destroy());
     return interrupted(*sig);
   }
-  FRUGAL_ASSIGN_OR_RETURN(fs::path hostfile, network->WriteHostfile(slots));
+  FRUGAL_ASSIGN_OR_RETURN(fs::path hostfile, network->WriteHostfile(ranks_of_hosts));
   FRUGAL_ASSIGN_OR_RETURN(fs::path agent, network->WriteRshAgent());
-  std::vector<std::string> cmd = BuildMpirunCommand(job, hostfile, agent, slots);
-  logger.Info(fmt::format("emulating {} hosts x {} rank(s), NIC {} each way ({}): {}",
-                          job.spec.hosts, slots, FormatNicRates(job.spec),
-                          network->tag(), ShellQuote(cmd)));
+  std::vector<std::string> cmd = BuildMpirunCommand(job, hostfile, agent, ranks_of_hosts);
+  logger.Info(fmt::format("emulating {} hosts, rank(s) per host {}, NIC {} each way ({}): {}",
+                          job.spec.hosts, fmt::join(ranks_of_hosts, "/"),
+                          FormatNicRates(job.spec), network->tag(), ShellQuote(cmd)));
   SpawnOptions spawn;
   spawn.netns_path = EmulatedNetwork::NamespacePath(network->control_namespace());
   spawn.extra_env = job.extra_env;

@@ -25,14 +25,18 @@
 
 namespace frugal::apps {
 
-// For the launcher: parses `--emulate TEXT` and checks it against --np and --hostfile
-// (kInvalidArgument) and against this machine (CheckEmulationSupport, kFailedPrecondition).
-// Either failure is a usage error of the command line (one line, exit code 2).
-StatusOr<EmulateSpec> ValidateEmulateFlag(std::string_view text, int np, bool has_hostfile);
+// For the launcher: parses `--emulate TEXT` and checks it against --np, the ranks that want a
+// host of their own (`alone`, RanksOfHosts) and --hostfile (kInvalidArgument) and against this
+// machine (CheckEmulationSupport, kFailedPrecondition). Either failure is a usage error of the
+// command line (one line, exit code 2).
+StatusOr<EmulateSpec> ValidateEmulateFlag(std::string_view text, int np, bool has_hostfile,
+                                          int alone = 0);
 
 struct EmulatedJob {
   EmulateSpec spec;
   int np = 0;
+  // The last `alone` ranks each run on an emulated host of their own (RanksOfHosts).
+  int alone = 0;
   // Run on every rank: the program and its arguments.
   std::vector<std::string> command;
   // Extra mpirun options placed before the command (e.g. {"-x", "FRUGAL_SEED"}).
@@ -43,11 +47,12 @@ struct EmulatedJob {
   std::chrono::seconds timeout{std::chrono::hours(24)};
 };
 
-// The mpirun command line for `job` with the network's hostfile and rsh agent, `slots` ranks per
-// host (pure).
+// The mpirun command line for `job` with the network's hostfile and rsh agent, `ranks_of_hosts`
+// ranks on each host (RanksOfHosts; the hostfile gives each host as many slots) (pure).
 std::vector<std::string> BuildMpirunCommand(const EmulatedJob& job,
                                             const std::filesystem::path& hostfile,
-                                            const std::filesystem::path& agent, int slots);
+                                            const std::filesystem::path& agent,
+                                            const std::vector<int>& ranks_of_hosts);
 
 // Creates the emulated network, runs the job through mpirun inside it and removes everything
 // again, also when the job fails, times out or SIGINT/SIGTERM/SIGHUP arrives (the signal is

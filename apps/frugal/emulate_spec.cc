@@ -199,6 +199,26 @@ StatusOr<int> RanksPerHost(const EmulateSpec& spec, int np) {
   return np / spec.hosts;
 }
 
+StatusOr<std::vector<int>> RanksOfHosts(const EmulateSpec& spec, int np, int alone) {
+  FRUGAL_CHECK_GE(alone, 0);
+  if (alone == 0 || spec.ranks_per_host > 0 || np == spec.hosts) {
+    FRUGAL_ASSIGN_OR_RETURN(int even, RanksPerHost(spec, np));
+    return std::vector<int>(static_cast<size_t>(spec.hosts), even);
+  }
+  const int shared_hosts = spec.hosts - alone;
+  const int shared_ranks = np - alone;
+  if (shared_hosts < 1 || shared_ranks < 1 || shared_ranks % shared_hosts != 0) {
+    return InvalidArgumentError(fmt::format(
+        "--emulate hosts={}: the last {} of the --np {} ranks (the servers) each get an emulated "
+        "host of their own, so the other {} must spread evenly over the other {} host(s) (or give "
+        "ranks-per-host=R to place every rank alike)",
+        spec.hosts, alone, np, shared_ranks, shared_hosts));
+  }
+  std::vector<int> out(static_cast<size_t>(shared_hosts), shared_ranks / shared_hosts);
+  out.resize(static_cast<size_t>(spec.hosts), 1);
+  return out;
+}
+
 TbfParameters TbfFor(std::uint64_t bits_per_second) {
   std::uint64_t bytes_per_second = bits_per_second / 8;
   return TbfParameters{

@@ -46,6 +46,15 @@ std::string FormatRate(std::uint64_t bits_per_second);
 // does not fill the hosts evenly (or disagrees with an explicit ranks-per-host).
 StatusOr<int> RanksPerHost(const EmulateSpec& spec, int np);
 
+// The number of ranks each emulated host runs (spec.hosts values, in host order: mpirun fills
+// the hosts in that order) for a job of `np` ranks whose last `alone` ranks each want a host of
+// their own (a parameter server's servers, so that a server's NIC is its own). With alone > 0
+// and no ranks-per-host, the last `alone` hosts run one rank each and the other np - alone ranks
+// spread evenly over the other hosts; otherwise every host runs RanksPerHost ranks
+// (ranks-per-host=R places every rank alike, servers included). kInvalidArgument when the ranks
+// do not spread so.
+StatusOr<std::vector<int>> RanksOfHosts(const EmulateSpec& spec, int np, int alone);
+
 // The tbf parameters used for a rate: bucket size in bytes and queue limit in bytes.
 struct TbfParameters {
   std::uint64_t burst_bytes;

@@ -174,9 +174,12 @@ Status EmulatedNetwork::Destroy() {
   return first.Annotate(fmt::format("removing the emulated network {}", tag_));
 }
 
-StatusOr<fs::path> EmulatedNetwork::WriteHostfile(int slots_per_host) const {
+StatusOr<fs::path> EmulatedNetwork::WriteHostfile(const std::vector<int>& slots_of_hosts) const {
+  FRUGAL_CHECK_EQ(slots_of_hosts.size(), hosts_.size());
   std::string text;
-  for (const auto& host : hosts_) text += fmt::format("{} slots={}\n", host.name, slots_per_host);
+  for (size_t h = 0; h < hosts_.size(); ++h) {
+    text += fmt::format("{} slots={}\n", hosts_[h].name, slots_of_hosts[h]);
+  }
   fs::path path = state_dir_ / "hostfile";
   FRUGAL_RETURN_IF_ERROR(
       WriteStateFile(path, text, fs::perms::owner_read | fs::perms::owner_write));

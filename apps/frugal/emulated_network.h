@@ -65,7 +65,7 @@ class EmulatedNetwork {
   std::string control_address() const { return "10.213.0.254"; }
 
   // Writes the hostfile ("HOST slots=R" per line) and the rsh agent script into state_dir().
-  StatusOr<std::filesystem::path> WriteHostfile(int slots_per_host) const;
+  StatusOr<std::filesystem::path> WriteHostfile(const std::vector<int>& slots_of_hosts) const;
   StatusOr<std::filesystem::path> WriteRshAgent() const;
 
  private:

@@ -94,6 +94,7 @@ StatusOr<int> RelaunchUnderMpirun(const LaunchOptions& options, int argc, char**
     EmulatedJob job;
     FRUGAL_ASSIGN_OR_RETURN(job.spec, ParseEmulateSpec(options.emulate));
     job.np = options.np;
+    job.alone = options.own_hosts;
     job.command = self;
     job.extra_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
     return RunEmulatedJob(job, logger);

@@ -23,6 +23,9 @@ struct LaunchOptions {
   std::string hostfile;  // passed to mpirun as --hostfile
   // --emulate hosts=H,nic=RATE[,ranks-per-host=R]: run the ranks on emulated hosts (emulate_job.h).
   std::string emulate;
+  // Under --emulate: how many of the last ranks each run on a host of their own (not a flag: the
+  // command says, Action::own_hosts).
+  int own_hosts = 0;
   // --max-restarts N: relaunch a failed job from its last checkpoint, at most N times
   // (restarts.h).
   int max_restarts = 0;

@@ -179,8 +179,9 @@ int Main(int argc, char** argv) {
   if (!global.launch.emulate.empty() && !RunningUnderMpi()) {
     // --emulate (emulate_job.h): a bad spec, a bad combination or no root/namespaces is a usage
     // error.
+    if (action.own_hosts) global.launch.own_hosts = action.own_hosts();
     auto spec = ValidateEmulateFlag(global.launch.emulate, global.launch.np,
-                                    !global.launch.hostfile.empty());
+                                    !global.launch.hostfile.empty(), global.launch.own_hosts);
     if (!spec.ok()) {
       PrintError(spec.status().message());
       return kExitUsage;

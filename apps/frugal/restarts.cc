@@ -68,6 +68,7 @@ StatusOr<int> RunAttempt(const LaunchOptions& options, const std::vector<std::st
     EmulatedJob job;
     FRUGAL_ASSIGN_OR_RETURN(job.spec, ParseEmulateSpec(options.emulate));
     job.np = options.np;
+    job.alone = options.own_hosts;
     job.command = command;
     job.mpirun_options = {"-x", kRestartNotesEnv};
     job.extra_env = env;

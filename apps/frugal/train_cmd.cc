@@ -186,6 +186,9 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     action.name = "train";
     action.validate = [flags, cmd]() -> Status {
       FRUGAL_RETURN_IF_ERROR(ValidateTrainFlags(*flags));
+      FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults,
+                              ParseFaultSpecs(flags->injects));
+      FRUGAL_RETURN_IF_ERROR(CheckNanTensors(faults, flags->model));
       // With --np the number of workers is known before launch: the rules that depend on it (a
       // gossip graph over them) are checked now.
       const CLI::Option* np = cmd->get_parent()->get_option_no_throw("--np");
@@ -216,6 +219,12 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     if (!flags->checkpoint_dir.empty()) {
       action.restart = RestartPoint{flags->checkpoint_dir, flags->json};
     }
+    // Under --emulate a parameter server's servers each get a host of their own, so that the
+    // server's NIC is a bottleneck of its own (the flags are valid: `validate` ran first).
+    action.own_hosts = [flags]() -> int {
+      const StatusOr<ArchSpec> arch = ParseArchSpec(flags->arch);
+      return arch.ok() && arch->kind == ArchKind::kParameterServer ? arch->servers : 0;
+    };
     dispatcher.Select(std::move(action));
   });
 }

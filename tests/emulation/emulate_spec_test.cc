@@ -122,6 +122,25 @@ TEST(RanksPerHost, SpreadsEvenlyOrRefuses) {
   EXPECT_THAT(RanksPerHost(spec, 4).status().message(), HasSubstr("ranks-per-host=2"));
 }
 
+TEST(RanksOfHosts, TheLastRanksAloneTheOthersEvenly) {
+  using V = std::vector<int>;
+  EmulateSpec spec{.hosts = 3, .nic_bits_per_second = 100'000'000, .ranks_per_host = 0};
+  // 4 workers on 2 hosts, the server on the third.
+  EXPECT_EQ(*RanksOfHosts(spec, 5, 1), (V{2, 2, 1}));
+  // 2 workers on one host, 2 servers each on its own.
+  EXPECT_EQ(*RanksOfHosts(spec, 4, 2), (V{2, 1, 1}));
+  // As many hosts as ranks: one each; nothing alone: evenly.
+  EXPECT_EQ(*RanksOfHosts(spec, 3, 1), (V{1, 1, 1}));
+  EXPECT_EQ(*RanksOfHosts(spec, 6, 0), (V{2, 2, 2}));
+  // 3 workers do not spread over 2 hosts; no host is left for the workers.
+  EXPECT_THAT(RanksOfHosts(spec, 4, 1).status().message(),
+              HasSubstr("the other 3 must spread evenly over the other 2 host(s)"));
+  EXPECT_EQ(RanksOfHosts(spec, 6, 3).status().code(), StatusCode::kInvalidArgument);
+  // ranks-per-host places every rank alike, the servers with the workers.
+  spec.ranks_per_host = 2;
+  EXPECT_EQ(*RanksOfHosts(spec, 6, 1), (V{2, 2, 2}));
+}
+
 TEST(ValidateEmulateFlag, RefusesBadCombinationsBeforeAnythingRuns) {
   EXPECT_THAT(ValidateEmulateFlag("hosts=2,nic=1gbit", 0, false).status().message(),
               HasSubstr("needs --np"));
@@ -131,6 +150,12 @@ TEST(ValidateEmulateFlag, RefusesBadCombinationsBeforeAnythingRuns) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidateEmulateFlag("hosts=2,nic=1tbit", 4, false).status().code(),
             StatusCode::kInvalidArgument);
+  // 5 ranks do not spread over 3 hosts evenly (they do with the last one alone, 2/2/1); with
+  // the last of 6 alone, 5 do not spread over 2.
+  EXPECT_THAT(ValidateEmulateFlag("hosts=3,nic=1gbit", 5, false, 0).status().message(),
+              HasSubstr("does not spread evenly"));
+  EXPECT_THAT(ValidateEmulateFlag("hosts=3,nic=1gbit", 6, false, 1).status().message(),
+              HasSubstr("the other 5 must spread evenly over the other 2 host(s)"));
 }
 
 TEST(TbfFor, BucketAndQueueGrowWithTheRate) {
@@ -159,7 +184,8 @@ TEST(BuildMpirunCommand, BindsToTheEmulatedSubnetAndEndsWithTheCommand) {
   job.np = 4;
   job.command = {"/bin/frugal", "train", "--np", "4"};
   job.mpirun_options = {"-x", "FRUGAL_SEED"};
-  std::vector<std::string> cmd = BuildMpirunCommand(job, "/run/x/hostfile", "/run/x/agent.sh", 2);
+  std::vector<std::string> cmd =
+      BuildMpirunCommand(job, "/run/x/hostfile", "/run/x/agent.sh", {2, 2});
   const std::string line = ShellQuote(cmd);
   EXPECT_THAT(line, ::testing::StartsWith("mpirun --hostfile /run/x/hostfile -np 4 --map-by "
                                           "ppr:2:node --bind-to none --mca plm_rsh_agent "
@@ -167,6 +193,10 @@ TEST(BuildMpirunCommand, BindsToTheEmulatedSubnetAndEndsWithTheCommand) {
   EXPECT_THAT(line, HasSubstr("--mca btl_tcp_if_include 10.213.0.0/24"));
   EXPECT_THAT(line, HasSubstr("--mca oob_tcp_if_include 10.213.0.0/24"));
   EXPECT_THAT(line, ::testing::EndsWith("-x FRUGAL_SEED /bin/frugal train --np 4"));
+  // Hosts with different numbers of ranks: the hostfile's slots, filled in host order.
+  job.np = 5;
+  EXPECT_THAT(ShellQuote(BuildMpirunCommand(job, "/h", "/a", {2, 2, 1})),
+              ::testing::StartsWith("mpirun --hostfile /h -np 5 --map-by slot --bind-to none"));
 }
 
 }  // namespace

@@ -381,6 +381,35 @@ TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
   fs::remove_all(dir);
 }
 
+// The last ranks alone (a parameter server's servers): 5 ranks on 3 hosts, the last on a host of
+// its own, the others two by two.
+TEST(RunEmulatedJob, TheLastRanksRunAloneOnTheirHosts) {
+  SKIP_WITHOUT_EMULATION();
+  if (RunCommand({"mpirun", "--version"}).status().code() == StatusCode::kNotFound) {
+    GTEST_SKIP() << "no mpirun";
+  }
+  fs::path dir = TempDir("alone");
+  EmulatedJob job;
+  job.spec = *ParseEmulateSpec("hosts=3,nic=100mbit");
+  job.np = 5;
+  job.alone = 1;
+  job.command = {"sh", "-c",
+                 fmt::format("hostname > {}/rank.$OMPI_COMM_WORLD_RANK", dir.string())};
+  job.timeout = std::chrono::seconds(120);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  auto code = RunEmulatedJob(job, Quiet());
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  EXPECT_EQ(*code, 0);
+  std::vector<std::string> host(5);
+  for (int r = 0; r < 5; ++r) std::getline(std::ifstream(dir / fmt::format("rank.{}", r)), host[r]);
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_THAT(host[r], ::testing::MatchesRegex(fmt::format("frg-[0-9]+-[0-9]+-h{}", r / 2)))
+        << "rank " << r;
+  }
+  fs::remove_all(dir);
+}
+
 // SIGTERM during the job: the job is stopped, the network removed, exit code 128 + 15.
 TEST(RunEmulatedJob, ASignalStopsTheJobAndRemovesTheNetwork) {
   SKIP_WITHOUT_EMULATION();

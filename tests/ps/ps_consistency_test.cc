@@ -120,12 +120,11 @@ TEST(PsConsistencyRules, StalenessPolicies) {
 // worker 0's pushes), the pull of its push S + 1 is held until worker 1 pushes (its answer
 // counts worker 1's push too). Worker 1 pushes only once the server has applied worker 0's
 // push S + 1 (the servers' counts say so), so the hold is observed, not raced.
-// `staleness` < 0: asp, where no pull waits.
-void ExpectBoundOf(int staleness) {
-  const bool asp = staleness < 0;
-  ParameterServerConfig config = With(asp ? PsConsistency::kAsp : PsConsistency::kSsp, 2);
-  config.staleness = asp ? 0 : staleness;
-  const int ahead = asp ? 6 : staleness + 1;  // pushes worker 0 makes before worker 1's
+// ExpectPulls(kind, S, ahead, held): worker 0 makes `ahead` pushes before worker 1's first; the
+// pull of the last is held (`held`) or answered at once, the others answered at once.
+void ExpectPulls(PsConsistency kind, int staleness, int ahead, bool held) {
+  ParameterServerConfig config = With(kind, 2);
+  config.staleness = staleness;
   std::vector<uint64_t> progress_seen;
   const ClusterResult run =
       RunCluster(config, PlainSgd(0.1), OneKey(),
@@ -154,15 +153,21 @@ void ExpectBoundOf(int staleness) {
   }
   // The last push: held until worker 1's push under ssp (answered with its progress too);
   // answered at once under asp.
-  EXPECT_EQ(progress_seen.back(), static_cast<uint64_t>(asp ? ahead : ahead + 1))
+  EXPECT_EQ(progress_seen.back(), static_cast<uint64_t>(held ? ahead + 1 : ahead))
       << "S=" << staleness;
 }
 
 TEST(ParameterServerSsp, AWorkerSAheadGoesOnAndSPlusOneAheadWaits) {
-  for (int s : {0, 1, 2, 5}) ExpectBoundOf(s);
+  for (int s : {0, 1, 2, 5}) ExpectPulls(PsConsistency::kSsp, s, s + 1, /*held=*/true);
 }
 
-TEST(ParameterServerSsp, AspNeverWaits) { ExpectBoundOf(-1); }
+TEST(ParameterServerSsp, AspNeverWaits) { ExpectPulls(PsConsistency::kAsp, 0, 6, false); }
+
+// The other end of the continuum: the largest bound --sync accepts is asp (12 pushes ahead,
+// none held).
+TEST(ParameterServerSsp, AVeryLargeBoundIsAsp) {
+  ExpectPulls(PsConsistency::kSsp, 1 << 20, 12, /*held=*/false);
+}
 
 // Worker w's gradient at step k for parameters x (plain SGD: the serial bsp reference holds).
 std::vector<float> GradientAt(int w, uint64_t k, const std::vector<float>& x) {

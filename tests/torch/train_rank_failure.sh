@@ -29,12 +29,14 @@ trap 'rm -rf "$work"' EXIT
   --timeout-ms 4000 "${extra[@]}" >"$work/out" 2>"$work/err" &
 job=$!
 
-# Wait for training to be under way (rank 0 reports 10% of the first epoch).
+# Wait for training to be under way (rank 0 reports 10% of the first epoch, or FedAvg's first
+# round of five).
+under_way='^(epoch 1/5: | +1 +[0-9]+ )'
 for _ in $(seq 1 600); do
-  grep -q "^epoch 1/5: " "$work/err" && break
+  grep -qE "$under_way" "$work/err" "$work/out" && break
   sleep 0.1
 done
-if ! grep -q "^epoch 1/5: " "$work/err"; then
+if ! grep -qE "$under_way" "$work/err" "$work/out"; then
   echo "training did not start"; cat "$work/err"; kill -9 $job; exit 1
 fi
 

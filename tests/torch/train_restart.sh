@@ -3,7 +3,10 @@
 # and checkpoints every 8 steps is relaunched once by frugal from the checkpoint of step 24, logs
 # the restart with its cause, counts the 3 steps redone, and ends with the parameters and test
 # loss of the run that was never interrupted.
-#   train_restart.sh FRUGAL [hostfile]    (with "hostfile": through --hostfile, 3 local slots)
+#   train_restart.sh FRUGAL [hostfile|emulate]
+#     hostfile: through --hostfile, 3 local slots;
+#     emulate:  each rank on its own emulated host (--emulate hosts=3,nic=1gbit; needs root), the
+#               relaunch set up again and nothing of the network left behind.
 set -uo pipefail
 frugal=$1 variant=${2:-}
 work=$(mktemp -d)
@@ -12,6 +15,8 @@ flags=(--np 3 --model mlp --batch-size 1024 --epochs 2 --overlap none --progress
 if [ "$variant" = hostfile ]; then
   echo "localhost slots=3" >"$work/hosts"
   flags+=(--hostfile "$work/hosts")
+elif [ "$variant" = emulate ]; then
+  flags+=(--emulate hosts=3,nic=1gbit)
 fi
 fail() {
   echo "FAIL: $*"
@@ -35,6 +40,9 @@ grep -qx "frugal: 1 restart(s), 3 step(s) redone" "$work/err" || fail "no summar
 grep '"event":"restarts"' "$work/restarted.json" | grep -q '"restarts":1,"steps_redone":3' ||
   fail "no restarts record in --json"
 ls "$work"/ckpt/.progress-* "$work"/ckpt/.failure-* >/dev/null 2>&1 && fail "notes were left behind"
+if [ "$variant" = emulate ]; then
+  ip netns list | grep -q '^frg-' && fail "emulated hosts were left behind: $(ip netns list)"
+fi
 same_summary "" uninterrupted "$work/whole.json" restarted "$work/restarted.json" \
   params_hash test_loss test_accuracy steps
 echo PASS
