@@ -4,7 +4,8 @@
 # bytes of the pushes (every push of a step is one of the model's 6 keys; a dense step is
 # 6 x 52 + 4 x 269322 bytes, so 3 workers' pushes of P keys make P / 6 x 359200 bytes per worker),
 # the staleness figures in the summary and in every epoch record, and replicas that may differ
-# (asp, ssp, backup: the averaged model is evaluated) or are identical (lag).
+# (asp, ssp, backup: the averaged model is evaluated) or are identical (lag); asp's
+# --staleness-policy drop:T and scale.
 #   cmake -DFRUGAL=path -DMPIEXEC=mpirun -DJSON=file -P ps_async_mpi_check.cmake
 set(common train --model mlp --batch-size 32 --epochs 2 --max-steps 150 --progress none
     --arch ps:servers=1)
@@ -69,6 +70,21 @@ foreach(sync asp ssp:staleness=2 backup:workers=1)
     message(FATAL_ERROR "backup applied a stale gradient (staleness_max ${max})")
   endif()
 endforeach()
+
+# --staleness-policy under asp with the straggler: drop:1 applies no update staler than 1 and
+# drops some (the straggler's pushes come several versions late); scale applies them all.
+run_train("${JSON}" asp --straggler 1:3 --staleness-policy drop:1)
+string(JSON max GET "${summary}" staleness_max)
+string(JSON dropped GET "${summary}" ps_pushes_dropped)
+if(max GREATER 1 OR dropped EQUAL 0)
+  message(FATAL_ERROR "drop:1: staleness_max ${max} (at most 1), ${dropped} pushes dropped (some)")
+endif()
+run_train("${JSON}" asp --straggler 1:3 --staleness-policy scale)
+string(JSON max GET "${summary}" staleness_max)
+string(JSON dropped GET "${summary}" ps_pushes_dropped)
+if(max LESS 2 OR NOT dropped EQUAL 0)
+  message(FATAL_ERROR "scale: staleness_max ${max} (stale pushes applied), ${dropped} dropped (none)")
+endif()
 
 run_train("${JSON}" lag)
 if(NOT out MATCHES "params consistent +yes")

@@ -5,7 +5,8 @@
 #        (dense pushes and pulls);
 #   straggler: 4 workers + 1 server on this machine (shared memory, the 2 cores), rank 1 three
 #        times slower (--straggler 1:3), cnn, lr 0.05: bsp, ssp:staleness=1 and 4, asp,
-#        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs);
+#        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs, or EPOCHS from
+#        the environment: the records then end in _eEPOCHS);
 #   compress: the net setup with 1 server, pushes compressed (top-k 1% with error feedback) and
 #        pushes and pulls compressed (top-k 1% both ways), cnn and vgg;
 #   tta MODE...: the net setup with 1 server, cnn at lr 0.05 until 88% test accuracy
@@ -45,11 +46,13 @@ net() {
 }
 
 straggler() {
-  local common="--np 5 --arch ps:servers=1 --model cnn --straggler 1:3 --lr 0.05 --epochs 3"
-  local sync syncs=("$@")
+  local common="--np 5 --arch ps:servers=1 --model cnn --straggler 1:3 --lr 0.05"
+  local sync syncs=("$@") suffix=""
+  [ -z "${EPOCHS:-}" ] || suffix="_e$EPOCHS"
   [ ${#syncs[@]} -gt 0 ] || syncs=(bsp ssp:staleness=1 ssp:staleness=4 asp backup:workers=1 lag)
   for sync in "${syncs[@]}"; do
-    timed "straggler_${sync//[:=]/_}" $common --sync "$sync" --stop-at-accuracy 0.88
+    timed "straggler_${sync//[:=]/_}$suffix" $common --epochs "${EPOCHS:-3}" --sync "$sync" \
+      --stop-at-accuracy 0.88
   done
 }
 
