@@ -424,7 +424,10 @@ TEST(RunEmulatedJob, ASignalStopsTheJobAndRemovesTheNetwork) {
     job.np = 2;
     job.command = {
         "sh", "-c",
-        fmt::format("hostname > {}/started.$OMPI_COMM_WORLD_RANK; sleep 60", dir.string())};
+        // Written under another name and renamed, so that the file appears with its content.
+        fmt::format("hostname > {0}/tmp.$OMPI_COMM_WORLD_RANK && "
+                    "mv {0}/tmp.$OMPI_COMM_WORLD_RANK {0}/started.$OMPI_COMM_WORLD_RANK; sleep 60",
+                    dir.string())};
     job.timeout = std::chrono::seconds(120);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
