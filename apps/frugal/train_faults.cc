@@ -2,7 +2,9 @@
 #include "train_faults.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 
@@ -22,17 +24,19 @@ Status CheckFaultRanks(const std::vector<FaultSpec>& faults, int world_size) {
 }
 
 Status CheckNanTensors(const std::vector<FaultSpec>& faults, std::string_view model) {
+  std::vector<std::string> trainable;  // the model's trainable parameters, built on first need
   for (const FaultSpec& f : faults) {
     if (f.kind != FaultKind::kNan || f.tensor.empty()) continue;
-    FRUGAL_ASSIGN_OR_RETURN(const auto net, frugal_torch::MakeModel(model, /*seed=*/0));
-    std::string names;
-    for (const auto& item : net->named_parameters(/*recurse=*/true)) {
-      if (item.key() == f.tensor && item.value().requires_grad()) return Status::Ok();
-      if (item.value().requires_grad()) names += (names.empty() ? "" : ", ") + item.key();
+    if (trainable.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(const auto net, frugal_torch::MakeModel(model, /*seed=*/0));
+      for (const auto& item : net->named_parameters(/*recurse=*/true)) {
+        if (item.value().requires_grad()) trainable.push_back(item.key());
+      }
     }
-    return InvalidArgumentError(fmt::format("--inject '{}': the model {} has no parameter '{}' "
-                                            "(parameters: {})",
-                                            f.text, model, f.tensor, names));
+    if (std::find(trainable.begin(), trainable.end(), f.tensor) != trainable.end()) continue;
+    return InvalidArgumentError(
+        fmt::format("--inject '{}': the model {} has no parameter '{}' (parameters: {})", f.text,
+                    model, f.tensor, fmt::join(trainable, ", ")));
   }
   return Status::Ok();
 }
