@@ -90,7 +90,7 @@ std::string FormatRate(std::uint64_t bits_per_second) {
 StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   EmulateSpec spec;
   std::set<std::string> seen;
-  std::vector<std::uint64_t> listed;                      // nic=R0/R1/...
+  std::vector<std::uint64_t> listed;                     // nic=R0/R1/...
   std::vector<std::pair<int, std::uint64_t>> overrides;  // nic.I=RATE
   std::string s(text);
   if (Trim(s).empty()) {
@@ -106,9 +106,8 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
     start = end + 1;
     size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      return InvalidArgumentError(
-          fmt::format("--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host)",
-                      item));
+      return InvalidArgumentError(fmt::format(
+          "--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host)", item));
     }
     std::string key = Trim(item.substr(0, eq));
     std::string value = Trim(item.substr(eq + 1));
@@ -122,24 +121,23 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
       size_t begin = 0;
       while (true) {
         const size_t slash = value.find('/', begin);
-        FRUGAL_ASSIGN_OR_RETURN(std::uint64_t rate,
-                                ParseRate(value.substr(begin, slash - begin)));
+        FRUGAL_ASSIGN_OR_RETURN(std::uint64_t rate, ParseRate(value.substr(begin, slash - begin)));
         listed.push_back(rate);
         if (slash == std::string::npos) break;
         begin = slash + 1;
       }
       spec.nic_bits_per_second = listed[0];
     } else if (key.rfind("nic.", 0) == 0) {
-      FRUGAL_ASSIGN_OR_RETURN(long long host, ParseInt(key, key.substr(4), 0, kMaxEmulatedHosts - 1));
+      FRUGAL_ASSIGN_OR_RETURN(long long host,
+                              ParseInt(key, key.substr(4), 0, kMaxEmulatedHosts - 1));
       FRUGAL_ASSIGN_OR_RETURN(std::uint64_t rate, ParseRate(value));
       overrides.emplace_back(static_cast<int>(host), rate);
     } else if (key == "ranks-per-host") {
       FRUGAL_ASSIGN_OR_RETURN(long long v, ParseInt(key, value, 1, 256));
       spec.ranks_per_host = static_cast<int>(v);
     } else {
-      return InvalidArgumentError(
-          fmt::format("--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host)",
-                      key));
+      return InvalidArgumentError(fmt::format(
+          "--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host)", key));
     }
   }
   if (spec.hosts == 0) return InvalidArgumentError("--emulate: hosts=H is missing");

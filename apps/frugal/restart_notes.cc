@@ -74,7 +74,8 @@ bool RelaysAnotherFailure(std::string_view line) {
 }
 
 std::string OriginOfRelay(const std::string& line) {
-  static const std::regex relay(R"(^rank ([0-9]+): (.*?)(?:worker )?\brank ([0-9]+) failed: (.*)$)");
+  static const std::regex relay(
+      R"(^rank ([0-9]+): (.*?)(?:worker )?\brank ([0-9]+) failed: (.*)$)");
   std::smatch m;
   if (!std::regex_match(line, m, relay)) return line;
   return fmt::format("rank {}: {}{} (passed on by rank {})", m[3].str(), m[2].str(), m[4].str(),

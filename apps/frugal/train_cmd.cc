@@ -186,8 +186,7 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     action.name = "train";
     action.validate = [flags, cmd]() -> Status {
       FRUGAL_RETURN_IF_ERROR(ValidateTrainFlags(*flags));
-      FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults,
-                              ParseFaultSpecs(flags->injects));
+      FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags->injects));
       FRUGAL_RETURN_IF_ERROR(CheckNanTensors(faults, flags->model));
       // With --np the number of workers is known before launch: the rules that depend on it (a
       // gossip graph over them) are checked now.

@@ -65,8 +65,8 @@ TEST(ParseEmulateSpec, AcceptsTheDocumentedForms) {
 TEST(ParseEmulateSpec, HostsMayHaveTheirOwnRates) {
   auto spec = ParseEmulateSpec("hosts=4,nic=1gbit,nic.2=100mbit");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  EXPECT_EQ(NicRates(*spec), (std::vector<std::uint64_t>{1'000'000'000, 1'000'000'000,
-                                                         100'000'000, 1'000'000'000}));
+  EXPECT_EQ(NicRates(*spec),
+            (std::vector<std::uint64_t>{1'000'000'000, 1'000'000'000, 100'000'000, 1'000'000'000}));
   EXPECT_EQ(FormatNicRates(*spec), "1gbit, host 2: 100mbit");
   spec = ParseEmulateSpec("nic.0=10mbit,hosts=2,nic=1gbit");  // any order
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();

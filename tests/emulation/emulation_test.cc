@@ -20,7 +20,10 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "emulate_job.h"
 #include "emulate_state.h"
@@ -43,6 +46,27 @@ using Clock = std::chrono::steady_clock;
   } while (false)
 
 Logger Quiet() { return Logger(LogLevel::kError); }
+
+#define SKIP_WITHOUT_EMULATED_MPIRUN()                                                  \
+  do {                                                                                  \
+    SKIP_WITHOUT_EMULATION();                                                           \
+    if (RunCommand({"mpirun", "--version"}).status().code() == StatusCode::kNotFound) { \
+      GTEST_SKIP() << "no mpirun";                                                      \
+    }                                                                                   \
+  } while (false)
+
+// A job of `np` ranks on the emulated hosts of `spec`, each running the shell `script`, allowed
+// to run as root.
+EmulatedJob ShellJob(std::string_view spec, int np, std::string script) {
+  EmulatedJob job;
+  job.spec = *ParseEmulateSpec(spec);
+  job.np = np;
+  job.command = {"sh", "-c", std::move(script)};
+  job.timeout = std::chrono::seconds(120);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  return job;
+}
 
 std::vector<std::string> NamespacesOf(const std::string& tag) {
   std::vector<std::string> names;
@@ -335,23 +359,15 @@ fs::path TempDir(const std::string& name) {
 
 // mpirun through the rsh agent: every rank runs on its emulated host, with its hostname.
 TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
-  SKIP_WITHOUT_EMULATION();
-  if (RunCommand({"mpirun", "--version"}).status().code() == StatusCode::kNotFound) {
-    GTEST_SKIP() << "no mpirun";
-  }
+  SKIP_WITHOUT_EMULATED_MPIRUN();
   fs::path dir = TempDir("hosts");
-  EmulatedJob job;
-  job.spec = *ParseEmulateSpec("hosts=2,nic=100mbit");
-  job.np = 4;
-  job.command = {"sh", "-c",
-                 fmt::format("echo $(hostname) $(ip -4 -o addr show dev eth0 | awk '{{print $4}}') "
-                             "$(getent hosts $(hostname) | awk '{{print $1}}') "
-                             "> {0}/rank.$OMPI_COMM_WORLD_RANK; "
-                             "cat /proc/sys/kernel/random/boot_id > {0}/boot.$OMPI_COMM_WORLD_RANK",
-                             dir.string())};
-  job.timeout = std::chrono::seconds(120);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  EmulatedJob job =
+      ShellJob("hosts=2,nic=100mbit", 4,
+               fmt::format("echo $(hostname) $(ip -4 -o addr show dev eth0 | awk '{{print $4}}') "
+                           "$(getent hosts $(hostname) | awk '{{print $1}}') "
+                           "> {0}/rank.$OMPI_COMM_WORLD_RANK; "
+                           "cat /proc/sys/kernel/random/boot_id > {0}/boot.$OMPI_COMM_WORLD_RANK",
+                           dir.string()));
   auto code = RunEmulatedJob(job, Quiet());
   ASSERT_TRUE(code.ok()) << code.status().ToString();
   EXPECT_EQ(*code, 0);
@@ -384,20 +400,11 @@ TEST(RunEmulatedJob, RanksRunOnTheirEmulatedHosts) {
 // The last ranks alone (a parameter server's servers): 5 ranks on 3 hosts, the last on a host of
 // its own, the others two by two.
 TEST(RunEmulatedJob, TheLastRanksRunAloneOnTheirHosts) {
-  SKIP_WITHOUT_EMULATION();
-  if (RunCommand({"mpirun", "--version"}).status().code() == StatusCode::kNotFound) {
-    GTEST_SKIP() << "no mpirun";
-  }
+  SKIP_WITHOUT_EMULATED_MPIRUN();
   fs::path dir = TempDir("alone");
-  EmulatedJob job;
-  job.spec = *ParseEmulateSpec("hosts=3,nic=100mbit");
-  job.np = 5;
+  EmulatedJob job = ShellJob("hosts=3,nic=100mbit", 5,
+                             fmt::format("hostname > {}/rank.$OMPI_COMM_WORLD_RANK", dir.string()));
   job.alone = 1;
-  job.command = {"sh", "-c",
-                 fmt::format("hostname > {}/rank.$OMPI_COMM_WORLD_RANK", dir.string())};
-  job.timeout = std::chrono::seconds(120);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   auto code = RunEmulatedJob(job, Quiet());
   ASSERT_TRUE(code.ok()) << code.status().ToString();
   EXPECT_EQ(*code, 0);
@@ -412,25 +419,16 @@ TEST(RunEmulatedJob, TheLastRanksRunAloneOnTheirHosts) {
 
 // SIGTERM during the job: the job is stopped, the network removed, exit code 128 + 15.
 TEST(RunEmulatedJob, ASignalStopsTheJobAndRemovesTheNetwork) {
-  SKIP_WITHOUT_EMULATION();
-  if (RunCommand({"mpirun", "--version"}).status().code() == StatusCode::kNotFound) {
-    GTEST_SKIP() << "no mpirun";
-  }
+  SKIP_WITHOUT_EMULATED_MPIRUN();
   fs::path dir = TempDir("signal");
   pid_t pid = ::fork();
   if (pid == 0) {
-    EmulatedJob job;
-    job.spec = *ParseEmulateSpec("hosts=2,nic=100mbit");
-    job.np = 2;
-    job.command = {
-        "sh", "-c",
-        // Written under another name and renamed, so that the file appears with its content.
+    // Written under another name and renamed, so that the file appears with its content.
+    const EmulatedJob job = ShellJob(
+        "hosts=2,nic=100mbit", 2,
         fmt::format("hostname > {0}/tmp.$OMPI_COMM_WORLD_RANK && "
                     "mv {0}/tmp.$OMPI_COMM_WORLD_RANK {0}/started.$OMPI_COMM_WORLD_RANK; sleep 60",
-                    dir.string())};
-    job.timeout = std::chrono::seconds(120);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+                    dir.string()));
     auto code = RunEmulatedJob(job, Quiet());
     ::_exit(code.ok() ? *code : 1);
   }

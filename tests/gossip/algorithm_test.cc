@@ -88,8 +88,8 @@ TEST_P(GossipReference, DistributedMatchesTheReference) {
     // The one combination that cannot exist: a 3-regular graph needs more than 3 vertices.
     // Any other refusal is a defect, not a skip.
     ASSERT_TRUE(c.name == "dpsgd_random_regular" && n <= 3 &&
-                plan.status().message().find("the degree must be in [1, " +
-                                             std::to_string(n - 1) + "]") != std::string::npos)
+                plan.status().message().find("the degree must be in [1, " + std::to_string(n - 1) +
+                                             "]") != std::string::npos)
         << c.name << " on " << n << " ranks refused: " << plan.status().ToString();
     GTEST_SKIP() << "no 3-regular graph on " << n << " vertices";
   }
