@@ -119,12 +119,6 @@ StatusOr<std::vector<std::string>> Hostnames(Transport& t, Duration timeout) {
   return hosts;
 }
 
-std::string Micros(double us) {
-  return us < 10     ? fmt::format("{:.2f}", us)
-         : us < 1000 ? fmt::format("{:.1f}", us)
-                     : fmt::format("{:.0f}", us);
-}
-
 }  // namespace
 
 std::vector<size_t> DefaultAllreduceSizes() {
@@ -355,7 +349,7 @@ std::string AllreduceTable(const AllreduceBenchReport& report) {
     out += fmt::format(
         "model (ping-pong 0<->1): alpha = {} us (fit of 8 B-4 KiB, r2 {:.3f}), beta = {:.4f} "
         "ns/byte = {:.2f} GB/s (fit of 256 KiB-4 MiB, r2 {:.3f}); gamma = {:.4f} ns/byte\n",
-        Micros(report.model.alpha * 1e6), report.latency_fit.r2, report.model.beta * 1e9,
+        FormatMicros(report.model.alpha * 1e6), report.latency_fit.r2, report.model.beta * 1e9,
         report.model.beta > 0 ? 1e-9 / report.model.beta : 0.0, report.bandwidth_fit.r2,
         report.model.gamma * 1e9);
   } else {
@@ -366,9 +360,9 @@ std::string AllreduceTable(const AllreduceBenchReport& report) {
               {false, true});
   for (const auto& row : report.rows) {
     table.AddRow({FormatBytes(row.bytes), row.algorithm, fmt::format("{}", row.ranks),
-                  Micros(row.time_us), fmt::format("{:.3f}", row.algbw_gbps),
+                  FormatMicros(row.time_us), fmt::format("{:.3f}", row.algbw_gbps),
                   fmt::format("{:.3f}", row.busbw_gbps),
-                  row.predicted_us ? Micros(*row.predicted_us) : "-",
+                  row.predicted_us ? FormatMicros(*row.predicted_us) : "-",
                   row.ratio_to_best_peer ? fmt::format("{:.2f}x", *row.ratio_to_best_peer) : "-",
                   row.correct ? "yes" : "NO"});
   }

@@ -175,4 +175,10 @@ Status WriteJsonLines(const std::string& path, const std::vector<nlohmann::json>
   return Status::Ok();
 }
 
+std::string FormatMicros(double us) {
+  return us < 10     ? fmt::format("{:.2f}", us)
+         : us < 1000 ? fmt::format("{:.1f}", us)
+                     : fmt::format("{:.0f}", us);
+}
+
 }  // namespace frugal::bench

@@ -28,6 +28,8 @@ StatusOr<std::vector<size_t>> ParseByteSizeList(std::string_view text);
 StatusOr<std::vector<std::string>> ParseNameList(std::string_view text);
 // 4096 -> "4K", 67108864 -> "64M", 1000 -> "1000".
 std::string FormatBytes(size_t bytes);
+// Microseconds with the decimals that matter: "3.25", "42.5", "1234".
+std::string FormatMicros(double us);
 
 // The median (mean of the two middle values for an even count). Precondition: not empty.
 double Median(std::vector<double> values);

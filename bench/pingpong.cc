@@ -182,16 +182,7 @@ RangeFits FitByRange(const std::vector<PingPongSample>& samples) {
   return fits;
 }
 
-namespace {
-
-std::string Micros(double seconds) {
-  const double us = seconds * 1e6;
-  return us < 10     ? fmt::format("{:.2f}", us)
-         : us < 1000 ? fmt::format("{:.1f}", us)
-                     : fmt::format("{:.0f}", us);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string PingPongTable(const std::vector<PingPongPair>& pairs) {
   std::string out;
@@ -206,20 +197,21 @@ std::string PingPongTable(const std::vector<PingPongPair>& pairs) {
     for (const auto& s : pair.samples) {
       std::vector<std::string> row = {
           fmt::format("{}<->{}", pair.a, pair.b), FormatBytes(s.bytes), fmt::format("{}", s.iters),
-          Micros(s.one_way_seconds),
+          FormatMicros(s.one_way_seconds * 1e6),
           fmt::format("{:.3f}", static_cast<double>(s.bytes) / s.one_way_seconds / 1e9)};
       if (compared) {
         const double mpi = s.peer_one_way_seconds.value_or(0);
-        row.insert(row.end(),
-                   {Micros(mpi), fmt::format("{:.3f}", static_cast<double>(s.bytes) / mpi / 1e9),
-                    fmt::format("{:.2f}x", mpi / s.one_way_seconds)});
+        row.insert(row.end(), {FormatMicros(mpi * 1e6),
+                               fmt::format("{:.3f}", static_cast<double>(s.bytes) / mpi / 1e9),
+                               fmt::format("{:.2f}x", mpi / s.one_way_seconds)});
       }
       table.AddRow(row);
     }
     out += table.Render();
     auto describe = [](const LinearFit& f) {
       return fmt::format("alpha = {} us, beta = {:.4f} ns/byte ({:.2f} GB/s), r2 = {:.4f}",
-                         Micros(f.alpha), f.beta * 1e9, f.beta > 0 ? 1e-9 / f.beta : 0.0, f.r2);
+                         FormatMicros(f.alpha * 1e6), f.beta * 1e9,
+                         f.beta > 0 ? 1e-9 / f.beta : 0.0, f.r2);
     };
     if (pair.fitted) {
       out += fmt::format("fit {}<->{}: {}\n", pair.a, pair.b, describe(pair.fit));

@@ -1,14 +1,15 @@
 # Sourced by scripts/sanitize.sh and scripts/fuzz-smoke.sh: configures and builds a sanitized
 # build directory without LibTorch or Gloo.
-#   sanitized_build address TARGET   build-asan: clang, AddressSanitizer + UndefinedBehaviorSanitizer,
+#   sanitized_build address TARGET...   build-asan: clang, AddressSanitizer + UndefinedBehaviorSanitizer,
 #                                    with the libFuzzer targets (the whole library instrumented
 #                                    for coverage), so that the fuzzing smoke run and the tier-1
 #                                    suites share one build
-#   sanitized_build thread TARGET    build-tsan: ThreadSanitizer
+#   sanitized_build thread TARGET...    build-tsan: ThreadSanitizer
 # Sets `build` to the directory. -O1 keeps the build short and the stack traces readable; -g1
 # gives file:line in reports.
 sanitized_build() {
-  local kind="$1" target="$2"
+  local kind="$1"
+  shift
   local args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1 -DNDEBUG"
     -DCMAKE_C_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" -DFRUGAL_WITH_TORCH=OFF -DFRUGAL_WITH_GLOO=OFF)
   case "$kind" in
@@ -31,5 +32,5 @@ sanitized_build() {
     cat "$build/configure.log"
     return 1
   }
-  cmake --build "$build" -j2 --target "$target"
+  cmake --build "$build" -j2 --target "$@"
 }

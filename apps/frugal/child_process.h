@@ -133,4 +133,7 @@ int ShellExitCode(const CommandResult& result);
 StatusOr<int> RunSupervised(const std::vector<std::string>& argv, const SpawnOptions& options,
                             std::chrono::milliseconds grace);
 
+// The grace `frugal` gives a job (mpirun and its ranks) between forwarding a signal and killing it.
+inline constexpr auto kJobKillGrace = std::chrono::seconds(10);
+
 }  // namespace frugal::apps

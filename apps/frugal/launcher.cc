@@ -9,7 +9,7 @@
 // The child (mpirun) is started and supervised by RunSupervised (child_process.h), like every
 // child of the command: in a process group of its own, so that a terminal's Ctrl-C reaches only
 // this process, which forwards it (or a SIGTERM/SIGHUP sent to it) to the child's group once and
-// kills the group if it has not ended kKillAfter later.
+// kills the group if it has not ended kJobKillGrace later.
 #include "launcher.h"
 
 #include <fmt/format.h>
@@ -26,11 +26,7 @@
 #include "emulate_job.h"
 
 namespace frugal::apps {
-namespace {
-
-constexpr auto kKillAfter = std::chrono::seconds(10);
-
-}  // namespace
+namespace {}  // namespace
 
 void AddLaunchOptions(CLI::App& app, LaunchOptions& options) {
   app.add_option("--np", options.np,
@@ -105,7 +101,7 @@ StatusOr<int> RelaunchUnderMpirun(const LaunchOptions& options, int argc, char**
   logger.Info(fmt::format("starting: {}", line));
   SpawnOptions spawn;
   spawn.extra_env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
-  return RunSupervised(command, spawn, kKillAfter);
+  return RunSupervised(command, spawn, kJobKillGrace);
 }
 
 }  // namespace frugal::apps

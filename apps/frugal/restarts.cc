@@ -21,8 +21,6 @@ namespace frugal::apps {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr auto kKillAfter = std::chrono::seconds(10);
-
 bool IsFlag(const std::string& arg, std::string_view flag) {
   return arg == flag || arg.starts_with(std::string(flag) + "=");
 }
@@ -79,7 +77,7 @@ StatusOr<int> RunAttempt(const LaunchOptions& options, const std::vector<std::st
   logger.Info(fmt::format("starting: {}", ShellQuote(argv)));
   SpawnOptions spawn;
   spawn.extra_env = env;
-  return RunSupervised(argv, spawn, kKillAfter);
+  return RunSupervised(argv, spawn, kJobKillGrace);
 }
 
 }  // namespace

@@ -82,17 +82,6 @@ std::string MethodLabel(const SweepSpec& spec, const SweepPoint& p) {
   return Words(p, spec.report.methods);
 }
 
-std::string Escape(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else
-      out += c;
-  }
-  return out;
-}
-
 std::string FormatSeconds(std::optional<double> s) {
   if (!s) return "–";
   return *s < 100 ? fmt::format("{:.1f}", *s) : fmt::format("{:.0f}", *s);
@@ -282,9 +271,9 @@ std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPo
   out += "\n";
   for (const auto& row : layout.rows) {
     out += "|";
-    if (name_rows) out += fmt::format(" {} |", Escape(spec.name));
+    if (name_rows) out += fmt::format(" {} |", MarkdownCell(spec.name));
     for (const auto& a : layout.row_axes) {
-      out += fmt::format(" {} |", Escape(row.first->Find(a)->AsWord()));
+      out += fmt::format(" {} |", MarkdownCell(row.first->Find(a)->AsWord()));
     }
     int best = row.Best();
     for (size_t i = 0; i < row.cells.size(); ++i) {
@@ -428,6 +417,17 @@ StatusOr<ReportFiles> RenderReport(const SweepSpec& spec, const std::vector<Swee
     if (!output.empty()) logger.Debug(output);
   }
   return files;
+}
+
+std::string MarkdownCell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else
+      out += c;
+  }
+  return out;
 }
 
 }  // namespace frugal::apps

@@ -45,6 +45,9 @@ struct RunMetrics {
 // bytes_sent; compression_ratio. Accuracies <= 1 are taken as fractions and turned into percent.
 RunMetrics ExtractMetrics(const nlohmann::json& record);
 
+// `text` as a Markdown table cell: every '|' escaped.
+std::string MarkdownCell(const std::string& text);
+
 // The table (markdown, with a title line) for `points`, using the last record of each point.
 std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                                 const std::vector<nlohmann::json>& records);

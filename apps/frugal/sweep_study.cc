@@ -28,13 +28,7 @@ std::string Words(const SweepPoint& p, const std::vector<std::string>& axes, con
   return fmt::format("{}", fmt::join(parts, sep));
 }
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
-struct Cell {
+struct StudyCell {
   std::vector<double> accuracies;  // percent, completed runs
   size_t failed = 0;
 };
@@ -88,7 +82,7 @@ std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint
   std::vector<std::string> row_keys;
   std::vector<const SweepPoint*> row_first;
   std::vector<std::string> column_keys;
-  std::map<std::pair<std::string, std::string>, Cell> cells;
+  std::map<std::pair<std::string, std::string>, StudyCell> cells;
   for (const SweepPoint& p : points) {
     const std::string row = Words(p, row_axes, " ", false);
     const std::string column = Words(p, columns, " ", true);
@@ -97,7 +91,7 @@ std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint
       row_first.push_back(&p);
     }
     if (!Contains(column_keys, column)) column_keys.push_back(column);
-    Cell& cell = cells[{row, column}];
+    StudyCell& cell = cells[{row, column}];
     auto it = last.find(p.key);
     if (it == last.end()) continue;
     if (!IsCompleted(*it->second)) {
@@ -120,7 +114,7 @@ std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint
   out += "|";
   for (const std::string& a : row_axes) out += fmt::format(" {} |", a);
   if (row_axes.empty()) out += " sweep |";
-  for (const std::string& c : column_keys) out += fmt::format(" {} |", Escape(c));
+  for (const std::string& c : column_keys) out += fmt::format(" {} |", MarkdownCell(c));
   out += "\n|";
   for (size_t i = 0; i < std::max<size_t>(row_axes.size(), 1); ++i) out += " --- |";
   for (size_t i = 0; i < column_keys.size(); ++i) out += " ---: |";
@@ -128,11 +122,11 @@ std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint
   for (size_t r = 0; r < row_keys.size(); ++r) {
     out += "|";
     for (const std::string& a : row_axes) {
-      out += fmt::format(" {} |", Escape(row_first[r]->Find(a)->AsWord()));
+      out += fmt::format(" {} |", MarkdownCell(row_first[r]->Find(a)->AsWord()));
     }
-    if (row_axes.empty()) out += fmt::format(" {} |", Escape(spec.name));
+    if (row_axes.empty()) out += fmt::format(" {} |", MarkdownCell(spec.name));
     for (const std::string& c : column_keys) {
-      const Cell& cell = cells[{row_keys[r], c}];
+      const StudyCell& cell = cells[{row_keys[r], c}];
       std::string text = "–";
       if (!cell.accuracies.empty()) {
         text = FormatMeanStd(Summarize(cell.accuracies), seeds);

@@ -53,6 +53,8 @@ inline constexpr TagRange kEngineTags{29700, 29800};             // engine negot
 inline constexpr TagRange kCompressTags{29800, 29900};           // compressed aggregation
 inline constexpr TagRange kCollectiveTags{30000, 30100};         // collectives
 inline constexpr TagRange kTransportTags{kMaxTag, kMaxTag + 1};  // Transport::Split
+// The tag of Split's exchange of (color, key) pairs.
+inline constexpr int kSplitTag = kTransportTags[0];
 // Kept for the collectives' own numbering: their tags are kReservedTagBase + i.
 inline constexpr int kReservedTagBase = kCollectiveTags.begin;
 

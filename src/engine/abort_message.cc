@@ -10,15 +10,15 @@
 namespace frugal::engine_internal {
 namespace {
 
-constexpr std::string_view kMagic = "FRAB";
-constexpr uint16_t kVersion = 1;
+constexpr std::string_view kAbortMagic = "FRAB";
+constexpr uint16_t kAbortVersion = 1;
 constexpr uint32_t kMaxReasonBytes = 1u << 16;
 
 }  // namespace
 
 std::vector<std::byte> EncodeAbortMessage(const AbortMessage& m) {
   WireWriter w;
-  PutHeader(w, kMagic, kVersion);
+  PutHeader(w, kAbortMagic, kAbortVersion);
   w.Put<uint8_t>(static_cast<uint8_t>(m.code));
   const std::string reason = m.reason.substr(0, kMaxReasonBytes);
   w.Put<uint32_t>(static_cast<uint32_t>(reason.size()));
@@ -28,7 +28,7 @@ std::vector<std::byte> EncodeAbortMessage(const AbortMessage& m) {
 
 StatusOr<AbortMessage> DecodeAbortMessage(std::span<const std::byte> bytes) {
   WireReader r(bytes);
-  if (std::optional<std::string> error = GetHeader(r, kMagic, kVersion)) {
+  if (std::optional<std::string> error = GetHeader(r, kAbortMagic, kAbortVersion)) {
     return MalformedError("abort message: " + *error);
   }
   uint8_t code = 0;

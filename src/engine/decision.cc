@@ -13,8 +13,8 @@
 namespace frugal::engine_internal {
 namespace {
 
-constexpr std::string_view kMagic = "FRND";
-constexpr uint16_t kVersion = 1;
+constexpr std::string_view kDecisionMagic = "FRND";
+constexpr uint16_t kDecisionVersion = 1;
 constexpr uint16_t kFlagAllWaiting = 1;
 constexpr uint16_t kFlagPlan = 2;
 constexpr uint32_t kMaxWorldSize = 1u << 20;
@@ -43,7 +43,7 @@ DecisionMessage MakeDecision(uint64_t cycle, int world_size, const TensorCache& 
 std::vector<std::byte> EncodeDecision(const DecisionMessage& d) {
   const CycleOutcome& o = d.outcome;
   WireWriter w;
-  PutHeader(w, kMagic, kVersion);
+  PutHeader(w, kDecisionMagic, kDecisionVersion);
   w.Put<uint16_t>(
       static_cast<uint16_t>((o.all_waiting ? kFlagAllWaiting : 0) | (o.plan ? kFlagPlan : 0)));
   w.Put<uint64_t>(d.cycle);
@@ -80,7 +80,8 @@ std::vector<std::byte> EncodeDecision(const DecisionMessage& d) {
 
 StatusOr<DecisionMessage> DecodeDecision(std::span<const std::byte> bytes) {
   WireReader r(bytes);
-  if (std::optional<std::string> error = GetHeader(r, kMagic, kVersion)) return Bad(*error);
+  if (std::optional<std::string> error = GetHeader(r, kDecisionMagic, kDecisionVersion))
+    return Bad(*error);
   uint16_t flags = 0;
   DecisionMessage d;
   CycleOutcome& o = d.outcome;

@@ -28,8 +28,8 @@
 namespace frugal::engine_internal {
 namespace {
 
-constexpr std::string_view kMagic = "FRNG";
-constexpr uint16_t kVersion = 3;
+constexpr std::string_view kNegotiationMagic = "FRNG";
+constexpr uint16_t kNegotiationVersion = 3;
 constexpr uint16_t kFlagWaiting = 1;
 constexpr size_t kMaxNameBytes = 4096;
 constexpr size_t kMaxDims = 32;
@@ -88,7 +88,7 @@ std::optional<std::string> GetDescriptor(WireReader& r, TensorDescriptor& d) {
 
 std::vector<std::byte> EncodeCycleMessage(const CycleMessage& m) {
   WireWriter w;
-  PutHeader(w, kMagic, kVersion);
+  PutHeader(w, kNegotiationMagic, kNegotiationVersion);
   w.Put<uint16_t>(m.waiting ? kFlagWaiting : 0);
   w.Put<uint64_t>(m.cycle);
   w.Put<uint32_t>(m.cache_size);
@@ -102,7 +102,8 @@ std::vector<std::byte> EncodeCycleMessage(const CycleMessage& m) {
 
 StatusOr<CycleMessage> DecodeCycleMessage(std::span<const std::byte> bytes) {
   WireReader r(bytes);
-  if (std::optional<std::string> error = GetHeader(r, kMagic, kVersion)) return Bad(*error);
+  if (std::optional<std::string> error = GetHeader(r, kNegotiationMagic, kNegotiationVersion))
+    return Bad(*error);
   uint16_t flags = 0;
   CycleMessage m;
   if (!r.Get(flags) || (flags & ~kFlagWaiting) != 0) return Bad("unknown flags");
@@ -147,13 +148,9 @@ std::string JoinRanks(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ", "));
 }
 
-namespace {
-
 std::string RankWord(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", JoinRanks(ranks));
 }
-
-}  // namespace
 
 StatusOr<CycleOutcome> EvaluateCycle(TensorCache& cache, std::span<const CycleMessage> messages) {
   const int n = static_cast<int>(messages.size());

@@ -91,5 +91,7 @@ std::string UnmatchedMessage(const TensorCache& cache,
 
 // "0, 2, 3"
 std::string JoinRanks(const std::vector<int>& ranks);
+// "rank 3" or "ranks 1, 2".
+std::string RankWord(const std::vector<int>& ranks);
 
 }  // namespace frugal::engine_internal

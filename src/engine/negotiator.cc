@@ -86,10 +86,6 @@ StatusOr<std::optional<ProbeResult>> ProbeNow(Transport& t, int src, int tag,
   return found;
 }
 
-std::string RankWord(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", JoinRanks(ranks));
-}
-
 }  // namespace
 
 Negotiator::Negotiator(Transport& t, NegotiatorOptions options)

@@ -17,24 +17,24 @@ using testing_compress::Gaussian;
 using testing_compress::Make;
 using testing_compress::RoundTrip;
 
-const char* const kSpecs[] = {"none",
-                              "fp16",
-                              "bf16",
-                              "minmax8",
-                              "minmax8:chunk=7,rounding=stochastic",
-                              "qsgd",
-                              "qsgd:levels=2,bucket=5",
-                              "terngrad",
-                              "terngrad:clip=0",
-                              "onebit",
-                              "onebit:ef=1",
-                              "sign",
-                              "signum",
-                              "efsign",
-                              "efsign:ef=0",
-                              "natural",
-                              "polar",
-                              "polar:ef=0,n=4,rate=0.3,mode=sign"};
+const char* const kQuantizerSpecs[] = {"none",
+                                       "fp16",
+                                       "bf16",
+                                       "minmax8",
+                                       "minmax8:chunk=7,rounding=stochastic",
+                                       "qsgd",
+                                       "qsgd:levels=2,bucket=5",
+                                       "terngrad",
+                                       "terngrad:clip=0",
+                                       "onebit",
+                                       "onebit:ef=1",
+                                       "sign",
+                                       "signum",
+                                       "efsign",
+                                       "efsign:ef=0",
+                                       "natural",
+                                       "polar",
+                                       "polar:ef=0,n=4,rate=0.3,mode=sign"};
 
 class QuantizerTest : public ::testing::TestWithParam<const char*> {};
 
@@ -100,7 +100,7 @@ TEST_P(QuantizerTest, WrongBufferSizeIsACallerBug) {
   EXPECT_THROW((void)c->Encode(x, t, ctx, out), CheckError);
 }
 
-INSTANTIATE_TEST_SUITE_P(Quantizers, QuantizerTest, ::testing::ValuesIn(kSpecs),
+INSTANTIATE_TEST_SUITE_P(Quantizers, QuantizerTest, ::testing::ValuesIn(kQuantizerSpecs),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s) {

@@ -13,6 +13,7 @@
 #include "compress/lowrank_linalg.h"
 #include "compress/sparse_dgc.h"
 #include "compress/sparse_select.h"
+#include "compress_sparse/sparse_test_util.h"
 #include "frugal/bits.h"
 #include "frugal/compress_wire.h"
 #include "frugal/compressor.h"
@@ -33,12 +34,7 @@ std::unique_ptr<Compressor> Make(std::string_view spec) {
   return c.ok() ? std::move(c).value() : nullptr;
 }
 
-std::vector<float> Gaussian(size_t n, uint64_t seed) {
-  RngStream rng({.seed = seed});
-  std::vector<float> x(n);
-  for (float& v : x) v = static_cast<float>(rng.Normal());
-  return x;
-}
+using sparse_test::Gaussian;
 
 std::vector<float> Integers(size_t n, uint64_t seed, int range = 1000) {
   RngStream rng({.seed = seed});

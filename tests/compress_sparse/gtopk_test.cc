@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compress/gtopk_merge.h"
+#include "compress_sparse/sparse_test_util.h"
 #include "frugal/inproc_transport.h"
 #include "frugal/random.h"
 
@@ -15,12 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::vector<float> Gaussian(size_t n, uint64_t seed) {
-  RngStream rng({.seed = seed});
-  std::vector<float> x(n);
-  for (float& v : x) v = static_cast<float>(rng.Normal());
-  return x;
-}
+using sparse_test::Gaussian;
 
 std::vector<float> Dense(const SparseVector& v, size_t n) {
   std::vector<float> x(n, 0.0f);

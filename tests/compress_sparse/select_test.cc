@@ -6,18 +6,14 @@
 #include <vector>
 
 #include "compress/sparse_select.h"
+#include "compress_sparse/sparse_test_util.h"
 #include "frugal/check.h"
 #include "frugal/random.h"
 
 namespace frugal::sparse {
 namespace {
 
-std::vector<float> Gaussian(size_t n, uint64_t seed) {
-  RngStream rng({.seed = seed});
-  std::vector<float> x(n);
-  for (float& v : x) v = static_cast<float>(rng.Normal());
-  return x;
-}
+using sparse_test::Gaussian;
 
 // Small integers: many ties at every magnitude.
 std::vector<float> Ties(size_t n, uint64_t seed) {

@@ -13,7 +13,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Write(const std::string& name, const std::string& text) {
-  const fs::path path = fs::path(testing::TempDir()) / name;
+  const fs::path path = fs::path(::testing::TempDir()) / name;
   std::ofstream(path) << text;
   return path.string();
 }
@@ -40,7 +40,7 @@ TEST(NetworkFit, GammaIsOptional) {
 }
 
 TEST(NetworkFit, RefusesWhatIsNotAFit) {
-  auto missing = ReadNetworkFit((fs::path(testing::TempDir()) / "no_such_fit.jsonl").string());
+  auto missing = ReadNetworkFit((fs::path(::testing::TempDir()) / "no_such_fit.jsonl").string());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   auto none = ReadNetworkFit(Write("fit_none.jsonl", "not json\n{\"alpha_us\":\"5\"}\n{}\n"));
   EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
@@ -83,7 +83,7 @@ TEST(RoundFit, TakesTheFreeRunningRecordOfTheGraphAndRanksWithTheLargestMessage)
 
 TEST(RoundFit, RefusesWhatDoesNotMatch) {
   auto missing =
-      ReadRoundFit((fs::path(testing::TempDir()) / "no_such_round.jsonl").string(), "ring", 4);
+      ReadRoundFit((fs::path(::testing::TempDir()) / "no_such_round.jsonl").string(), "ring", 4);
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   const std::string path =
       Write("round_other.jsonl",

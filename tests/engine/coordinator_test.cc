@@ -13,8 +13,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr Duration kWait = std::chrono::seconds(30);
-
 // Messages this rank's transport has sent, read on the engine thread (which owns it).
 StatusOr<uint64_t> MessagesSent(Engine& engine) {
   uint64_t messages = 0;

@@ -16,8 +16,6 @@
 namespace frugal::testing {
 namespace {
 
-constexpr Duration kWait = std::chrono::seconds(30);
-
 struct Case {
   std::string spec;
   AggregationPath path;
@@ -44,7 +42,7 @@ std::unique_ptr<CompressedReducer> MakeReducer(Transport& t, const CompressorReg
   return std::move(reducer).value();
 }
 
-const std::vector<size_t> kSizes = {96, 250, 1000, 64};
+const std::vector<size_t> kCompressedSizes = {96, 250, 1000, 64};
 
 TEST(EngineCompress, EveryAggregationPathMatchesTheDirectReducerBitForBit) {
   const int n = 3;
@@ -57,8 +55,8 @@ TEST(EngineCompress, EveryAggregationPathMatchesTheDirectReducerBitForBit) {
       // Direct: each tensor as a bucket of its own, in submission order, step by step.
       std::unique_ptr<CompressedReducer> plain = MakeReducer(t, registry, c);
       for (int step = 0; step < steps; ++step) {
-        for (size_t k = 0; k < kSizes.size(); ++k) {
-          std::vector<float> v = UniformInput(rank, kSizes[k], k + 10 * step);
+        for (size_t k = 0; k < kCompressedSizes.size(); ++k) {
+          std::vector<float> v = UniformInput(rank, kCompressedSizes[k], k + 10 * step);
           BucketInfo bucket;
           bucket.name = Indexed("t", k);
           bucket.count = v.size();
@@ -80,11 +78,11 @@ TEST(EngineCompress, EveryAggregationPathMatchesTheDirectReducerBitForBit) {
           return gate.Wait(kWait) ? Status::Ok() : TimeoutError("gate");
         });
         std::vector<std::vector<float>> data;
-        for (size_t k = 0; k < kSizes.size(); ++k) {
-          data.push_back(UniformInput(rank, kSizes[k], k + 10 * step));
+        for (size_t k = 0; k < kCompressedSizes.size(); ++k) {
+          data.push_back(UniformInput(rank, kCompressedSizes[k], k + 10 * step));
         }
         std::vector<std::unique_ptr<Work>> works;
-        for (size_t k = 0; k < kSizes.size(); ++k) {
+        for (size_t k = 0; k < kCompressedSizes.size(); ++k) {
           works.push_back(engine->Submit(Req(Indexed("t", k), 0, step), data[k]));
         }
         gate.Open();

@@ -23,8 +23,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr Duration kWait = std::chrono::seconds(30);
-
 // Forwards to a reducer; `before` runs first on every call (to throw, or to hold the call).
 class HookedReducer final : public GradientReducer {
  public:

@@ -15,7 +15,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr Duration kWait = std::chrono::seconds(60);
+constexpr Duration kMpiWait = std::chrono::seconds(60);
 
 std::unique_ptr<GradientReducer> Reducer(Transport& t, const std::string& algorithm) {
   DenseReducerOptions options;
@@ -53,7 +53,7 @@ TEST_P(EngineMpi, OutOfOrderSubmissionCompletesWithExactAverages) {
       works[k] = (*engine)->Submit(Req(Indexed("g", k), static_cast<int>(k), step), data[k]);
       if (rng.Below(2) == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
-    for (auto& w : works) ASSERT_TRUE(w->Wait(kWait).ok());
+    for (auto& w : works) ASSERT_TRUE(w->Wait(kMpiWait).ok());
     for (size_t k = 0; k < sizes.size(); ++k) {
       std::vector<double> sum(sizes[k], 0.0);
       for (int r = 0; r < n; ++r) {
@@ -89,7 +89,7 @@ TEST(EngineMpiErrors, ShapeMismatchFailsOnEveryRank) {
   TensorRequest request = Req("fc.weight");
   request.shape =
       t->rank() == t->size() - 1 ? std::vector<int64_t>{3, 4} : std::vector<int64_t>{4, 3};
-  const Status status = (*engine)->Submit(request, w)->Wait(kWait);
+  const Status status = (*engine)->Submit(request, w)->Wait(kMpiWait);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr("'fc.weight'"));
   EXPECT_THAT(status.message(), HasSubstr("[3, 4]"));
@@ -125,7 +125,7 @@ TEST(EngineMpiFailure, AnExceptionOnOneRankFailsEveryRankWithTheCause) {
   auto engine = Engine::Start(*t, reducer, EngineOptions{});
   ASSERT_TRUE(engine.ok());
   std::vector<float> g(64, 1.0f);
-  const Status status = (*engine)->Submit(Req("g"), g)->Wait(kWait);
+  const Status status = (*engine)->Submit(Req("g"), g)->Wait(kMpiWait);
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr("reducer out of order"));
   if (t->rank() != last) {

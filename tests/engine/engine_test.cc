@@ -24,8 +24,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr Duration kWait = std::chrono::seconds(30);
-
 struct Mode {
   std::string name;
   OverlapMode overlap;

@@ -19,6 +19,9 @@
 
 namespace frugal::testing {
 
+// How long a test waits for an engine operation before it fails.
+inline constexpr Duration kWait = std::chrono::seconds(30);
+
 // A one-shot gate: Wait blocks until Open.
 class Gate {
  public:

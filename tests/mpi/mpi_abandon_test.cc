@@ -28,14 +28,14 @@ namespace {
 using mpitest::AbandonedOperationsComplete;
 using mpitest::TestWorld;
 
-constexpr Duration kTimeout = std::chrono::seconds(30);
+constexpr Duration kAbandonTimeout = std::chrono::seconds(30);
 // Above every eager limit of Open MPI's transports: sent with the rendezvous protocol.
 constexpr size_t kBig = size_t{4} << 20;
 constexpr int kDataTag = 40;
 constexpr int kGoTag = 41;
-constexpr int kDoneTag = 42;
+constexpr int kAbandonDoneTag = 42;
 
-std::vector<std::byte> Pattern(size_t size, int seed) {
+std::vector<std::byte> AbandonPattern(size_t size, int seed) {
   std::vector<std::byte> data(size);
   for (size_t i = 0; i < size; ++i) data[i] = std::byte(static_cast<unsigned char>(i * 7 + seed));
   return data;
@@ -43,12 +43,12 @@ std::vector<std::byte> Pattern(size_t size, int seed) {
 
 Status SendByte(Transport& t, int dst, int tag) {
   std::byte b{1};
-  return Send(t, dst, tag, {&b, 1}, kTimeout);
+  return Send(t, dst, tag, {&b, 1}, kAbandonTimeout);
 }
 
 Status RecvByte(Transport& t, int src, int tag) {
   std::byte b{0};
-  return Recv(t, src, tag, {&b, 1}, kTimeout);
+  return Recv(t, src, tag, {&b, 1}, kAbandonTimeout);
 }
 
 // Rank 1 starts a large send that rank 0 has not asked for yet, gives up on it (a timed-out Wait,
@@ -62,7 +62,7 @@ TEST(MpiTransportAbandoned, GivenUpSendDeliversTheBytesItStartedWith) {
     if (t->rank() == 1) {
       std::vector<std::byte> reuse;
       {
-        std::vector<std::byte> out = Pattern(kBig, 1);
+        std::vector<std::byte> out = AbandonPattern(kBig, 1);
         std::unique_ptr<Work> send = t->ISend(0, tag, out);
         if (!destroy_unfinished) {
           Status s = send->Wait(std::chrono::milliseconds(100));
@@ -78,17 +78,18 @@ TEST(MpiTransportAbandoned, GivenUpSendDeliversTheBytesItStartedWith) {
       reuse.assign(kBig, std::byte{0xcc});
       ASSERT_TRUE(SendByte(*t, 0, kGoTag).ok());
       // Waiting for rank 0 keeps this rank's MPI progressing, so the late message can move.
-      ASSERT_TRUE(RecvByte(*t, 0, kDoneTag).ok());
-      EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+      ASSERT_TRUE(RecvByte(*t, 0, kAbandonDoneTag).ok());
+      EXPECT_TRUE(AbandonedOperationsComplete(kAbandonTimeout));
     } else if (t->rank() == 0) {
       ASSERT_TRUE(RecvByte(*t, 1, kGoTag).ok());
       std::vector<std::byte> in(kBig, std::byte{0});
       std::unique_ptr<Work> recv = t->IRecv(1, tag, in);
-      Status s = recv->Wait(kTimeout);
+      Status s = recv->Wait(kAbandonTimeout);
       ASSERT_TRUE(s.ok()) << s.ToString();
       EXPECT_EQ(recv->bytes(), kBig);
-      EXPECT_TRUE(in == Pattern(kBig, 1)) << "the message changed after its send was given up";
-      ASSERT_TRUE(SendByte(*t, 1, kDoneTag).ok());
+      EXPECT_TRUE(in == AbandonPattern(kBig, 1))
+          << "the message changed after its send was given up";
+      ASSERT_TRUE(SendByte(*t, 1, kAbandonDoneTag).ok());
     }
   }
 }
@@ -108,19 +109,19 @@ TEST(MpiTransportAbandoned, GivenUpUnmatchedReceiveLeavesTheMessageForTheNextOne
       recv.reset();
       std::fill(gone.begin(), gone.end(), std::byte{0x55});
       // The receive was cancelled: MPI completes it at once.
-      EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+      EXPECT_TRUE(AbandonedOperationsComplete(kAbandonTimeout));
       ASSERT_TRUE(SendByte(*t, 1, kGoTag).ok());
       std::vector<std::byte> in(kBig, std::byte{0});
-      ASSERT_TRUE(Recv(*t, 1, kDataTag, in, kTimeout).ok());
-      EXPECT_TRUE(in == Pattern(kBig, 1));
+      ASSERT_TRUE(Recv(*t, 1, kDataTag, in, kAbandonTimeout).ok());
+      EXPECT_TRUE(in == AbandonPattern(kBig, 1));
       EXPECT_TRUE(
           std::all_of(gone.begin(), gone.end(), [](std::byte b) { return b == std::byte{0x55}; }));
     }
   } else if (t->rank() == 1) {
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(RecvByte(*t, 0, kGoTag).ok());
-      const std::vector<std::byte> out = Pattern(kBig, 1);
-      ASSERT_TRUE(Send(*t, 0, kDataTag, out, kTimeout).ok());
+      const std::vector<std::byte> out = AbandonPattern(kBig, 1);
+      ASSERT_TRUE(Send(*t, 0, kDataTag, out, kAbandonTimeout).ok());
     }
   }
 }
@@ -184,25 +185,27 @@ void ShareGate(Transport& t, const Gate& gate) {
   ASSERT_TRUE(gate.ok()) << "cannot make a FIFO under /tmp";
   const std::string& path = gate.path();
   ASSERT_TRUE(
-      Send(t, 1, kGoTag, AsBytes(std::span<const char>(path.data(), path.size())), kTimeout).ok());
+      Send(t, 1, kGoTag, AsBytes(std::span<const char>(path.data(), path.size())), kAbandonTimeout)
+          .ok());
   ASSERT_TRUE(RecvByte(t, 1, kGoTag).ok());
 }
 
-// Rank 1 of the tests below: learns the gate from rank 0, starts a large send of Pattern(seed)
-// and stays out of MPI until rank 0 opens the gate; then completes the send and says so.
+// Rank 1 of the tests below: learns the gate from rank 0, starts a large send of
+// AbandonPattern(seed) and stays out of MPI until rank 0 opens the gate; then completes the send
+// and says so.
 void LateSender(Transport& t, int seed) {
   std::vector<char> path(4096);
   std::unique_ptr<Work> recv =
       t.IRecv(0, kGoTag, AsWritableBytes(std::span<char>(path.data(), path.size())));
-  ASSERT_TRUE(recv->Wait(kTimeout).ok());
+  ASSERT_TRUE(recv->Wait(kAbandonTimeout).ok());
   Gate gate = Gate::Join(std::string(path.data(), recv->bytes()));
   ASSERT_TRUE(gate.ok());
   ASSERT_TRUE(SendByte(t, 0, kGoTag).ok());
-  const std::vector<std::byte> out = Pattern(kBig, seed);
+  const std::vector<std::byte> out = AbandonPattern(kBig, seed);
   std::unique_ptr<Work> send = t.ISend(0, kDataTag, out);
-  ASSERT_TRUE(gate.WaitOpen(kTimeout)) << "rank 0 did not open the gate";
-  EXPECT_TRUE(send->Wait(kTimeout).ok());
-  ASSERT_TRUE(SendByte(t, 0, kDoneTag).ok());
+  ASSERT_TRUE(gate.WaitOpen(kAbandonTimeout)) << "rank 0 did not open the gate";
+  EXPECT_TRUE(send->Wait(kAbandonTimeout).ok());
+  ASSERT_TRUE(SendByte(t, 0, kAbandonDoneTag).ok());
 }
 
 // Rank 0 of the tests below: `recv` has matched rank 1's message, which cannot complete while
@@ -217,8 +220,8 @@ void GiveUpMatchedReceive(Transport& t, std::unique_ptr<Work> recv, const Gate& 
   EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
   given_up();
   ASSERT_TRUE(gate.Open());
-  ASSERT_TRUE(RecvByte(t, 1, kDoneTag).ok());
-  EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
+  ASSERT_TRUE(RecvByte(t, 1, kAbandonDoneTag).ok());
+  EXPECT_TRUE(AbandonedOperationsComplete(kAbandonTimeout));
 }
 
 // Rank 1 starts a large send and then stays out of MPI. Rank 0's receive matches the message
@@ -257,7 +260,7 @@ TEST(MpiTransportTcp, TimedOutMatchedSharedReceiveKeepsItsMemoryUntilMpiIsDone) 
     std::fill(in.bytes.begin(), in.bytes.end(), std::byte{0});
     // Watches the memory without keeping it: it must end with the whole message.
     bool complete = false;
-    const std::vector<std::byte> expected = Pattern(kBig, 2);
+    const std::vector<std::byte> expected = AbandonPattern(kBig, 2);
     std::shared_ptr<void> watcher(
         in.owner.get(), [owner = in.owner, bytes = std::span<const std::byte>(in.bytes), &complete,
                          &expected](void*) {

@@ -13,13 +13,13 @@ namespace {
 
 using mpitest::TestWorld;
 
-constexpr Duration kTimeout = std::chrono::seconds(30);
+constexpr Duration kReducerTimeout = std::chrono::seconds(30);
 constexpr int kGaveUpTag = 60;
-constexpr int kDoneTag = 61;
+constexpr int kReducerDoneTag = 61;
 constexpr size_t kCount = size_t{1} << 20;  // 4 MB of floats
 
 // Rank r's input at i: small integers, so the average is exact in float for 4 ranks.
-float Input(int rank, size_t i) {
+float ReducerInput(int rank, size_t i) {
   return static_cast<float>(static_cast<int>((i * 3 + static_cast<size_t>(rank) * 5) % 17) - 8);
 }
 
@@ -28,19 +28,19 @@ TEST(MpiReducer, AveragesExactly) {
   ASSERT_NE(t, nullptr);
   DenseReducerOptions options;
   options.algorithm = "mpi";
-  options.timeout = kTimeout;
+  options.timeout = kReducerTimeout;
   auto reducer = MakeDenseReducer(*t, options);
   ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
   const int n = t->size();
   std::vector<float> data(kCount);
-  for (size_t i = 0; i < kCount; ++i) data[i] = Input(t->rank(), i);
+  for (size_t i = 0; i < kCount; ++i) data[i] = ReducerInput(t->rank(), i);
   BucketInfo bucket;
   bucket.name = "bucket0";
   bucket.count = kCount;
   ASSERT_TRUE((*reducer)->Reduce(bucket, data).ok());
   for (size_t i = 0; i < kCount; ++i) {
     float sum = 0;
-    for (int r = 0; r < n; ++r) sum += Input(r, i);
+    for (int r = 0; r < n; ++r) sum += ReducerInput(r, i);
     ASSERT_EQ(data[i], sum / static_cast<float>(n)) << i;
   }
 }
@@ -56,7 +56,7 @@ TEST(MpiReducer, TimedOutBucketIsNeverTouchedAgain) {
   const int late = n - 1;
   DenseReducerOptions options;
   options.algorithm = "mpi";
-  options.timeout = t->rank() == late ? kTimeout : std::chrono::milliseconds(200);
+  options.timeout = t->rank() == late ? kReducerTimeout : std::chrono::milliseconds(200);
   auto made = MakeDenseReducer(*t, options);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   GradientReducer& reducer = **made;
@@ -68,7 +68,7 @@ TEST(MpiReducer, TimedOutBucketIsNeverTouchedAgain) {
     std::vector<float> reused;
     {
       std::vector<float> data(kCount);
-      for (size_t i = 0; i < kCount; ++i) data[i] = Input(t->rank(), i);
+      for (size_t i = 0; i < kCount; ++i) data[i] = ReducerInput(t->rank(), i);
       Status s = reducer.Reduce(bucket, data);
       EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
       EXPECT_NE(s.message().find("bucket0 (step 7)"), std::string::npos) << s.message();
@@ -76,26 +76,28 @@ TEST(MpiReducer, TimedOutBucketIsNeverTouchedAgain) {
     }
     reused.assign(kCount, -1e9f);
     std::byte b{1};
-    ASSERT_TRUE(Send(*t, late, kGaveUpTag, {&b, 1}, kTimeout).ok());
+    ASSERT_TRUE(Send(*t, late, kGaveUpTag, {&b, 1}, kReducerTimeout).ok());
     EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
     // Waiting here keeps MPI progressing on this rank, so the abandoned all-reduce can finish.
-    ASSERT_TRUE(Recv(*t, late, kDoneTag, {&b, 1}, kTimeout).ok());
-    EXPECT_TRUE(mpitest::AbandonedOperationsComplete(kTimeout));
+    ASSERT_TRUE(Recv(*t, late, kReducerDoneTag, {&b, 1}, kReducerTimeout).ok());
+    EXPECT_TRUE(mpitest::AbandonedOperationsComplete(kReducerTimeout));
     EXPECT_TRUE(std::all_of(reused.begin(), reused.end(), [](float v) { return v == -1e9f; }))
         << "memory reused after the timeout was written by the abandoned all-reduce";
   } else {
     std::byte b{0};
-    for (int r = 0; r < late; ++r) ASSERT_TRUE(Recv(*t, r, kGaveUpTag, {&b, 1}, kTimeout).ok());
+    for (int r = 0; r < late; ++r)
+      ASSERT_TRUE(Recv(*t, r, kGaveUpTag, {&b, 1}, kReducerTimeout).ok());
     std::vector<float> data(kCount);
-    for (size_t i = 0; i < kCount; ++i) data[i] = Input(t->rank(), i);
+    for (size_t i = 0; i < kCount; ++i) data[i] = ReducerInput(t->rank(), i);
     Status s = reducer.Reduce(bucket, data);
     ASSERT_TRUE(s.ok()) << s.ToString();
     for (size_t i = 0; i < kCount; ++i) {
       float sum = 0;
-      for (int r = 0; r < n; ++r) sum += Input(r, i);
+      for (int r = 0; r < n; ++r) sum += ReducerInput(r, i);
       ASSERT_EQ(data[i], sum / static_cast<float>(n)) << "element " << i;
     }
-    for (int r = 0; r < late; ++r) ASSERT_TRUE(Send(*t, r, kDoneTag, {&b, 1}, kTimeout).ok());
+    for (int r = 0; r < late; ++r)
+      ASSERT_TRUE(Send(*t, r, kReducerDoneTag, {&b, 1}, kReducerTimeout).ok());
   }
 }
 

@@ -16,9 +16,9 @@ namespace {
 
 using mpitest::TestWorld;
 
-constexpr Duration kTimeout = std::chrono::seconds(20);
+constexpr Duration kTransportTimeout = std::chrono::seconds(20);
 
-std::vector<std::byte> Pattern(size_t size, int seed) {
+std::vector<std::byte> TransportPattern(size_t size, int seed) {
   std::vector<std::byte> data(size);
   for (size_t i = 0; i < size; ++i) data[i] = std::byte(static_cast<unsigned char>(i * 31 + seed));
   return data;
@@ -52,17 +52,17 @@ TEST(MpiTransport, RingExchangeOfManySizes) {
   uint64_t expected_bytes = 0;
   for (size_t size : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65537}, size_t{1} << 20,
                       size_t{4} << 20}) {
-    auto out = Pattern(size, t->rank());
+    auto out = TransportPattern(size, t->rank());
     std::vector<std::byte> in(size, std::byte{0xee});
     auto recv = t->IRecv(left, 5, in);
     auto send = t->ISend(right, 5, out);
-    ASSERT_TRUE(recv->Wait(kTimeout).ok());
-    ASSERT_TRUE(send->Wait(kTimeout).ok());
+    ASSERT_TRUE(recv->Wait(kTransportTimeout).ok());
+    ASSERT_TRUE(send->Wait(kTransportTimeout).ok());
     EXPECT_EQ(recv->bytes(), size);
     EXPECT_EQ(recv->peer(), left);
     EXPECT_EQ(send->bytes(), size);
     EXPECT_EQ(send->peer(), right);
-    EXPECT_TRUE(in == Pattern(size, left)) << "size " << size;
+    EXPECT_TRUE(in == TransportPattern(size, left)) << "size " << size;
     expected_bytes += size;
   }
   EXPECT_EQ(t->bytes_sent(), expected_bytes);
@@ -82,7 +82,7 @@ TEST(MpiTransport, SharedSendsAndReceivesMixWithPlainOnes) {
     for (int shape = 0; shape < 3; ++shape) {  // 0: both shared, 1: shared send, 2: shared recv
       const bool shared_send = shape != 2;
       const bool shared_recv = shape != 1;
-      const std::vector<std::byte> pattern = Pattern(size, t->rank() + 10 * shape);
+      const std::vector<std::byte> pattern = TransportPattern(size, t->rank() + 10 * shape);
       SharedBytes out = t->NewShared(size);
       ASSERT_EQ(out.bytes.size(), size);
       std::copy(pattern.begin(), pattern.end(), out.bytes.begin());
@@ -96,14 +96,14 @@ TEST(MpiTransport, SharedSendsAndReceivesMixWithPlainOnes) {
       }
       std::unique_ptr<Work> send = shared_send ? t->ISendShared(right, tag, out.owner, out.bytes)
                                                : t->ISend(right, tag, out.bytes);
-      ASSERT_TRUE(recv->Wait(kTimeout).ok());
-      ASSERT_TRUE(send->Wait(kTimeout).ok());
+      ASSERT_TRUE(recv->Wait(kTransportTimeout).ok());
+      ASSERT_TRUE(send->Wait(kTransportTimeout).ok());
       EXPECT_EQ(recv->bytes(), size);
       EXPECT_EQ(recv->peer(), left);
       EXPECT_EQ(send->bytes(), size);
       const std::span<const std::byte> got =
           shared_recv ? std::span<const std::byte>(in.bytes) : std::span<const std::byte>(plain_in);
-      const std::vector<std::byte> expected = Pattern(size, left + 10 * shape);
+      const std::vector<std::byte> expected = TransportPattern(size, left + 10 * shape);
       EXPECT_TRUE(std::equal(got.begin(), got.end(), expected.begin(), expected.end()))
           << "size " << size << " shape " << shape;
       recv.reset();
@@ -124,7 +124,7 @@ TEST(MpiTransport, BlockingHelpers) {
   const int right = (t->rank() + 1) % n;
   const int left = (t->rank() + n - 1) % n;
   ASSERT_TRUE(SendRecv(*t, right, AsBytes(std::span<const int>(out)), left,
-                       AsWritableBytes(std::span<int>(in)), 9, kTimeout)
+                       AsWritableBytes(std::span<int>(in)), 9, kTransportTimeout)
                   .ok());
   EXPECT_EQ(in[0], left);
   EXPECT_EQ(in[1], left * 10);
@@ -138,14 +138,14 @@ TEST(MpiTransport, AnySourceTellsThePeer) {
     for (int i = 1; i < t->size(); ++i) {
       int value = -1;
       auto recv = t->IRecv(kAnySource, 3, AsWritableBytes(std::span<int>(&value, 1)));
-      ASSERT_TRUE(recv->Wait(kTimeout).ok());
+      ASSERT_TRUE(recv->Wait(kTransportTimeout).ok());
       EXPECT_EQ(value, recv->peer() * 100);
       peers.insert(recv->peer());
     }
     EXPECT_EQ(peers.size(), static_cast<size_t>(t->size() - 1));
   } else {
     int value = t->rank() * 100;
-    ASSERT_TRUE(Send(*t, 0, 3, AsBytes(std::span<const int>(&value, 1)), kTimeout).ok());
+    ASSERT_TRUE(Send(*t, 0, 3, AsBytes(std::span<const int>(&value, 1)), kTransportTimeout).ok());
   }
 }
 
@@ -162,14 +162,14 @@ TEST(MpiTransport, NonOvertaking) {
     for (int i = 0; i < kCount; ++i) {
       sends.push_back(t->ISend(0, 11, AsBytes(std::span<const int>(&values[i], 1))));
     }
-    for (auto& s : sends) ASSERT_TRUE(s->Wait(kTimeout).ok());
+    for (auto& s : sends) ASSERT_TRUE(s->Wait(kTransportTimeout).ok());
   } else if (t->rank() == 0) {
     std::vector<int> values(kCount, -1);
     std::vector<std::unique_ptr<Work>> recvs;
     for (int i = 0; i < kCount; ++i) {
       recvs.push_back(t->IRecv(1, 11, AsWritableBytes(std::span<int>(&values[i], 1))));
     }
-    for (auto& r : recvs) ASSERT_TRUE(r->Wait(kTimeout).ok());
+    for (auto& r : recvs) ASSERT_TRUE(r->Wait(kTransportTimeout).ok());
     for (int i = 0; i < kCount; ++i) EXPECT_EQ(values[i], i);
   }
 }
@@ -178,14 +178,14 @@ TEST(MpiTransport, ShorterMessageThanBufferReportsItsSize) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
   if (t->rank() == 1) {
-    auto out = Pattern(100, 1);
-    ASSERT_TRUE(Send(*t, 0, 4, out, kTimeout).ok());
+    auto out = TransportPattern(100, 1);
+    ASSERT_TRUE(Send(*t, 0, 4, out, kTransportTimeout).ok());
   } else if (t->rank() == 0) {
     std::vector<std::byte> in(1000);
     auto recv = t->IRecv(1, 4, in);
-    ASSERT_TRUE(recv->Wait(kTimeout).ok());
+    ASSERT_TRUE(recv->Wait(kTransportTimeout).ok());
     EXPECT_EQ(recv->bytes(), 100u);
-    EXPECT_TRUE(std::equal(in.begin(), in.begin() + 100, Pattern(100, 1).begin()));
+    EXPECT_TRUE(std::equal(in.begin(), in.begin() + 100, TransportPattern(100, 1).begin()));
   }
 }
 
@@ -193,22 +193,22 @@ TEST(MpiTransport, LongerMessageThanBufferIsMalformed) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
   if (t->rank() == 1) {
-    auto out = Pattern(100, 1);
+    auto out = TransportPattern(100, 1);
     // The send completes whether or not the receiver truncates.
-    ASSERT_TRUE(Send(*t, 0, 4, out, kTimeout).ok());
+    ASSERT_TRUE(Send(*t, 0, 4, out, kTransportTimeout).ok());
   } else if (t->rank() == 0) {
     std::vector<std::byte> in(10);
-    Status s = Recv(*t, 1, 4, in, kTimeout);
+    Status s = Recv(*t, 1, 4, in, kTransportTimeout);
     EXPECT_EQ(s.code(), StatusCode::kMalformed) << s.ToString();
     EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
   }
   // The transport still works after a truncated message.
   int token = 7;
   if (t->rank() == 1) {
-    ASSERT_TRUE(Send(*t, 0, 6, AsBytes(std::span<const int>(&token, 1)), kTimeout).ok());
+    ASSERT_TRUE(Send(*t, 0, 6, AsBytes(std::span<const int>(&token, 1)), kTransportTimeout).ok());
   } else if (t->rank() == 0) {
     int got = 0;
-    ASSERT_TRUE(Recv(*t, 1, 6, AsWritableBytes(std::span<int>(&got, 1)), kTimeout).ok());
+    ASSERT_TRUE(Recv(*t, 1, 6, AsWritableBytes(std::span<int>(&got, 1)), kTransportTimeout).ok());
     EXPECT_EQ(got, 7);
   }
 }
@@ -217,11 +217,11 @@ TEST(MpiTransport, ProbeAndIProbe) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
   if (t->rank() == 2) {
-    auto out = Pattern(333, 2);
-    ASSERT_TRUE(Send(*t, 0, 21, out, kTimeout).ok());
+    auto out = TransportPattern(333, 2);
+    ASSERT_TRUE(Send(*t, 0, 21, out, kTransportTimeout).ok());
   } else if (t->rank() == 0) {
     EXPECT_FALSE(t->IProbe(2, 22)->has_value());
-    auto found = t->Probe(kAnySource, 21, kTimeout);
+    auto found = t->Probe(kAnySource, 21, kTransportTimeout);
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     EXPECT_EQ(found->source, 2);
     EXPECT_EQ(found->tag, 21);
@@ -230,8 +230,8 @@ TEST(MpiTransport, ProbeAndIProbe) {
     ASSERT_TRUE(again.ok() && again->has_value());
     EXPECT_EQ((*again)->bytes, 333u);
     std::vector<std::byte> in(found->bytes);
-    ASSERT_TRUE(Recv(*t, 2, 21, in, kTimeout).ok());
-    EXPECT_TRUE(in == Pattern(333, 2));
+    ASSERT_TRUE(Recv(*t, 2, 21, in, kTransportTimeout).ok());
+    EXPECT_TRUE(in == TransportPattern(333, 2));
     EXPECT_FALSE(t->IProbe(2, 21)->has_value());
   }
 }
@@ -271,7 +271,7 @@ TEST(MpiTransport, SplitFormsOrderedGroups) {
   const int n = t->size();
   const int color = t->rank() % 2;
   // Negative keys order the group in reverse.
-  auto child = t->Split(color, -t->rank(), kTimeout);
+  auto child = t->Split(color, -t->rank(), kTransportTimeout);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   Transport& c = **child;
   std::vector<int> members;
@@ -293,7 +293,7 @@ TEST(MpiTransport, SplitFormsOrderedGroups) {
   for (int r = 0; r < c.size(); ++r) {
     works.push_back(c.ISend(r, 1, AsBytes(std::span<const int>(&value, 1))));
   }
-  for (auto& w : works) ASSERT_TRUE(w->Wait(kTimeout).ok());
+  for (auto& w : works) ASSERT_TRUE(w->Wait(kTransportTimeout).ok());
   for (int r = 0; r < c.size(); ++r) EXPECT_EQ(got[r], members[r]);
   EXPECT_FALSE(t->IProbe(kAnySource, 1)->has_value());
   // Bytes sent through the child are counted by the parent too.
@@ -301,12 +301,12 @@ TEST(MpiTransport, SplitFormsOrderedGroups) {
   EXPECT_EQ(c.bytes_sent(), t->bytes_sent());
 
   // A split of a split, with colors that are not small or positive.
-  auto grandchild = c.Split(c.rank() == 0 ? -5 : 1 << 20, 0, kTimeout);
+  auto grandchild = c.Split(c.rank() == 0 ? -5 : 1 << 20, 0, kTransportTimeout);
   ASSERT_TRUE(grandchild.ok()) << grandchild.status().ToString();
   EXPECT_EQ((*grandchild)->size(), c.rank() == 0 ? 1 : c.size() - 1);
 }
 
-// When one rank never calls Split, the others get kTimeout naming it.
+// When one rank never calls Split, the others get kTransportTimeout naming it.
 TEST(MpiTransport, SplitTimeoutNamesTheAbsentRank) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);

@@ -12,7 +12,7 @@
 namespace frugal::ps_test {
 namespace {
 
-constexpr int kSteps = 4;
+constexpr int kCompressMpiSteps = 4;
 
 TEST(ParameterServerCompressMpi, MatchesTheReference) {
   const CompressCase cases[] = {
@@ -37,14 +37,14 @@ TEST(ParameterServerCompressMpi, MatchesTheReference) {
       const Status status = RunRank(
           *world, config, CompressSgd(), initial,
           [&](int w, ParameterClient& client, Transport&, Model& x) {
-            FRUGAL_RETURN_IF_ERROR(CompressTrain(w, client, x, kSteps));
+            FRUGAL_RETURN_IF_ERROR(CompressTrain(w, client, x, kCompressMpiSteps));
             final_model = x;
             push_bytes = client.push_bytes();
             return Status::Ok();
           },
           &report);
       ASSERT_TRUE(status.ok()) << where << ": " << status.ToString();
-      const CompressExpected expected = CompressReference(initial, config, c, kSteps);
+      const CompressExpected expected = CompressReference(initial, config, c, kCompressMpiSteps);
       if (world->rank() < workers) {
         EXPECT_EQ(final_model.values, expected.workers.values) << where;
         EXPECT_EQ(push_bytes, expected.push_bytes[static_cast<size_t>(world->rank())]) << where;

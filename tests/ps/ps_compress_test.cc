@@ -8,7 +8,7 @@
 namespace frugal::ps_test {
 namespace {
 
-constexpr int kSteps = 5;
+constexpr int kCompressSteps = 5;
 
 void RunAgainstReference(const CompressCase& c) {
   const Model initial = SmallModel();
@@ -24,7 +24,7 @@ void RunAgainstReference(const CompressCase& c) {
         ClusterResult run =
             RunCluster(config, CompressSgd(), initial,
                        [&](int w, ParameterClient& client, Transport&, Model& x) {
-                         FRUGAL_RETURN_IF_ERROR(CompressTrain(w, client, x, kSteps));
+                         FRUGAL_RETURN_IF_ERROR(CompressTrain(w, client, x, kCompressSteps));
                          finals[static_cast<size_t>(w)] = x;
                          push_bytes[static_cast<size_t>(w)] = client.push_bytes();
                          return Status::Ok();
@@ -33,7 +33,7 @@ void RunAgainstReference(const CompressCase& c) {
           ASSERT_TRUE(run.statuses[r].ok())
               << where << " rank " << r << ": " << run.statuses[r].ToString();
         }
-        const CompressExpected expected = CompressReference(initial, config, c, kSteps);
+        const CompressExpected expected = CompressReference(initial, config, c, kCompressSteps);
         for (int w = 0; w < workers; ++w) {
           EXPECT_EQ(finals[w].values, expected.workers.values) << where << " worker " << w;
           EXPECT_EQ(push_bytes[w], expected.push_bytes[w]) << where << " worker " << w;

@@ -11,12 +11,12 @@
 namespace frugal::ps_test {
 namespace {
 
-constexpr int kWorkers = 4;
+constexpr int kLagWorkers = 4;
 constexpr size_t kDim = 6;
-constexpr int kSteps = 20;
+constexpr int kLagSteps = 20;
 
 double Curvature(int m, size_t i) {
-  const double scale[kWorkers] = {1.0, 0.1, 0.01, 0.001};
+  const double scale[kLagWorkers] = {1.0, 0.1, 0.01, 0.001};
   return 0.5 * static_cast<double>(i + 1) * scale[m];
 }
 double Center(int m, size_t i) { return 0.3 * (m + 1) - 0.2 * static_cast<double>(i); }
@@ -35,12 +35,12 @@ double Suboptimality(const std::vector<float>& x) {
   for (size_t i = 0; i < kDim; ++i) {
     double a_sum = 0;
     double ac_sum = 0;
-    for (int m = 0; m < kWorkers; ++m) {
+    for (int m = 0; m < kLagWorkers; ++m) {
       a_sum += Curvature(m, i);
       ac_sum += Curvature(m, i) * Center(m, i);
     }
     const double best = ac_sum / a_sum;
-    gap += 0.5 * a_sum / kWorkers * (x[i] - best) * (x[i] - best);
+    gap += 0.5 * a_sum / kLagWorkers * (x[i] - best) * (x[i] - best);
   }
   return gap;
 }
@@ -55,7 +55,7 @@ Result Descend(PsConsistency kind) {
   double lipschitz = 0;
   for (size_t i = 0; i < kDim; ++i) {
     double a = 0;
-    for (int m = 0; m < kWorkers; ++m) a += Curvature(m, i) / kWorkers;
+    for (int m = 0; m < kLagWorkers; ++m) a += Curvature(m, i) / kLagWorkers;
     lipschitz = std::max(lipschitz, a);
   }
   ServerOptimizer gd;
@@ -63,13 +63,13 @@ Result Descend(PsConsistency kind) {
   Model initial;
   initial.names = {"x"};
   initial.values = {std::vector<float>(kDim, 0.0f)};
-  ParameterServerConfig config = Config(kWorkers, 1, size_t{1} << 20);
+  ParameterServerConfig config = Config(kLagWorkers, 1, size_t{1} << 20);
   config.consistency = kind;
   Result result;
   const ClusterResult run = RunCluster(
       config, gd, initial, [&](int w, ParameterClient& client, Transport&, Model& model) -> Status {
         std::vector<float> x = model.values[0];
-        for (int k = 0; k < kSteps; ++k) {
+        for (int k = 0; k < kLagSteps; ++k) {
           std::vector<float> g = GradientOf(w, x);
           TensorRequest request;
           request.name = "x";
@@ -95,16 +95,17 @@ TEST(ParameterServerLag, ReachesGradientDescentsLossWithFewerUploads) {
   const double lag_gap = Suboptimality(lag.x);
   EXPECT_GT(gd_gap, 0.0);
   EXPECT_LE(lag_gap, 1.1 * gd_gap) << "gradient descent " << gd_gap << ", lag " << lag_gap;
-  EXPECT_EQ(gd.total.applied, static_cast<uint64_t>(kWorkers * kSteps));
+  EXPECT_EQ(gd.total.applied, static_cast<uint64_t>(kLagWorkers * kLagSteps));
   EXPECT_EQ(gd.total.skipped, 0u);
   // The double-precision run of the same rule uploads 17 times in 80 pushes.
   EXPECT_LE(lag.total.applied, 25u);
-  EXPECT_GE(lag.total.applied, static_cast<uint64_t>(kWorkers));  // everyone's first push
-  for (int m = 0; m < kWorkers; ++m) {
-    EXPECT_EQ(lag.workers[m].applied + lag.workers[m].skipped, static_cast<uint64_t>(kSteps))
+  EXPECT_GE(lag.total.applied, static_cast<uint64_t>(kLagWorkers));  // everyone's first push
+  for (int m = 0; m < kLagWorkers; ++m) {
+    EXPECT_EQ(lag.workers[m].applied + lag.workers[m].skipped, static_cast<uint64_t>(kLagSteps))
         << "worker " << m;
     // max-skip = 10: at least one upload in every 11 pushes.
-    EXPECT_GE(lag.workers[m].applied, static_cast<uint64_t>((kSteps + 10) / 11)) << "worker " << m;
+    EXPECT_GE(lag.workers[m].applied, static_cast<uint64_t>((kLagSteps + 10) / 11))
+        << "worker " << m;
   }
 }
 

@@ -21,10 +21,10 @@ using ps_internal::LagKeyRule;
 using ps_internal::PushIn;
 using ::testing::HasSubstr;
 
-constexpr int kWorkers = 3;
+constexpr int kStateWorkers = 3;
 
 ParameterServerConfig ConfigOf(PsConsistency kind) {
-  ParameterServerConfig config = Config(kWorkers, 1, size_t{1} << 20);
+  ParameterServerConfig config = Config(kStateWorkers, 1, size_t{1} << 20);
   config.consistency = kind;
   config.staleness = 2;
   return config;
@@ -63,8 +63,8 @@ PushIn Gradient(int w, uint64_t step, uint64_t version, size_t count = 5) {
 }
 
 struct Pushes {
-  const std::vector<char> resting = std::vector<char>(kWorkers, 0);
-  std::vector<WorkerPushStats> stats = std::vector<WorkerPushStats>(kWorkers);
+  const std::vector<char> resting = std::vector<char>(kStateWorkers, 0);
+  std::vector<WorkerPushStats> stats = std::vector<WorkerPushStats>(kStateWorkers);
 };
 
 StateRecords Save(KeyState& key) {
@@ -92,7 +92,7 @@ TEST(PsState, ABspKeyRestoredMidVersionEndsWithTheSameBits) {
   original.Initialize({1.0f, -2.0f, 0.5f, 3.0f, 0.25f});
   Pushes p;
   for (uint64_t v = 0; v < 2; ++v) {
-    for (int w = 0; w < kWorkers; ++w)
+    for (int w = 0; w < kStateWorkers; ++w)
       ASSERT_TRUE(original.Push(Gradient(w, v, v), p.resting, p.stats).ok());
   }
   for (int w : {0, 1}) ASSERT_TRUE(original.Push(Gradient(w, 2, 2), p.resting, p.stats).ok());
@@ -109,7 +109,7 @@ TEST(PsState, ABspKeyRestoredMidVersionEndsWithTheSameBits) {
   for (KeyState* key : {&original, &restored}) {
     Pushes& s = key == &original ? q : r;
     ASSERT_TRUE(key->Push(Gradient(2, 2, 2), s.resting, s.stats).ok());
-    for (int w = 0; w < kWorkers; ++w)
+    for (int w = 0; w < kStateWorkers; ++w)
       ASSERT_TRUE(key->Push(Gradient(w, 3, 3), s.resting, s.stats).ok());
   }
   EXPECT_EQ(restored.version(), 4u);
@@ -128,8 +128,8 @@ TEST(PsState, AnSspKeyRestoredWithUnevenClocksEndsWithTheSameBits) {
   KeyState original = f.Make();
   original.Initialize({0.5f, 0.5f, -1.0f, 2.0f, 1.5f});
   Pushes p;
-  for (int w = 0; w < kWorkers; ++w) {
-    for (uint64_t step = 0; step < static_cast<uint64_t>(kWorkers - w); ++step) {
+  for (int w = 0; w < kStateWorkers; ++w) {
+    for (uint64_t step = 0; step < static_cast<uint64_t>(kStateWorkers - w); ++step) {
       ASSERT_TRUE(original
                       .Push(Gradient(w, step, original.version() > 0 ? original.version() - 1 : 0),
                             p.resting, p.stats)

@@ -18,7 +18,7 @@ using ps_internal::KeyState;
 using ps_internal::PushIn;
 using ::testing::HasSubstr;
 
-constexpr int kWorkers = 3;
+constexpr int kWeightedWorkers = 3;
 
 struct WeightedKey {
   WeightedKey() : config(Weighted()), rules(config) {
@@ -27,7 +27,7 @@ struct WeightedKey {
     optimizer.lr = [](int64_t) { return 1.0; };
   }
   static ParameterServerConfig Weighted() {
-    ParameterServerConfig config = Config(kWorkers, 1, size_t{1} << 20);
+    ParameterServerConfig config = Config(kWeightedWorkers, 1, size_t{1} << 20);
     config.weighted = true;
     return config;
   }
@@ -35,8 +35,8 @@ struct WeightedKey {
   ParameterServerConfig config;
   ConsistencyRules rules;
   ServerOptimizer optimizer;
-  std::vector<char> resting = std::vector<char>(kWorkers, 0);
-  std::vector<WorkerPushStats> stats = std::vector<WorkerPushStats>(kWorkers);
+  std::vector<char> resting = std::vector<char>(kWeightedWorkers, 0);
+  std::vector<WorkerPushStats> stats = std::vector<WorkerPushStats>(kWeightedWorkers);
 };
 
 // Worker `worker`'s push of version `version` (its push number `version` of the key).

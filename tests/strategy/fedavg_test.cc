@@ -14,20 +14,13 @@
 
 #include "frugal/compress_wire.h"
 #include "frugal/inproc_transport.h"
+#include "strategy/strategy_test_util.h"
 
 namespace frugal {
 namespace {
 
-StrategyPlan Plan(const std::string& sync, const std::string& compress = "", uint64_t seed = 0) {
-  StrategyOptions options;
-  options.sync = sync;
-  options.compress = compress;
-  options.seed = seed;
-  options.timeout = std::chrono::seconds(30);
-  StatusOr<StrategyPlan> plan = PlanStrategy(options);
-  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-  return plan.value();
-}
+using strategy_test::ExpectAllOk;
+using strategy_test::Plan;
 
 // The exact reducer of the plan and the FedAvg server over it.
 struct Server {
@@ -43,12 +36,6 @@ StatusOr<Server> MakeServer(const StrategyPlan& plan, Transport& t) {
       server.fedavg, FederatedAveraging::Create(plan, *server.reducer, DefaultCompressorRegistry(),
                                                 t.rank(), t.size()));
   return server;
-}
-
-void ExpectAllOk(const std::vector<Status>& statuses) {
-  for (size_t r = 0; r < statuses.size(); ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
-  }
 }
 
 TEST(FedAvgSpec, ParsesLocalStepsAndMinimumAndNamesThem) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "frugal/simulate.h"
+#include "strategy/strategy_test_util.h"
 
 namespace frugal {
 namespace {
@@ -27,11 +28,7 @@ SimOptions Options(size_t floats, int workers, const std::string& arch,
   return o;
 }
 
-double StepMs(const SimOptions& o) {
-  auto r = Simulate(o, DefaultCompressorRegistry());
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? r->step_s * 1e3 : -1;
-}
+using strategy_test::StepMs;
 
 TEST(SimulateArch, ParameterServerNicCarriesEveryWorker) {
   // One key of 1000 floats: messages of 52 + 4000 bytes. The server receives 2 pushes (8.104 ms)

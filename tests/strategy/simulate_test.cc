@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "frugal/compress_wire.h"
+#include "strategy/strategy_test_util.h"
 
 namespace frugal {
 namespace {
@@ -28,11 +29,7 @@ SimOptions Options(std::vector<SimLayer> layers, int workers, SimOverlap overlap
   return o;
 }
 
-double StepMs(const SimOptions& o) {
-  auto r = Simulate(o, DefaultCompressorRegistry());
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? r->step_s * 1e3 : -1;
-}
+using strategy_test::StepMs;
 
 TEST(Simulate, OneWorkerIsItsCompute) {
   SimOptions o = Options({Layer("a", 1000, 1, 2), Layer("b", 3000, 1, 1)}, 1, SimOverlap::kWfbp);

@@ -12,6 +12,7 @@
 
 #include "frugal/gloo.h"
 #include "frugal/inproc_transport.h"
+#include "strategy/strategy_test_util.h"
 
 namespace frugal {
 namespace {
@@ -27,21 +28,8 @@ class DirectRunner final : public TransportRunner {
   Transport& t_;
 };
 
-void ExpectAllOk(const std::vector<Status>& statuses) {
-  for (size_t r = 0; r < statuses.size(); ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
-  }
-}
-
-StrategyPlan Plan(const std::string& sync, const std::string& compress = "") {
-  StrategyOptions options;
-  options.sync = sync;
-  options.compress = compress;
-  options.timeout = std::chrono::seconds(30);
-  StatusOr<StrategyPlan> plan = PlanStrategy(options);
-  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-  return plan.value();
-}
+using strategy_test::ExpectAllOk;
+using strategy_test::Plan;
 
 TEST(StrategySpec, ParsesArchitectures) {
   EXPECT_EQ(ParseArchSpec("allreduce").value().algorithm, "ring");

@@ -22,6 +22,7 @@ namespace frugal_torch {
 namespace {
 
 using RunResult = testing_torch::StrategyRun;
+using testing_torch::MaxAbsDifference;
 
 RunResult TrainWith(int n, const std::string& arch, const std::string& sync,
                     const std::string& compress, const TrainOptions& options) {
@@ -32,7 +33,7 @@ RunResult TrainWith(int n, const std::string& arch, const std::string& sync,
   return testing_torch::TrainWithStrategy(n, strategy_options, options);
 }
 
-TrainOptions Small() {
+TrainOptions SmallGossipRun() {
   TrainOptions options;
   options.model = "mlp";
   options.batch_size = 16;
@@ -44,15 +45,6 @@ TrainOptions Small() {
   options.test_samples = 200;
   options.overlap = OverlapOptions{};  // priority, as `frugal train`
   return options;
-}
-
-double MaxAbsDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-  }
-  return worst;
 }
 
 double Reported(const TrainSummary& s, const std::string& name) {
@@ -68,7 +60,7 @@ double Reported(const TrainSummary& s, const std::string& name) {
 // order (cta) adds each rank's own update after the average instead: another algorithm.
 TEST(GossipTraining, AtcOnTheCompleteGraphIsBsp) {
   torch::set_num_threads(1);
-  const TrainOptions options = Small();
+  const TrainOptions options = SmallGossipRun();
   const RunResult bsp = TrainWith(3, "allreduce:ring", "bsp", "", options);
   const RunResult atc =
       TrainWith(3, "gossip:topology=complete,mixing=uniform,order=atc", "bsp", "", options);
@@ -85,7 +77,7 @@ TEST(GossipTraining, AtcOnTheCompleteGraphIsBsp) {
 // nothing else is training traffic.
 TEST(GossipTraining, BytesAreExactlyTheMessages) {
   torch::set_num_threads(1);
-  const TrainOptions options = Small();
+  const TrainOptions options = SmallGossipRun();
   const RunResult ring = TrainWith(4, "gossip:topology=ring", "bsp", "", options);
   const TrainSummary& s = ring.summaries[0];
   const uint64_t model_bytes = 4 * static_cast<uint64_t>(s.params);
@@ -112,7 +104,7 @@ TEST(GossipTraining, BytesAreExactlyTheMessages) {
 // (mean and max over the ranks) are reported.
 TEST(GossipTraining, DriftingReplicasReportTheSpread) {
   torch::set_num_threads(1);
-  TrainOptions options = Small();
+  TrainOptions options = SmallGossipRun();
   options.max_steps = 10;
   for (const std::string arch : {"gossip:topology=ring", "gossip:algorithm=sgp,overlap=1"}) {
     const RunResult run = TrainWith(4, arch, "bsp", "", options);
@@ -131,7 +123,7 @@ TEST(GossipTraining, DriftingReplicasReportTheSpread) {
 // AD-PSGD under --sync asp trains without a global barrier and reports its pairwise exchanges.
 TEST(GossipTraining, AsynchronousPairwiseGossipTrains) {
   torch::set_num_threads(1);
-  TrainOptions options = Small();
+  TrainOptions options = SmallGossipRun();
   options.max_steps = 10;
   const RunResult run = TrainWith(4, "gossip:topology=ring", "asp", "", options);
   double started = 0;
@@ -153,7 +145,7 @@ TEST(GossipTraining, AsynchronousPairwiseGossipTrains) {
 // (which includes the straggler's sleep).
 TEST(GossipTraining, WaitingForNeighboursIsCommunicationTime) {
   torch::set_num_threads(1);
-  TrainOptions options = Small();
+  TrainOptions options = SmallGossipRun();
   options.max_steps = 12;
   options.stragglers = {Straggler{1, 6.0}};
   const RunResult run = TrainWith(2, "gossip:topology=ring", "bsp", "", options);
@@ -168,7 +160,7 @@ TEST(GossipTraining, WaitingForNeighboursIsCommunicationTime) {
 // gives the per-layer backward times of a profile (frugal simulate --timeline).
 TEST(GossipTraining, TimelineMarksEachGradientReadyInItsBackward) {
   torch::set_num_threads(1);
-  TrainOptions options = Small();
+  TrainOptions options = SmallGossipRun();
   options.overlap->timeline = true;
   const RunResult run = TrainWith(2, "gossip:topology=ring", "bsp", "", options);
   ASSERT_FALSE(run.summaries[0].timeline_json.empty());

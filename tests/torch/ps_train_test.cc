@@ -70,7 +70,7 @@ PsRun TrainOn(int world_size, const std::string& arch, const TrainOptions& optio
   return run;
 }
 
-TrainOptions Small() {
+TrainOptions SmallPsRun() {
   TrainOptions options;
   options.model = "mlp";
   options.batch_size = 16;
@@ -89,7 +89,7 @@ TrainOptions Small() {
 TEST(ParameterServerTraining, BspEqualsAllreduceBspOverOneToFourServers) {
   torch::set_num_threads(1);
   constexpr int kWorkers = 2;
-  TrainOptions options = Small();
+  TrainOptions options = SmallPsRun();
   const PsRun allreduce = TrainOn(kWorkers, "allreduce:ring", options);
   ASSERT_FALSE(allreduce.parameters.empty());
   for (int servers : {1, 2, 3, 4}) {
@@ -109,7 +109,7 @@ TEST(ParameterServerTraining, BspEqualsAllreduceBspOverOneToFourServers) {
 
 TEST(ParameterServerTraining, EveryOverlapModeGivesTheSameModel) {
   torch::set_num_threads(1);
-  TrainOptions options = Small();
+  TrainOptions options = SmallPsRun();
   options.overlap.reset();  // the parameter server's client runs with priority overlap then
   const PsRun reference = TrainOn(3, "ps:servers=1", options);
   ASSERT_FALSE(reference.parameters.empty());
@@ -126,7 +126,7 @@ TEST(ParameterServerTraining, EveryOverlapModeGivesTheSameModel) {
 // deltas; the servers' average is the all-reduce's average up to the order of the float sums.
 TEST(ParameterServerTraining, LocalSgdEqualsLocalSgdOverAllreduce) {
   torch::set_num_threads(1);
-  TrainOptions options = Small();
+  TrainOptions options = SmallPsRun();
   options.max_steps = 7;  // averages after steps 2 and 5, then one local step
   const std::string sync = "local:period=3";
   for (int workers : {2, 3}) {

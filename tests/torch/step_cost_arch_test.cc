@@ -40,7 +40,7 @@ frugal::StepCost CostOf(const frugal::StrategyPlan& plan, int workers) {
   return cost.ok() ? *cost : frugal::StepCost{};
 }
 
-TrainOptions Small(int64_t steps) {
+TrainOptions ShortRun(int64_t steps) {
   TrainOptions options;
   options.model = "mlp";
   options.batch_size = 8;
@@ -107,7 +107,7 @@ uint64_t ServerBytes(double per_step, int workers, double per, uint64_t exchange
 TEST(StepCostArch, ParameterServerEqualsTheBytesTrainingSends) {
   torch::set_num_threads(1);
   constexpr int64_t kSteps = 4;
-  const TrainOptions options = Small(kSteps);
+  const TrainOptions options = ShortRun(kSteps);
   for (const PsCase& c :
        {PsCase{}, PsCase{.workers = 3, .servers = 2, .shard_mb = "0.01"},
         PsCase{.workers = 2, .servers = 2, .shard_mb = "0.1", .sync = "asp"},
@@ -212,7 +212,7 @@ TEST(StepCostArch, FedAvgOverServersEqualsTheBytesTrainingSends) {
     strategy_options.seed = 5;
     strategy_options.timeout = std::chrono::seconds(60);
     const frugal::StrategyPlan plan = frugal::PlanStrategy(strategy_options).value();
-    TrainOptions options = Small(0);
+    TrainOptions options = ShortRun(0);
     options.epochs = c.rounds;
     options.seed = 5;
     std::vector<frugal::ServerReport> reports;
@@ -294,7 +294,7 @@ TEST(StepCostArch, GossipEqualsTheBytesTrainingSends) {
     strategy_options.compress = c.compress;
     const frugal::StrategyPlan plan = frugal::PlanStrategy(strategy_options).value();
     const testing_torch::StrategyRun run =
-        testing_torch::TrainWithStrategy(c.n, strategy_options, Small(c.steps));
+        testing_torch::TrainWithStrategy(c.n, strategy_options, ShortRun(c.steps));
     const frugal::StepCost cost = CostOf(plan, c.n);
     const double modelled = cost.bytes_per_worker * static_cast<double>(c.steps);
     EXPECT_DOUBLE_EQ(cost.received_per_worker, cost.bytes_per_worker);

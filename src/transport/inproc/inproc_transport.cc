@@ -70,7 +70,6 @@ using inproc::RecvOp;
 using inproc::SendOp;
 
 // Split's exchange of (color, key).
-constexpr int kSplitTag = kTransportTags[0];
 
 struct Counters {
   std::atomic<uint64_t> bytes_sent{0};
@@ -101,9 +100,9 @@ std::string PeerName(const Comm& comm, int rank) {
 }
 
 // A Work that is finished when it is made.
-class DoneWork : public Work {
+class CompletedWork : public Work {
  public:
-  DoneWork(Status status, int peer, size_t bytes)
+  CompletedWork(Status status, int peer, size_t bytes)
       : status_(std::move(status)), peer_(peer), bytes_(bytes) {}
   Status Wait(Duration) override { return status_; }
   bool IsCompleted() override { return true; }
@@ -406,7 +405,7 @@ class InProcTransport : public Transport {
     FRUGAL_CHECK(dst >= 0 && dst < size(), "destination rank ", dst, " of ", size());
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "tag ", tag);
     if (Status self = live_.Self(); !self.ok()) {
-      return std::make_unique<DoneWork>(std::move(self), dst, 0);
+      return std::make_unique<CompletedWork>(std::move(self), dst, 0);
     }
     counters_->bytes_sent.fetch_add(data.size(), std::memory_order_relaxed);
     counters_->messages_sent.fetch_add(1, std::memory_order_relaxed);
@@ -416,12 +415,12 @@ class InProcTransport : public Transport {
       world_->MarkDead(world_rank(),
                        fmt::format("stopped by a fault rule before its message {} to {} (tag {})",
                                    fault.index, PeerName(*comm_, dst), tag));
-      return std::make_unique<DoneWork>(live_.Self(), dst, 0);
+      return std::make_unique<CompletedWork>(live_.Self(), dst, 0);
     }
     if (Status peer = live_.Peer(dst); !peer.ok()) {
-      return std::make_unique<DoneWork>(std::move(peer), dst, 0);
+      return std::make_unique<CompletedWork>(std::move(peer), dst, 0);
     }
-    if (fault.drop) return std::make_unique<DoneWork>(Status::Ok(), dst, data.size());
+    if (fault.drop) return std::make_unique<CompletedWork>(Status::Ok(), dst, data.size());
     Message message;
     message.src = rank_;
     message.tag = tag;
@@ -432,7 +431,7 @@ class InProcTransport : public Transport {
       return Rendezvous(box, dst, std::move(message), data);
     }
     Eager(box, std::move(message), data);
-    return std::make_unique<DoneWork>(Status::Ok(), dst, data.size());
+    return std::make_unique<CompletedWork>(Status::Ok(), dst, data.size());
   }
 
   std::unique_ptr<Work> IRecv(int src, int tag, std::span<std::byte> data) override {
@@ -598,7 +597,7 @@ class InProcTransport : public Transport {
       inproc::Fill(*op, rank_, tag, data, message.flip_bit);
       lock.lock();
       inproc::FinishCopy(box, *op, nullptr);
-      return std::make_unique<DoneWork>(Status::Ok(), dst, data.size());
+      return std::make_unique<CompletedWork>(Status::Ok(), dst, data.size());
     }
     message.rendezvous = send;
     box.unexpected.push_back(std::move(message));

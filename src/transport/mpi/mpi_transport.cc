@@ -57,7 +57,6 @@ namespace frugal {
 namespace {
 
 constexpr Duration kFinalizeGrace = std::chrono::milliseconds(500);
-constexpr int kSplitTag = kTransportTags[0];
 
 using mpi_internal::AbandonedRequests;
 using mpi_internal::BackOff;
