@@ -15,7 +15,7 @@ namespace {
 
 using mpitest::TestWorld;
 
-constexpr Duration kGlooTimeout = std::chrono::seconds(30);
+using mpitest::kTimeout;
 
 std::vector<float> Values(int rank, size_t count, size_t bucket) {
   RngStream rng(RngKey{.seed = 11, .rank = rank, .step = 0, .tensor = bucket});
@@ -31,13 +31,13 @@ TEST_P(GlooReducerMpi, EqualsTheRingReducer) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
   DenseReducerOptions ring_options;
-  ring_options.timeout = kGlooTimeout;
+  ring_options.timeout = kTimeout;
   ring_options.allreduce.check_lengths = false;  // as in training: no bytes but the ring's
   auto ring = MakeDenseReducer(*t, ring_options);
   ASSERT_TRUE(ring.ok()) << ring.status().ToString();
   DenseReducerOptions gloo_options;
   gloo_options.algorithm = GetParam();
-  gloo_options.timeout = kGlooTimeout;
+  gloo_options.timeout = kTimeout;
   auto gloo = MakeDenseReducer(*t, gloo_options);
   ASSERT_TRUE(gloo.ok()) << gloo.status().ToString();
   // 4 MB, 4 MB and a little (no multiple of the ranks), small, one element, a length again.

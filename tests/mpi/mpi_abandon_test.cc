@@ -28,7 +28,7 @@ namespace {
 using mpitest::AbandonedOperationsComplete;
 using mpitest::TestWorld;
 
-constexpr Duration kAbandonTimeout = std::chrono::seconds(30);
+using mpitest::kTimeout;
 // Above every eager limit of Open MPI's transports: sent with the rendezvous protocol.
 constexpr size_t kBig = size_t{4} << 20;
 constexpr int kDataTag = 40;
@@ -43,12 +43,12 @@ std::vector<std::byte> AbandonPattern(size_t size, int seed) {
 
 Status SendByte(Transport& t, int dst, int tag) {
   std::byte b{1};
-  return Send(t, dst, tag, {&b, 1}, kAbandonTimeout);
+  return Send(t, dst, tag, {&b, 1}, kTimeout);
 }
 
 Status RecvByte(Transport& t, int src, int tag) {
   std::byte b{0};
-  return Recv(t, src, tag, {&b, 1}, kAbandonTimeout);
+  return Recv(t, src, tag, {&b, 1}, kTimeout);
 }
 
 // Rank 1 starts a large send that rank 0 has not asked for yet, gives up on it (a timed-out Wait,
@@ -79,12 +79,12 @@ TEST(MpiTransportAbandoned, GivenUpSendDeliversTheBytesItStartedWith) {
       ASSERT_TRUE(SendByte(*t, 0, kGoTag).ok());
       // Waiting for rank 0 keeps this rank's MPI progressing, so the late message can move.
       ASSERT_TRUE(RecvByte(*t, 0, kAbandonDoneTag).ok());
-      EXPECT_TRUE(AbandonedOperationsComplete(kAbandonTimeout));
+      EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
     } else if (t->rank() == 0) {
       ASSERT_TRUE(RecvByte(*t, 1, kGoTag).ok());
       std::vector<std::byte> in(kBig, std::byte{0});
       std::unique_ptr<Work> recv = t->IRecv(1, tag, in);
-      Status s = recv->Wait(kAbandonTimeout);
+      Status s = recv->Wait(kTimeout);
       ASSERT_TRUE(s.ok()) << s.ToString();
       EXPECT_EQ(recv->bytes(), kBig);
       EXPECT_TRUE(in == AbandonPattern(kBig, 1))
@@ -109,10 +109,10 @@ TEST(MpiTransportAbandoned, GivenUpUnmatchedReceiveLeavesTheMessageForTheNextOne
       recv.reset();
       std::fill(gone.begin(), gone.end(), std::byte{0x55});
       // The receive was cancelled: MPI completes it at once.
-      EXPECT_TRUE(AbandonedOperationsComplete(kAbandonTimeout));
+      EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
       ASSERT_TRUE(SendByte(*t, 1, kGoTag).ok());
       std::vector<std::byte> in(kBig, std::byte{0});
-      ASSERT_TRUE(Recv(*t, 1, kDataTag, in, kAbandonTimeout).ok());
+      ASSERT_TRUE(Recv(*t, 1, kDataTag, in, kTimeout).ok());
       EXPECT_TRUE(in == AbandonPattern(kBig, 1));
       EXPECT_TRUE(
           std::all_of(gone.begin(), gone.end(), [](std::byte b) { return b == std::byte{0x55}; }));
@@ -121,7 +121,7 @@ TEST(MpiTransportAbandoned, GivenUpUnmatchedReceiveLeavesTheMessageForTheNextOne
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(RecvByte(*t, 0, kGoTag).ok());
       const std::vector<std::byte> out = AbandonPattern(kBig, 1);
-      ASSERT_TRUE(Send(*t, 0, kDataTag, out, kAbandonTimeout).ok());
+      ASSERT_TRUE(Send(*t, 0, kDataTag, out, kTimeout).ok());
     }
   }
 }
@@ -185,8 +185,7 @@ void ShareGate(Transport& t, const Gate& gate) {
   ASSERT_TRUE(gate.ok()) << "cannot make a FIFO under /tmp";
   const std::string& path = gate.path();
   ASSERT_TRUE(
-      Send(t, 1, kGoTag, AsBytes(std::span<const char>(path.data(), path.size())), kAbandonTimeout)
-          .ok());
+      Send(t, 1, kGoTag, AsBytes(std::span<const char>(path.data(), path.size())), kTimeout).ok());
   ASSERT_TRUE(RecvByte(t, 1, kGoTag).ok());
 }
 
@@ -197,14 +196,14 @@ void LateSender(Transport& t, int seed) {
   std::vector<char> path(4096);
   std::unique_ptr<Work> recv =
       t.IRecv(0, kGoTag, AsWritableBytes(std::span<char>(path.data(), path.size())));
-  ASSERT_TRUE(recv->Wait(kAbandonTimeout).ok());
+  ASSERT_TRUE(recv->Wait(kTimeout).ok());
   Gate gate = Gate::Join(std::string(path.data(), recv->bytes()));
   ASSERT_TRUE(gate.ok());
   ASSERT_TRUE(SendByte(t, 0, kGoTag).ok());
   const std::vector<std::byte> out = AbandonPattern(kBig, seed);
   std::unique_ptr<Work> send = t.ISend(0, kDataTag, out);
-  ASSERT_TRUE(gate.WaitOpen(kAbandonTimeout)) << "rank 0 did not open the gate";
-  EXPECT_TRUE(send->Wait(kAbandonTimeout).ok());
+  ASSERT_TRUE(gate.WaitOpen(kTimeout)) << "rank 0 did not open the gate";
+  EXPECT_TRUE(send->Wait(kTimeout).ok());
   ASSERT_TRUE(SendByte(t, 0, kAbandonDoneTag).ok());
 }
 
@@ -221,7 +220,7 @@ void GiveUpMatchedReceive(Transport& t, std::unique_ptr<Work> recv, const Gate& 
   given_up();
   ASSERT_TRUE(gate.Open());
   ASSERT_TRUE(RecvByte(t, 1, kAbandonDoneTag).ok());
-  EXPECT_TRUE(AbandonedOperationsComplete(kAbandonTimeout));
+  EXPECT_TRUE(AbandonedOperationsComplete(kTimeout));
 }
 
 // Rank 1 starts a large send and then stays out of MPI. Rank 0's receive matches the message

@@ -18,7 +18,7 @@ namespace {
 
 using mpitest::TestWorld;
 
-constexpr Duration kCollectivesTimeout = std::chrono::seconds(30);
+using mpitest::kTimeout;
 
 // Input of `rank` at index i: small integers, so that sums are exact in float.
 float CollectivesInput(int rank, size_t i) {
@@ -34,7 +34,7 @@ void ForEachGroup(Transport& world, Body body) {
   if (world.size() / 2 != world.size() - 1 && world.size() / 2 > 0)
     cuts.push_back(world.size() / 2);
   for (int k : cuts) {
-    auto group = world.Split(world.rank() < k ? 0 : 1, world.rank(), kCollectivesTimeout);
+    auto group = world.Split(world.rank() < k ? 0 : 1, world.rank(), kTimeout);
     ASSERT_TRUE(group.ok()) << group.status().ToString();
     body(**group);
   }
@@ -63,7 +63,7 @@ TEST_P(MpiAllreduceTest, SumAndAverageMatchTheSerialReference) {
         if (shared) options.data_owner = memory.owner;
         options.algorithm = GetParam();
         options.op = op;
-        options.timeout = kCollectivesTimeout;
+        options.timeout = kTimeout;
         options.segment_bytes = 16 << 10;  // several segments for the pipelined algorithms
         if (GetParam() == AllreduceAlgorithm::kHierarchical && n % 2 == 0) {
           options.ranks_per_host = 2;  // two "hosts" although all ranks share one
@@ -96,7 +96,7 @@ TEST_P(MpiAllreduceTest, LengthMismatchFailsOnEveryRank) {
   std::vector<float> data(world->rank() == 1 ? 10 : 12, 1.0f);
   AllreduceOptions options;
   options.algorithm = GetParam();
-  options.timeout = kCollectivesTimeout;
+  options.timeout = kTimeout;
   Status s = Allreduce(*world, data, options);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("10"), std::string::npos) << s.message();
@@ -119,7 +119,7 @@ TEST(MpiCollectives, TorusWithExplicitRows) {
   options.algorithm = AllreduceAlgorithm::kTorus2D;
   options.torus_rows = 2;
   options.inner_algorithm = AllreduceAlgorithm::kRecursiveDoubling;
-  options.timeout = kCollectivesTimeout;
+  options.timeout = kTimeout;
   ASSERT_TRUE(Allreduce(*world, data, options).ok());
   for (size_t i = 0; i < data.size(); ++i) {
     float expected = 0;
@@ -138,12 +138,12 @@ TEST(MpiCollectives, BroadcastFromEveryRoot) {
         if (t.rank() == root) {
           for (size_t i = 0; i < count; ++i) data[i] = CollectivesInput(root, i);
         }
-        ASSERT_TRUE(Broadcast(t, std::span<float>(data), root, {kCollectivesTimeout}).ok());
+        ASSERT_TRUE(Broadcast(t, std::span<float>(data), root, {kTimeout}).ok());
         for (size_t i = 0; i < count; ++i) ASSERT_EQ(data[i], CollectivesInput(root, i)) << i;
       }
       std::vector<std::byte> bytes(101, std::byte{0});
       if (t.rank() == root) bytes.assign(101, std::byte{static_cast<unsigned char>(root + 1)});
-      ASSERT_TRUE(Broadcast(t, std::span<std::byte>(bytes), root, {kCollectivesTimeout}).ok());
+      ASSERT_TRUE(Broadcast(t, std::span<std::byte>(bytes), root, {kTimeout}).ok());
       EXPECT_EQ(bytes[100], std::byte{static_cast<unsigned char>(root + 1)});
     }
   });
@@ -157,7 +157,7 @@ TEST(MpiCollectives, AllgatherInRankOrder) {
       std::vector<float> in(count);
       for (size_t i = 0; i < count; ++i) in[i] = CollectivesInput(t.rank(), i);
       std::vector<float> out(count * t.size(), 99.0f);
-      ASSERT_TRUE(Allgather(t, in, out, {kCollectivesTimeout}).ok());
+      ASSERT_TRUE(Allgather(t, in, out, {kTimeout}).ok());
       for (int r = 0; r < t.size(); ++r) {
         for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[r * count + i], CollectivesInput(r, i));
       }
@@ -174,7 +174,7 @@ TEST(MpiCollectives, AllgathervWithDifferentSizes) {
                               std::byte{static_cast<unsigned char>(t.rank() + 1)});
     std::vector<std::byte> out;
     std::vector<size_t> sizes;
-    ASSERT_TRUE(Allgatherv(t, in, out, sizes, {kCollectivesTimeout}).ok());
+    ASSERT_TRUE(Allgatherv(t, in, out, sizes, {kTimeout}).ok());
     ASSERT_EQ(sizes.size(), static_cast<size_t>(t.size()));
     size_t offset = 0;
     for (int r = 0; r < t.size(); ++r) {
@@ -196,7 +196,7 @@ TEST(MpiCollectives, ReduceScatterLeavesTheOwnBlockReduced) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
         std::vector<float> data(count);
         for (size_t i = 0; i < count; ++i) data[i] = CollectivesInput(t.rank(), i);
-        ASSERT_TRUE(ReduceScatter(t, data, op, {kCollectivesTimeout}).ok());
+        ASSERT_TRUE(ReduceScatter(t, data, op, {kTimeout}).ok());
         Block block = BlockPartition(count, t.size(), t.rank());
         for (size_t i = block.offset; i < block.offset + block.count; ++i) {
           float expected = 0;
@@ -212,10 +212,10 @@ TEST(MpiCollectives, ReduceScatterLeavesTheOwnBlockReduced) {
 TEST(MpiCollectives, BarrierWaitsForTheLastRank) {
   auto world = TestWorld();
   ASSERT_NE(world, nullptr);
-  ASSERT_TRUE(Barrier(*world, {kCollectivesTimeout}).ok());
+  ASSERT_TRUE(Barrier(*world, {kTimeout}).ok());
   Stopwatch watch;
   if (world->rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ASSERT_TRUE(Barrier(*world, {kCollectivesTimeout}).ok());
+  ASSERT_TRUE(Barrier(*world, {kTimeout}).ok());
   EXPECT_GE(watch.Seconds(), 0.25);
 }
 
@@ -244,7 +244,7 @@ TEST(MpiCollectives, AbsentRankMakesTheOthersTimeOutNamingIt) {
   std::vector<std::byte> in(text.begin(), text.end());
   std::vector<std::byte> all;
   std::vector<size_t> sizes;
-  ASSERT_TRUE(Allgatherv(*fresh, in, all, sizes, {kCollectivesTimeout}).ok());
+  ASSERT_TRUE(Allgatherv(*fresh, in, all, sizes, {kTimeout}).ok());
   std::string joined(reinterpret_cast<const char*>(all.data()), all.size());
   EXPECT_NE(joined.find("rank " + std::to_string(absent)), std::string::npos) << joined;
 }

@@ -13,7 +13,7 @@ namespace {
 
 using mpitest::TestWorld;
 
-constexpr Duration kReducerTimeout = std::chrono::seconds(30);
+using mpitest::kTimeout;
 constexpr int kGaveUpTag = 60;
 constexpr int kReducerDoneTag = 61;
 constexpr size_t kCount = size_t{1} << 20;  // 4 MB of floats
@@ -28,7 +28,7 @@ TEST(MpiReducer, AveragesExactly) {
   ASSERT_NE(t, nullptr);
   DenseReducerOptions options;
   options.algorithm = "mpi";
-  options.timeout = kReducerTimeout;
+  options.timeout = kTimeout;
   auto reducer = MakeDenseReducer(*t, options);
   ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
   const int n = t->size();
@@ -56,7 +56,7 @@ TEST(MpiReducer, TimedOutBucketIsNeverTouchedAgain) {
   const int late = n - 1;
   DenseReducerOptions options;
   options.algorithm = "mpi";
-  options.timeout = t->rank() == late ? kReducerTimeout : std::chrono::milliseconds(200);
+  options.timeout = t->rank() == late ? kTimeout : std::chrono::milliseconds(200);
   auto made = MakeDenseReducer(*t, options);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   GradientReducer& reducer = **made;
@@ -76,17 +76,16 @@ TEST(MpiReducer, TimedOutBucketIsNeverTouchedAgain) {
     }
     reused.assign(kCount, -1e9f);
     std::byte b{1};
-    ASSERT_TRUE(Send(*t, late, kGaveUpTag, {&b, 1}, kReducerTimeout).ok());
+    ASSERT_TRUE(Send(*t, late, kGaveUpTag, {&b, 1}, kTimeout).ok());
     EXPECT_EQ(mpitest::Runtime().abandoned_operations(), 1u);
     // Waiting here keeps MPI progressing on this rank, so the abandoned all-reduce can finish.
-    ASSERT_TRUE(Recv(*t, late, kReducerDoneTag, {&b, 1}, kReducerTimeout).ok());
-    EXPECT_TRUE(mpitest::AbandonedOperationsComplete(kReducerTimeout));
+    ASSERT_TRUE(Recv(*t, late, kReducerDoneTag, {&b, 1}, kTimeout).ok());
+    EXPECT_TRUE(mpitest::AbandonedOperationsComplete(kTimeout));
     EXPECT_TRUE(std::all_of(reused.begin(), reused.end(), [](float v) { return v == -1e9f; }))
         << "memory reused after the timeout was written by the abandoned all-reduce";
   } else {
     std::byte b{0};
-    for (int r = 0; r < late; ++r)
-      ASSERT_TRUE(Recv(*t, r, kGaveUpTag, {&b, 1}, kReducerTimeout).ok());
+    for (int r = 0; r < late; ++r) ASSERT_TRUE(Recv(*t, r, kGaveUpTag, {&b, 1}, kTimeout).ok());
     std::vector<float> data(kCount);
     for (size_t i = 0; i < kCount; ++i) data[i] = ReducerInput(t->rank(), i);
     Status s = reducer.Reduce(bucket, data);
@@ -97,7 +96,7 @@ TEST(MpiReducer, TimedOutBucketIsNeverTouchedAgain) {
       ASSERT_EQ(data[i], sum / static_cast<float>(n)) << "element " << i;
     }
     for (int r = 0; r < late; ++r)
-      ASSERT_TRUE(Send(*t, r, kReducerDoneTag, {&b, 1}, kReducerTimeout).ok());
+      ASSERT_TRUE(Send(*t, r, kReducerDoneTag, {&b, 1}, kTimeout).ok());
   }
 }
 

@@ -7,12 +7,16 @@
 // the other ranks print their failures prefixed with their rank.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "frugal/mpi_transport.h"
 #include "frugal/transport.h"
 
 namespace frugal::mpitest {
+
+// How long a test waits for an operation before it fails.
+inline constexpr Duration kTimeout = std::chrono::seconds(30);
 
 // The runtime created by the test main.
 MpiRuntime& Runtime();
