@@ -182,8 +182,6 @@ RangeFits FitByRange(const std::vector<PingPongSample>& samples) {
   return fits;
 }
 
-namespace {}  // namespace
-
 std::string PingPongTable(const std::vector<PingPongPair>& pairs) {
   std::string out;
   for (const auto& pair : pairs) {

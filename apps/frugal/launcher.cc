@@ -26,7 +26,6 @@
 #include "emulate_job.h"
 
 namespace frugal::apps {
-namespace {}  // namespace
 
 void AddLaunchOptions(CLI::App& app, LaunchOptions& options) {
   app.add_option("--np", options.np,
