@@ -210,6 +210,10 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
   cmd.add_option("--test-samples", flags.test_samples,
                  "Evaluate on the first N test images only (0: all 10000)")
       ->capture_default_str();
+  cmd.add_option("--replica-eval-samples", flags.replica_eval_samples,
+                 "Drifting replicas: each rank's own model is evaluated on the first N test "
+                 "images for rank_accuracy_min/max (0: all; the averaged model always on all)")
+      ->capture_default_str();
   cmd.add_option("--bucket-cap-mb", flags.bucket_cap_mb, "Gradient fusion bucket cap in MB")
       ->capture_default_str();
   cmd.add_option("--timeout-ms", flags.timeout_ms,
@@ -530,6 +534,7 @@ StatusOr<frugal_torch::TrainOptions> ToTrainOptions(const TrainFlags& flags,
   options.max_steps = flags.max_steps;
   options.stop_at_accuracy = flags.stop_at_accuracy;
   options.test_samples = flags.test_samples;
+  options.replica_eval_samples = flags.replica_eval_samples;
   if (!(flags.bucket_cap_mb > 0) || flags.bucket_cap_mb > 1e6) {
     return InvalidArgumentError("--bucket-cap-mb must be in (0, 1e6]");
   }

@@ -40,6 +40,7 @@ struct TrainFlags {
   int64_t max_steps = 0;
   double stop_at_accuracy = 0;
   int64_t test_samples = 0;
+  int64_t replica_eval_samples = 0;
   double bucket_cap_mb = 25;
   int timeout_ms = 20000;
   std::string dataset;   // empty: the model's (frugal_torch/dataset.h)

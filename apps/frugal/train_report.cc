@@ -86,6 +86,7 @@ nlohmann::json EpochJson(const frugal_torch::EpochRecord& r) {
                       {"bytes_sent", r.bytes_sent},
                       {"rank_accuracy_min", r.rank_accuracy_min},
                       {"rank_accuracy_max", r.rank_accuracy_max},
+                      {"rank_accuracy_samples", r.rank_accuracy_samples},
                       {"consensus_distance", r.consensus_distance},
                       {"consensus_distance_max", r.consensus_distance_max},
                       {"eval_bytes_sent", r.eval_bytes_sent}};

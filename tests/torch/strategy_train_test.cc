@@ -109,6 +109,26 @@ TEST(StrategyTraining, DriftingReplicasReportSpreadAndExactBytes) {
   EXPECT_EQ(aligned.summaries[0].history[0].consensus_distance, 0);
   EXPECT_EQ(aligned.summaries[0].history[0].rank_accuracy_min,
             aligned.summaries[0].history[0].rank_accuracy_max);
+  EXPECT_EQ(e.rank_accuracy_samples, options.test_samples);
+}
+
+// --replica-eval-samples: each rank's own model on the first N test images only; the averaged
+// model's loss and accuracy, the distance and the bytes do not change.
+TEST(StrategyTraining, ReplicaEvaluationOnFewerSamplesLeavesTheAveragedModelsFigures) {
+  torch::set_num_threads(1);
+  TrainOptions options = Small(/*engine=*/true);
+  options.max_steps = 6;
+  const EpochRecord all = TrainWith(2, "local:period=4", options).summaries[0].history[0];
+  options.replica_eval_samples = 50;
+  const EpochRecord few = TrainWith(2, "local:period=4", options).summaries[0].history[0];
+  EXPECT_EQ(few.rank_accuracy_samples, 50);
+  for (double accuracy : {few.rank_accuracy_min, few.rank_accuracy_max}) {
+    EXPECT_DOUBLE_EQ(accuracy * 50, std::round(accuracy * 50)) << "not a count out of 50";
+  }
+  EXPECT_EQ(few.test_loss, all.test_loss);
+  EXPECT_EQ(few.test_accuracy, all.test_accuracy);
+  EXPECT_EQ(few.consensus_distance, all.consensus_distance);
+  EXPECT_EQ(few.eval_bytes_sent, all.eval_bytes_sent);
 }
 
 // A straggler slows its own rank; under Local SGD without an average in the run, only its own.

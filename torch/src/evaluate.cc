@@ -4,13 +4,13 @@
 // the sums are exchanged by the caller.
 //
 // Drifting replicas (Local SGD between averages): each rank first evaluates its own model on the
-// whole test set; the accuracies are exchanged (SumAcrossRanks of a one-hot vector, so every rank
-// knows all of them) for the min and max. Then the parameters and float buffers are averaged
-// exactly (frugal's ring all-reduce) into the model, every rank computes ||x_i - x_avg|| over the
-// parameters from its saved copy (exchanged as a one-hot vector too, for the mean and the max), the
-// caller evaluates the averaged model as it would identical replicas, and each rank's own
-// parameters and buffers are restored. The averaging is evaluation traffic, reported apart from
-// training bytes.
+// images it is given (the whole evaluated test set, or its first --replica-eval-samples); the
+// accuracies are exchanged (SumAcrossRanks of a one-hot vector, so every rank knows all of them)
+// for the min and max. Then the parameters and float buffers are averaged exactly (frugal's ring
+// all-reduce) into the model, every rank computes ||x_i - x_avg|| over the parameters from its
+// saved copy (exchanged as a one-hot vector too, for the mean and the max), the caller evaluates
+// the averaged model as it would identical replicas, and each rank's own parameters and buffers are
+// restored. The averaging is evaluation traffic, reported apart from training bytes.
 #include "evaluate.h"
 
 #include <algorithm>
@@ -59,6 +59,7 @@ StatusOr<SpreadReport> EvaluateAveragedModel(Classifier& model, torch::optim::Op
                                              const std::function<Status()>& evaluate) {
   SpreadReport report;
   const EvalSums own = Evaluate(model, images, labels, 0, 1, batch_size);
+  report.accuracy_samples = images.size(0);
   const double own_accuracy = own.correct / std::max(own.count, 1.0);
 
   frugal::ModelBuffers buffers = ModelBuffersOf(model, optimizer);

@@ -22,12 +22,13 @@ struct EvalSums {
 EvalSums Evaluate(Classifier& model, const torch::Tensor& images, const torch::Tensor& labels,
                   int rank, int world, int64_t batch_size);
 
-// What evaluating drifting replicas adds: the accuracy of each rank's own model on the whole
-// test set (min and max over ranks), the consensus distance mean_i ||x_i - x_avg|| (parameters
-// only), and the bytes the averaging sent from this rank.
+// What evaluating drifting replicas adds: the accuracy of each rank's own model on the images
+// EvaluateAveragedModel is given (min and max over ranks), the consensus distance mean_i ||x_i -
+// x_avg|| (parameters only), and the bytes the averaging sent from this rank.
 struct SpreadReport {
   double accuracy_min = 0;
   double accuracy_max = 0;
+  int64_t accuracy_samples = 0;       // images each rank's own model was evaluated on
   double consensus_distance = 0;      // mean over the ranks
   double consensus_distance_max = 0;  // max over the ranks
   uint64_t bytes_sent = 0;

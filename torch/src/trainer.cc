@@ -146,6 +146,9 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
       options.test_samples > 0 ? std::min(options.test_samples, data.test.count) : data.test.count;
   const torch::Tensor test_images = ImagesTensor(data.test).slice(0, 0, test_count);
   const torch::Tensor test_labels = LabelsTensor(data.test).slice(0, 0, test_count);
+  const int64_t replica_eval_count = options.replica_eval_samples > 0
+                                         ? std::min(options.replica_eval_samples, test_count)
+                                         : test_count;
   const ShardSampler sampler(data.train.labels, rank, world, options.batch_size, options.partition,
                              options.seed);
   const int64_t steps_per_epoch = sampler.steps_per_epoch();
@@ -321,7 +324,8 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     } else {
       FRUGAL_ASSIGN_OR_RETURN(
           spread, internal::EvaluateAveragedModel(
-                      *model, optimizer, test_images, test_labels, options.eval_batch_size, *driver,
+                      *model, optimizer, test_images.slice(0, 0, replica_eval_count),
+                      test_labels.slice(0, 0, replica_eval_count), options.eval_batch_size, *driver,
                       timeout, [&]() -> Status {
                         eval = internal::Evaluate(*model, test_images, test_labels, rank, world,
                                                   options.eval_batch_size);
@@ -372,6 +376,7 @@ StatusOr<TrainSummary> TrainImpl(frugal::Transport& t, frugal::GradientReducer& 
     if (!traits.identical_replicas) {
       record.rank_accuracy_min = spread.accuracy_min;
       record.rank_accuracy_max = spread.accuracy_max;
+      record.rank_accuracy_samples = spread.accuracy_samples;
       record.consensus_distance = spread.consensus_distance;
       record.consensus_distance_max = spread.consensus_distance_max;
       record.eval_bytes_sent = static_cast<uint64_t>(std::llround(sums[13] / world));
@@ -465,6 +470,7 @@ Status ValidateTrainOptions(const TrainOptions& options) {
   if (options.timeout.count() <= 0) return bad("--timeout must be > 0");
   if (options.eval_batch_size < 1) return bad("eval batch size must be >= 1");
   if (options.test_samples < 0) return bad("test samples must be >= 0");
+  if (options.replica_eval_samples < 0) return bad("replica evaluation samples must be >= 0");
   return Status::Ok();
 }
 

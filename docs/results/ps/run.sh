@@ -6,7 +6,9 @@
 #   straggler: 4 workers + 1 server on this machine (shared memory, the 2 cores), rank 1 three
 #        times slower (--straggler 1:3), cnn, lr 0.05: bsp, ssp:staleness=1 and 4, asp,
 #        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs, or EPOCHS from
-#        the environment: the records then end in _eEPOCHS);
+#        the environment: the records then end in _eEPOCHS; REPLICA_EVAL=N from the environment
+#        evaluates each worker's own model on the first N test images, --replica-eval-samples N,
+#        and the records end in _rN);
 #   compress: the net setup with 1 server, pushes compressed (top-k 1% with error feedback) and
 #        pushes and pulls compressed (top-k 1% both ways), cnn and vgg;
 #   tta MODE...: the net setup with 1 server, cnn at lr 0.05 until 88% test accuracy
@@ -49,6 +51,10 @@ straggler() {
   local common="--np 5 --arch ps:servers=1 --model cnn --straggler 1:3 --lr 0.05"
   local sync syncs=("$@") suffix=""
   [ -z "${EPOCHS:-}" ] || suffix="_e$EPOCHS"
+  if [ -n "${REPLICA_EVAL:-}" ]; then
+    common="$common --replica-eval-samples $REPLICA_EVAL"
+    suffix="${suffix}_r$REPLICA_EVAL"
+  fi
   [ ${#syncs[@]} -gt 0 ] || syncs=(bsp ssp:staleness=1 ssp:staleness=4 asp backup:workers=1 lag)
   for sync in "${syncs[@]}"; do
     timed "straggler_${sync//[:=]/_}$suffix" $common --epochs "${EPOCHS:-3}" --sync "$sync" \

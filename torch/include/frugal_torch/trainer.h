@@ -63,6 +63,10 @@ struct TrainOptions {
   int64_t eval_batch_size = 1000;
   // Evaluate on the first test_samples test images only (0: the full 10k test set). For tests.
   int64_t test_samples = 0;
+  // Drifting replicas (Local SGD, gossip, asp/ssp over servers): each rank evaluates its own model
+  // on the first replica_eval_samples images of the evaluated test set for rank_accuracy_min/max
+  // (0: all of them). The averaged model is evaluated on all of them either way.
+  int64_t replica_eval_samples = 0;
   // Communication engine (frugal_torch/engine_optimizer.h): when set, the gradients go through
   // frugal's engine thread (overlap with backward, fusion, priority, one-step delay), which owns
   // the transport during training; unset, the blocking DistributedOptimizer reduces them.
@@ -115,6 +119,7 @@ struct EpochRecord {
   // identical replicas.
   double rank_accuracy_min = 0;
   double rank_accuracy_max = 0;
+  int64_t rank_accuracy_samples = 0;  // the test images each rank's own model was evaluated on
   double consensus_distance = 0;
   double consensus_distance_max = 0;
   uint64_t eval_bytes_sent = 0;
