@@ -20,8 +20,10 @@ packages=(
   python3-dev python3-torch pybind11-dev python3-pytest python3-numpy python3-mpi4py
   # network emulation and plots
   iproute2 util-linux gnuplot-nox
-  # an optimised BLAS for LibTorch (without it Debian's libtorch runs on the reference BLAS)
-  libopenblas0-openmp
+  # an optimised BLAS for LibTorch (without it Debian's libtorch runs on the reference BLAS), and
+  # tcmalloc for the processes that train (LibTorch's tensors on glibc's malloc are fresh mappings,
+  # faulted in page by page, each time they are allocated)
+  libopenblas0-openmp libtcmalloc-minimal4
   # --emulate's rsh agent: mount --bind of the emulated hosts' /etc/hosts, hostname
   mount hostname
 )
