@@ -161,7 +161,8 @@ StatusOr<IdxFile> ReadIdxFile(const std::string& path) {
     const uint64_t size =
         (uint64_t{p[0]} << 24) | (uint64_t{p[1]} << 16) | (uint64_t{p[2]} << 8) | uint64_t{p[3]};
     idx.dims.push_back(static_cast<int64_t>(size));
-    expected = size == 0 ? 0 : std::min(expected * size, kMaxIdxPayload + 1);
+    // expected <= kMaxIdxPayload + 1 and size < 2^32: the product fits in 64 bits.
+    expected = std::min(expected * size, kMaxIdxPayload + 1);
   }
   if (expected > kMaxIdxPayload) {
     return frugal::MalformedError(path + ": header says more than " +
