@@ -307,6 +307,16 @@ class Compressor {
                            const TensorInfo& tensor, CompressContext& ctx,
                            const AggregateOptions& options) const;
 
+  // For a compressor with traits().custom_aggregate whose Aggregate() is a fixed sequence of
+  // float all-reduces (with the AggregateOptions' algorithm, no length check), the element count
+  // of each, in order, for `tensor` at step `step`; nullopt where its traffic is not such a
+  // sequence (gTop-k's pairwise merges, TernGrad's agreed scale). The cost model and the
+  // simulator read it (PowerSGD: P and Q of a compressed matrix, the values of a dense one).
+  virtual std::optional<std::vector<uint64_t>> AggregateAllreduceFloats(const TensorInfo& tensor,
+                                                                        uint64_t step) const {
+    return std::nullopt;
+  }
+
   // The size in bits an entropy coder would give this payload's body, where the compressor
   // defines one (QSGD: Elias-gamma coding of the levels); nullopt otherwise.
   virtual std::optional<uint64_t> EntropyCodedBits(std::span<const std::byte> payload) const {

@@ -27,6 +27,13 @@ struct CostTerms {
   double Seconds(const CostParams& p) const {
     return latency_terms * p.alpha + bandwidth_bytes * p.beta + compute_bytes * p.gamma;
   }
+  // The terms of two patterns run one after the other.
+  CostTerms& operator+=(const CostTerms& o) {
+    latency_terms += o.latency_terms;
+    bandwidth_bytes += o.bandwidth_bytes;
+    compute_bytes += o.compute_bytes;
+    return *this;
+  }
 };
 
 struct CostShape {

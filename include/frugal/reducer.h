@@ -33,10 +33,12 @@ namespace frugal {
 // The fusion cap of PyTorch DDP and Horovod.
 inline constexpr size_t kDefaultBucketCapBytes = size_t{25} << 20;
 
-// A tensor as the core sees it: a name and a number of float elements.
+// A tensor as the core sees it: a name, a number of float elements and, where known, its shape
+// (its product is count), which the bucket entry carries to the compressors.
 struct TensorSpec {
   std::string name;
   size_t count = 0;
+  std::vector<int64_t> shape;
 };
 
 // Where one tensor lives inside its bucket, in elements.

@@ -20,8 +20,10 @@
 //    (tensors of at least min_bytes; smaller ones dense): the compressor's payload W (exact, or
 //    top-k's bound: step_cost.h) on its aggregation path: allgather or vote (n - 1)(2 alpha + (W +
 //    8) / B); two-phase (n - 1) alpha + (n - 1) / n sum_j W_j / B_a2a + (n - 1)(2 alpha + W / n /
-//    B); all-reduce the ring of its body; plus encoding 4 N_floats / encode rate and decoding (n
-//    payloads on the allgather path, 2 on the others) at the decode rate.
+//    B); all-reduce the ring of its body; a custom aggregation made of all-reduces (PowerSGD's
+//    P and Q, Compressor::AggregateAllreduceFloats) the ring of each; plus encoding 4 N_floats /
+//    encode rate and decoding (n payloads on the allgather path, 2 on the others) at the decode
+//    rate.
 //  - Bandwidth B of a ring: one host (n <= ranks_per_host): host_bytes_per_s; else the NIC,
 //    each host carrying one ring edge out and one in (ranks numbered host by host); with racks,
 //    min(NIC, rack uplink) - a rack's uplink carries one edge. B_a2a of the two-phase scatter:

@@ -27,9 +27,13 @@
 //    and the deployment's client traffic: down m x 4 (parameters + buffers), up the sum of the m
 //    clients' uploads (compressed tensors' payloads, the rest 4 bytes a value).
 // Top-k's payload depends on the data (its index code is the shortest of three): the model gives
-// its bound, each index in the fixed-width code (`exact` is false). Compressors whose payload
-// has no bound (threshold, adaptive, dgc, sbc, stc), or that move their own data (powersgd,
-// gtopk, terngrad), are refused (kInvalidArgument naming them).
+// its bound, each index in the fixed-width code (`exact` is false). A compressor that moves its
+// own data as a fixed sequence of all-reduces (Compressor::AggregateAllreduceFloats; PowerSGD: P
+// of rows x r and Q of cols x r floats per compressed matrix, the values of any other tensor) is
+// costed as those all-reduces of the plan's algorithm, at a step past its warm-up (PowerSGD's
+// first start_iter steps are dense all-reduces). Compressors whose payload has no bound
+// (threshold, adaptive, dgc, sbc, stc), or that move their own data otherwise (gtopk, terngrad),
+// are refused (kInvalidArgument naming them).
 //
 //  - ps:servers=S (step_cost_ps.cc): the keys of the parameter server's sharding (what the
 //    servers hold cut into parts of at most shard-mb, placed on the servers: the trainable
@@ -59,13 +63,13 @@
 // Time (alpha-beta-gamma, no overlap): the dense buckets of PlanBuckets(bucket_cap) each cost
 // AllreduceCost; a compressed tensor on the allgather path (n - 1)(alpha + (W + 8) beta), on the
 // two-phase path 2 (n - 1) alpha + 2 (n - 1) / n sum_j W_j beta, on the all-reduce path the
-// AllreduceCost of its body. A parameter server, per exchange (Local SGD: divided by H): 2 alpha
-// (a push and its answer) and the busiest NIC in beta: max(a worker's pushes, its answers, each
-// server's C), where a server's keys k in push order pass its inbound link (in_k, the key's
-// pushes) and then its outbound one (out_k, the key's W answers, which leave after its last
-// push arrived): C = max_k (in_1 + .. + in_k + out_k + .. + out_K) (step_cost_ps.cc). Gossip: per
-// round
-// alpha + max(out-degree, in-degree) x message beta (the messages of a round go at once).
+// AllreduceCost of its body, on a custom path made of all-reduces the AllreduceCost of each. A
+// parameter server, per exchange (Local SGD: divided by H): 2 alpha (a push and its answer) and the
+// busiest NIC in beta: max(a worker's pushes, its answers, each server's C), where a server's keys
+// k in push order pass its inbound link (in_k, the key's pushes) and then its outbound one (out_k,
+// the key's W answers, which leave after its last push arrived): C = max_k (in_1 + .. + in_k +
+// out_k + .. + out_K) (step_cost_ps.cc). Gossip: per round alpha + max(out-degree, in-degree) x
+// message beta (the messages of a round go at once).
 //
 // Thread safety: pure functions.
 #pragma once

@@ -3,8 +3,9 @@
 // PlanBuckets walks `tensors` in the order given and appends each one to the current bucket
 // while the bucket's float data stays within `cap_bytes`; when a tensor does not fit, the
 // current bucket is closed and a new one starts with that tensor (so a tensor larger than the
-// cap sits alone in its bucket). Offsets are in elements from the start of the bucket. The
-// result depends only on the input, so ranks that build the same model agree on it.
+// cap sits alone in its bucket); each entry keeps its tensor's shape. Offsets are in elements
+// from the start of the bucket. The result depends only on the input, so ranks that build the
+// same model agree on it.
 //
 // VerifySamePlan hashes the plan with FNV-1a over every bucket's id and count and every entry's
 // name, offset and count (PlanFingerprint) and compares the fingerprints of all ranks with rank
@@ -37,7 +38,7 @@ std::vector<BucketInfo> PlanBuckets(std::span<const TensorSpec> tensors, size_t 
     if (tensor.count == 0) continue;
     const size_t bytes = tensor.count * sizeof(float);
     if (!current.entries.empty() && (current.count * sizeof(float) + bytes) > cap_bytes) close();
-    current.entries.push_back(BucketEntry{tensor.name, current.count, tensor.count, {}});
+    current.entries.push_back(BucketEntry{tensor.name, current.count, tensor.count, tensor.shape});
     current.count += tensor.count;
   }
   close();

@@ -114,6 +114,10 @@ class ErrorFeedbackCompressor final : public Compressor {
     return Status::Ok();
   }
 
+  std::optional<std::vector<uint64_t>> AggregateAllreduceFloats(const TensorInfo& tensor,
+                                                                uint64_t step) const override {
+    return inner_->AggregateAllreduceFloats(tensor, step);
+  }
   std::optional<uint64_t> EntropyCodedBits(std::span<const std::byte> payload) const override {
     return inner_->EntropyCodedBits(payload);
   }

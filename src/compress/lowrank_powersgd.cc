@@ -163,6 +163,14 @@ class PowerSgdCompressor final : public SparseCompressorBase {
     return Status::Ok();
   }
 
+  std::optional<std::vector<uint64_t>> AggregateAllreduceFloats(const TensorInfo& tensor,
+                                                                uint64_t step) const override {
+    if (!Compresses(tensor, step)) return std::vector<uint64_t>{tensor.numel};
+    const MatrixView v = View(tensor);
+    return std::vector<uint64_t>{v.rows * static_cast<uint64_t>(v.r),
+                                 v.cols * static_cast<uint64_t>(v.r)};
+  }
+
   Status Aggregate(Transport& t, std::span<float> data, std::span<float> residual,
                    const TensorInfo& tensor, CompressContext& ctx,
                    const AggregateOptions& options) const override {

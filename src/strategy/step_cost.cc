@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <limits>
 
 #include "frugal/compress_wire.h"
 #include "frugal/fedavg.h"
@@ -42,6 +43,10 @@ struct Compression {
   bool bound = false;  // payload sizes are upper bounds (MaxBodyBits)
 };
 
+// The step at which a custom aggregation is costed: past any warm-up (PowerSGD's start_iter dense
+// steps), so the figures are those of the steady state.
+constexpr uint64_t kSteadyStep = std::numeric_limits<uint64_t>::max();
+
 StatusOr<Compression> MakeCompression(const CompressedReducerOptions& options,
                                       const CompressorRegistry& registry) {
   Compression c;
@@ -50,16 +55,21 @@ StatusOr<Compression> MakeCompression(const CompressedReducerOptions& options,
     c.compressor = WithErrorFeedback(std::move(c.compressor));
   }
   const CompressorTraits traits = c.compressor->traits();
-  const bool unbounded = !c.compressor->MaxBodyBits(TensorInfo("probe", 1000)).has_value();
-  if (traits.custom_aggregate || unbounded) {
+  const TensorInfo probe("probe", 1000);
+  const bool custom_allreduces =
+      traits.custom_aggregate &&
+      c.compressor->AggregateAllreduceFloats(probe, kSteadyStep).has_value();
+  const bool unbounded = !traits.custom_aggregate && !c.compressor->MaxBodyBits(probe).has_value();
+  if ((traits.custom_aggregate && !custom_allreduces) || unbounded) {
     return InvalidArgumentError(fmt::format(
         "frugal cost: {} {} (the model covers compressors of a fixed payload size, and top-k's "
-        "bound, on the allreduce, allgather, vote and two-phase paths)",
+        "bound, on the allreduce, allgather, vote and two-phase paths, and aggregations made of "
+        "all-reduces, as PowerSGD's)",
         c.compressor->spec(),
         traits.custom_aggregate ? "moves its own data"
                                 : "has a payload size that depends on the data, without a bound"));
   }
-  c.bound = traits.variable_size;
+  c.bound = traits.variable_size && !traits.custom_aggregate;
   c.path = ResolveAggregationPath(*c.compressor, options.path);
   c.algorithm = options.algorithm;
   c.min_bytes = options.min_bytes;
@@ -92,6 +102,16 @@ PathCost CompressedEntry(const Compression& c, const TensorInfo& tensor, int n) 
       const uint64_t bytes = 4 * (floats + 1);
       cost.bytes_sum = AllreduceBytesSum(c.algorithm, n, bytes);
       cost.terms = AllreduceCost(c.algorithm, CostShape{.ranks = n, .bytes = double(bytes)});
+      break;
+    }
+    case AggregationPath::kCustom: {  // a sequence of all-reduces (MakeCompression checked it)
+      const std::vector<uint64_t> allreduces =
+          *c.compressor->AggregateAllreduceFloats(tensor, kSteadyStep);
+      for (const uint64_t floats : allreduces) {
+        cost.bytes_sum += AllreduceBytesSum(c.algorithm, n, 4 * floats);
+        cost.terms +=
+            AllreduceCost(c.algorithm, CostShape{.ranks = n, .bytes = 4.0 * double(floats)});
+      }
       break;
     }
     case AggregationPath::kTwoPhase: {
@@ -165,11 +185,8 @@ StatusOr<PathCost> Reduction(const StepCostInput& in, const std::vector<CostTens
     }
     total.bytes_sum = AllreduceBytesSum(dense_algorithm, n, 4 * floats);
     for (const BucketInfo& b : PlanBuckets(specs, in.bucket_cap_bytes)) {
-      const CostTerms t =
+      total.terms +=
           AllreduceCost(dense_algorithm, CostShape{.ranks = n, .bytes = 4.0 * double(b.count)});
-      total.terms.latency_terms += t.latency_terms;
-      total.terms.bandwidth_bytes += t.bandwidth_bytes;
-      total.terms.compute_bytes += t.compute_bytes;
     }
     *pattern =
         fmt::format("{} all-reduce of {} floats", AllreduceAlgorithmName(dense_algorithm), floats);
@@ -187,21 +204,16 @@ StatusOr<PathCost> Reduction(const StepCostInput& in, const std::vector<CostTens
     const PathCost p = CompressedEntry(c, e, n);
     total.bytes_sum += p.bytes_sum;
     *compressed_sum += p.bytes_sum;
-    total.terms.latency_terms += p.terms.latency_terms;
-    total.terms.bandwidth_bytes += p.terms.bandwidth_bytes;
-    total.terms.compute_bytes += p.terms.compute_bytes;
+    total.terms += p.terms;
     ++compressed_entries;
   }
   if (small > 0) {
     total.bytes_sum += AllreduceBytesSum(c.algorithm, n, 4 * small);
-    const CostTerms t =
-        AllreduceCost(c.algorithm, CostShape{.ranks = n, .bytes = 4.0 * double(small)});
-    total.terms.latency_terms += t.latency_terms;
-    total.terms.bandwidth_bytes += t.bandwidth_bytes;
-    total.terms.compute_bytes += t.compute_bytes;
+    total.terms += AllreduceCost(c.algorithm, CostShape{.ranks = n, .bytes = 4.0 * double(small)});
   }
-  *pattern = fmt::format("{} tensors through {} ({}), {} floats dense ({} all-reduce)",
+  *pattern = fmt::format("{} tensors through {} ({}{}), {} floats dense ({} all-reduce)",
                          compressed_entries, c.compressor->spec(), AggregationPathName(c.path),
+                         c.path == AggregationPath::kCustom ? ", past its warm-up steps" : "",
                          small, AllreduceAlgorithmName(c.algorithm));
   return total;
 }

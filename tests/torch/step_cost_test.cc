@@ -1,8 +1,8 @@
 // The architecture cost model against hand-computed sums and against the bytes that training
 // really sends (counted by the transport, ranks as threads): dense all-reduce algorithms over
 // powers of two and not, compressors on the allgather, two-phase and all-reduce paths with and
-// without error feedback, the engine's path and the blocking one, Local SGD dense and with
-// compressed deltas.
+// without error feedback, PowerSGD's all-reduces, the engine's path and the blocking one, Local
+// SGD dense and with compressed deltas.
 #include "frugal/step_cost.h"
 
 #include <gtest/gtest.h>
@@ -78,6 +78,11 @@ TEST(StepCost, EqualsTheBytesTrainingSends) {
   cases.push_back(Case{.compress = "fp16", .aggregate = "allgather"});
   cases.push_back(Case{.compress = "randomk:ratio=0.05", .n = 3});
   cases.push_back(Case{.compress = "sign", .n = 3});
+  // PowerSGD past its warm-up: P and Q all-reduced per matrix, whole tensors and the engine's
+  // partitions (flat, viewed as near-square matrices), over the plan's algorithm.
+  cases.push_back(Case{.compress = "powersgd:start_iter=0"});
+  cases.push_back(Case{.compress = "powersgd:rank=3,start_iter=0", .n = 3, .engine = false});
+  cases.push_back(Case{.arch = "allreduce:rd", .compress = "powersgd:rank=2,start_iter=0", .n = 3});
   cases.push_back(Case{.sync = "local:period=2"});
   cases.push_back(Case{.arch = "allreduce:rd", .sync = "local:period=2", .n = 3});
   cases.push_back(Case{.sync = "local:period=2", .compress = "topk:ratio=0.01"});
@@ -124,9 +129,29 @@ TEST(StepCost, EqualsTheBytesTrainingSends) {
   }
 }
 
+// PowerSGD's first start_iter steps are dense: the model gives the steady state, which a run that
+// includes them does not send (the model of --compress none per step during the warm-up).
+TEST(StepCost, PowerSgdIsCostedPastItsDenseWarmUp) {
+  frugal::StrategyOptions options;
+  options.compress = "powersgd:start_iter=1000";
+  const frugal::StrategyPlan warm = frugal::PlanStrategy(options).value();
+  options.compress = "powersgd";
+  const frugal::StrategyPlan steady = frugal::PlanStrategy(options).value();
+  options.compress = "none";
+  const frugal::StrategyPlan none = frugal::PlanStrategy(options).value();
+  const auto& registry = frugal::DefaultCompressorRegistry();
+  auto warm_cost = frugal::ComputeStepCost(InputFor(warm, Case{}), registry);
+  auto steady_cost = frugal::ComputeStepCost(InputFor(steady, Case{}), registry);
+  auto none_cost = frugal::ComputeStepCost(InputFor(none, Case{}), registry);
+  ASSERT_TRUE(warm_cost.ok() && steady_cost.ok() && none_cost.ok());
+  EXPECT_EQ(warm_cost->bytes_sum, steady_cost->bytes_sum);
+  EXPECT_LT(steady_cost->bytes_sum * 10, none_cost->bytes_sum);
+  EXPECT_NE(steady_cost->pattern.find("past its warm-up"), std::string::npos);
+}
+
 TEST(StepCost, RefusesWhatItDoesNotModel) {
   frugal::StrategyOptions options;
-  options.compress = "powersgd";
+  options.compress = "gtopk:ratio=0.01";
   const frugal::StrategyPlan plan = frugal::PlanStrategy(options).value();
   auto cost = frugal::ComputeStepCost(InputFor(plan, Case{}), frugal::DefaultCompressorRegistry());
   ASSERT_FALSE(cost.ok());

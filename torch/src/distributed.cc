@@ -196,7 +196,8 @@ StatusOr<std::unique_ptr<DistributedOptimizer>> DistributedOptimizer::Create(
     if (item.value().requires_grad()) names.push_back(item.key());
   }
   for (size_t i = self->params_.size(); i-- > 0;) {
-    specs.push_back({names[i], static_cast<size_t>(self->params_[i].numel())});
+    specs.push_back(
+        {names[i], static_cast<size_t>(self->params_[i].numel()), self->params_[i].sizes().vec()});
     order.push_back(i);
   }
   self->buckets_ = frugal::PlanBuckets(specs, options.bucket_cap_bytes);

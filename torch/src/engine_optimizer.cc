@@ -139,7 +139,7 @@ frugal::StatusOr<std::unique_ptr<EngineOptimizer>> EngineOptimizer::Create(
     std::vector<frugal::TensorSpec> specs;
     std::vector<size_t> order;
     for (size_t i = raw->params_.size(); i-- > 0;) {
-      specs.push_back({raw->params_[i]->name, raw->params_[i]->numel});
+      specs.push_back({raw->params_[i]->name, raw->params_[i]->numel, raw->params_[i]->shape});
       order.push_back(i);
     }
     raw->buckets_ = frugal::PlanBuckets(specs, options.bucket_cap_bytes);
