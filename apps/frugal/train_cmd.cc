@@ -106,7 +106,7 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
       std::string implied;
       for (const std::string& flag : plan.implied) implied += " " + flag;
       std::printf(
-          "frugal train: --compress %s runs with%s (give --aggregate to choose the path "
+          "frugal train: --compress %s runs with%s (give these flags to choose "
           "yourself)\n",
           flags.compress.c_str(), implied.c_str());
     }
@@ -178,6 +178,7 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
   AddTrainFlags(*cmd, *flags);
   cmd->callback([flags, cmd, &dispatcher] {
     if (!flags->config.empty()) ApplyConfigFile(*cmd, flags->config);
+    ApplyPlannedLearningRate(*cmd, *flags);
     if (!RunningUnderMpi()) {
       // Tell rank 0 (whose stderr will be a pipe to mpirun) whether progress can be redrawn.
       setenv(kStderrIsTtyEnv, isatty(STDERR_FILENO) ? "1" : "0", 1);

@@ -22,6 +22,7 @@ struct TrainFlags {
   int64_t epochs = 1;
   int64_t batch_size = 64;
   double lr = 0.05;
+  bool lr_given = true;  // false: --lr was not given (train: set from the command line)
   double momentum = 0.9;
   double weight_decay = 0;
   bool nesterov = false;
@@ -83,6 +84,11 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags);
 // did not set. Throws CLI::ConfigError (a bad command line: exit 2) for an unreadable file, an
 // unknown key or a bad value.
 void ApplyConfigFile(CLI::App& cmd, const std::string& path);
+
+// Records whether --lr was given (on the command line or in --config) and, when it was not and
+// the strategy plan sets a learning rate of its own (the sign votes), takes that one. A plan that
+// fails is left for the validation to report.
+void ApplyPlannedLearningRate(const CLI::App& cmd, TrainFlags& flags);
 
 // kInvalidArgument when --json (or --timeline) cannot be written where it points.
 Status CheckJsonPath(const std::string& path);

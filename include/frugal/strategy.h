@@ -288,9 +288,12 @@ struct StrategyOptions {
   // --arch ps: the compression of the servers' answers (with the servers' error feedback);
   // `compress` and `error_feedback` are those of the pushes. Empty: dense.
   std::string compress_pull;
-  // The optimizer as asked for; DGC and worker momentum take its momentum over.
+  // The optimizer as asked for; DGC, Signum and worker momentum take its momentum over.
   double momentum = 0;
   bool nesterov = false;
+  // False when the learning rate is the command line's default, which the plan may replace
+  // (the sign votes: StrategyPlan::lr).
+  bool lr_given = true;
   // The engine's one-step delay and compute-only modes.
   bool od_sgd = false;
   bool skip_comm = false;
@@ -316,6 +319,8 @@ struct StrategyPlan {
   bool dgc = false;  // the compressor is DGC (momentum moved)
   double optimizer_momentum = 0;
   bool optimizer_nesterov = false;
+  // The learning rate the plan chose because none was given (sign votes); unset otherwise.
+  std::optional<double> lr;
   bool od_sgd = false;
   bool skip_comm = false;
   int ranks_per_host = 0;
@@ -329,7 +334,8 @@ struct StrategyPlan {
   bool push_error_feedback = false;
   std::string pull_compress;
   // Options the plan added on its own, as flags ("--aggregate allgather", "--worker-momentum",
-  // "--ef"): the defaults of 1-bit compressors (strategy_plan.cc). Empty when none were.
+  // "--ef", "--lr 0.001"): the defaults of 1-bit compressors and sign votes (strategy_plan.cc).
+  // Empty when none were.
   std::vector<std::string> implied;
 };
 

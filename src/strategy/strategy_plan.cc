@@ -12,6 +12,11 @@
 //    runs without momentum (and --nesterov is refused);
 //  - worker momentum (momentum on each worker before compression) needs --momentum > 0, does not
 //    combine with DGC, and the optimizer then runs without momentum;
+//  - Signum under BSP keeps its momentum on the worker as DGC does: a signum spec without beta=
+//    takes --momentum and the optimizer runs without momentum (no --nesterov, no
+//    --worker-momentum); the sign votes (sign, signum) move each coordinate by the learning
+//    rate, so without a --lr (StrategyOptions::lr_given) the plan sets one of their scale
+//    (StrategyPlan::lr, listed in implied);
 //  - 1-bit compressors that are re-quantizable and need error feedback (onebit, efsign) lose 2-3
 //    points of accuracy on the automatic two-phase path (a biased partial sum is quantized again)
 //    with the optimizer's momentum spreading each step's error over the following steps. Under
@@ -41,6 +46,7 @@
 //    exchanges) is the dense ring.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "frugal/compressor.h"
@@ -50,11 +56,13 @@
 namespace frugal {
 namespace {
 
-// DGC's adaptation of the spec to the optimizer and the run.
+// DGC's (and Signum's) adaptation of the spec to the optimizer and the run.
 struct DgcAdaptation {
   std::string spec;
   bool is_dgc = false;
   bool takes_momentum = false;  // the optimizer must run without momentum
+  std::string name;             // of the compressor that takes it (dgc, signum)
+  std::string off;              // the spec that turns its momentum off
 };
 
 DgcAdaptation AdaptDgcSpec(const std::string& spec, double momentum, int64_t steps_per_epoch) {
@@ -71,8 +79,30 @@ DgcAdaptation AdaptDgcSpec(const std::string& spec, double momentum, int64_t ste
   }
   // A malformed momentum value counts as non-zero; the registry refuses it.
   StatusOr<double> correction = params->Double("momentum", momentum, 0.0, 1.0);
-  return {adapted, true, !correction.ok() || *correction != 0};
+  return {adapted, true, !correction.ok() || *correction != 0, "dgc", "dgc:momentum=0"};
 }
+
+// Signum (Bernstein et al. 2018) keeps a momentum on each worker and votes on its sign: a signum
+// spec without beta= takes --momentum, and unless its beta is 0 the optimizer runs without
+// momentum (a second momentum after the vote). Other specs come back unchanged.
+DgcAdaptation AdaptSignumSpec(const std::string& spec, double momentum) {
+  StatusOr<CompressorParams> params = CompressorParams::Parse(spec);
+  if (!params.ok() || params->name() != "signum") return {spec, false, false};
+  std::string adapted = spec;
+  if (!params->Has("beta")) {
+    adapted += fmt::format("{}beta={}", spec.find(':') == std::string::npos ? ":" : ",",
+                           std::min(momentum, 0.999999));
+  }
+  StatusOr<double> beta = params->Double("beta", momentum, 0.0, 1.0);
+  return {adapted, false, !beta.ok() || *beta != 0, "signum", "signum:beta=0"};
+}
+
+// Sign-vote compressors move every coordinate by the learning rate itself (the vote is +-1), so
+// an SGD learning rate such as --lr's default 0.05 diverges (cnn, 4 workers: 10% accuracy). When
+// none is given the plan takes these, from runs of the 4-worker cnn (performance.md, "Every
+// compressor alone"): Signum (worker momentum) 1e-3, signSGD under the optimizer's momentum 1e-4.
+constexpr double kSignumLearningRate = 1e-3;
+constexpr double kSignLearningRate = 1e-4;
 
 // FedAvg's server decodes each client's upload apart (see the rules above).
 Status CheckFedAvgCompressor(const Compressor& compressor, const StrategyOptions& options) {
@@ -107,9 +137,10 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
         "ring, rd, rabenseifner, tree, dbtree, hier or torus)",
         plan.arch.algorithm));
   }
-  const DgcAdaptation dgc = AdaptDgcSpec(options.compress, options.momentum, 0);
-  plan.dgc = dgc.is_dgc;
   const bool exchanges_models = plan.sync.kind != SyncKind::kBsp;
+  DgcAdaptation dgc = AdaptDgcSpec(options.compress, options.momentum, 0);
+  if (!dgc.is_dgc && !exchanges_models) dgc = AdaptSignumSpec(options.compress, options.momentum);
+  plan.dgc = dgc.is_dgc;
   if (exchanges_models && dgc.is_dgc) {
     return InvalidArgumentError(fmt::format(
         "--compress dgc works on gradients; --sync {} exchanges models (use e.g. topk or qsgd)",
@@ -136,9 +167,9 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   compressed.error_feedback = options.error_feedback || exchanges_models || one_bit_defaults;
   if (worker_momentum) {
     if (dgc.takes_momentum) {
-      return InvalidArgumentError(
-          "--worker-momentum does not combine with dgc, whose momentum correction already runs "
-          "on the worker");
+      return InvalidArgumentError(fmt::format(
+          "--worker-momentum does not combine with {}, whose momentum already runs on the worker",
+          dgc.name));
     }
     if (!(options.momentum > 0)) {
       return InvalidArgumentError("--worker-momentum needs a --momentum above 0");
@@ -151,10 +182,15 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
   if (dgc.takes_momentum) {
     if (options.nesterov) {
       return InvalidArgumentError(
-          "--nesterov does not combine with dgc's momentum correction (dgc:momentum=0 turns it "
-          "off)");
+          fmt::format("--nesterov does not combine with {}'s momentum on the worker ({} turns it "
+                      "off)",
+                      dgc.name, dgc.off));
     }
     plan.optimizer_momentum = 0;
+  }
+  if (traits.sign_vote && !exchanges_models && !options.lr_given) {
+    plan.lr = dgc.name == "signum" ? kSignumLearningRate : kSignLearningRate;
+    plan.implied.push_back(fmt::format("--lr {}", *plan.lr));
   }
   compressed.min_bytes = options.compress_min_bytes;
   FRUGAL_ASSIGN_OR_RETURN(compressed.path, ParseAggregationPath(options.aggregate));

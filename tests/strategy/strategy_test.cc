@@ -215,6 +215,47 @@ TEST(StrategyPlanRules, OneBitCompressorsGetAllgatherWorkerMomentumAndErrorFeedb
   EXPECT_TRUE(PlanStrategy(options).value().implied.empty());
 }
 
+// Signum keeps its momentum on the worker (the optimizer runs without); the sign votes take a
+// learning rate of their scale when none was given, and say so.
+TEST(StrategyPlanRules, SignVotesTakeTheirMomentumAndLearningRate) {
+  StrategyOptions options;
+  options.momentum = 0.9;
+  options.compress = "signum";
+  const StrategyPlan given = PlanStrategy(options).value();
+  EXPECT_EQ(given.compressed->spec, "signum:beta=0.9");
+  EXPECT_EQ(given.optimizer_momentum, 0);
+  EXPECT_FALSE(given.lr.has_value());
+  EXPECT_TRUE(given.implied.empty());
+  options.lr_given = false;
+  const StrategyPlan signum = PlanStrategy(options).value();
+  EXPECT_DOUBLE_EQ(signum.lr.value(), 1e-3);
+  EXPECT_EQ(signum.implied, (std::vector<std::string>{"--lr 0.001"}));
+  // An explicit beta is kept; beta=0 is signSGD and leaves the optimizer's momentum alone.
+  options.compress = "signum:beta=0.5";
+  EXPECT_EQ(PlanStrategy(options).value().compressed->spec, "signum:beta=0.5");
+  options.compress = "signum:beta=0";
+  EXPECT_DOUBLE_EQ(PlanStrategy(options).value().optimizer_momentum, 0.9);
+  options.compress = "sign";
+  const StrategyPlan sign = PlanStrategy(options).value();
+  EXPECT_EQ(sign.compressed->spec, "sign");
+  EXPECT_DOUBLE_EQ(sign.optimizer_momentum, 0.9);
+  EXPECT_DOUBLE_EQ(sign.lr.value(), 1e-4);
+  // Other compressors keep the given learning rate.
+  options.compress = "efsign";
+  EXPECT_FALSE(PlanStrategy(options).value().lr.has_value());
+  // Signum's momentum on the worker excludes a second one.
+  options.compress = "signum";
+  options.nesterov = true;
+  EXPECT_NE(
+      PlanStrategy(options).status().message().find("--nesterov does not combine with signum"),
+      std::string::npos);
+  options.nesterov = false;
+  options.worker_momentum = true;
+  EXPECT_NE(PlanStrategy(options).status().message().find(
+                "--worker-momentum does not combine with signum"),
+            std::string::npos);
+}
+
 // The steps (0-based, global) at which a strategy averages gradients and exchanges models.
 struct Schedule {
   std::set<uint64_t> gradient_steps;
