@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the tier-1 test suites (label "tier1": core, transport, collectives, compress, engine,
 # strategy; ranks as threads, no MPI processes, no LibTorch) with sanitizers in their own build
-# directory and runs each suite in one process. Exits non-zero if the build fails, a test fails
-# or a sanitizer reports anything.
+# directory and runs each suite in one process (two suites at a time under AddressSanitizer).
+# Exits non-zero if the build fails, a test fails or a sanitizer reports anything.
 # Usage: scripts/sanitize.sh address   (AddressSanitizer + UndefinedBehaviorSanitizer with clang,
 #                                       build-asan, shared with scripts/fuzz-smoke.sh)
 #        scripts/sanitize.sh thread    (ThreadSanitizer, build-tsan)
@@ -35,19 +35,41 @@ esac
 
 sanitized_build "$kind" ${SANITIZE_SUITES:-tier1_tests}
 
+# Runs one suite; prints one line and, on a failure, the end of its log.
+run_suite() {
+  local suite="$1" name start
+  name="$(basename "$suite")"
+  start=$SECONDS
+  if timeout 600 "$suite" --gtest_brief=1 "${test_args[@]}" >"$build/$name.log" 2>&1; then
+    echo "sanitize ($sanitize): $name ok ($((SECONDS - start)) s)"
+  else
+    echo "sanitize ($sanitize): $name FAILED ($((SECONDS - start)) s), see $build/$name.log"
+    tail -60 "$build/$name.log"
+    return 1
+  fi
+}
+
+# Under AddressSanitizer two suites run at a time (the ranks of a suite are threads that mostly
+# wait on each other); ThreadSanitizer's suites, whose timing-bound tests slow down most under
+# it, run one at a time. SANITIZE_JOBS overrides.
+test_args=("$@")
+jobs="${SANITIZE_JOBS:-$([ "$kind" = address ] && echo 2 || echo 1)}"
 status=0
+running=0
 while read -r suite; do
   name="$(basename "$suite")"
   if [ -n "${SANITIZE_SUITES:-}" ] && [[ " $SANITIZE_SUITES " != *" $name "* ]]; then
     continue
   fi
-  start=$SECONDS
-  if timeout 600 "$suite" --gtest_brief=1 "$@" >"$build/$name.log" 2>&1; then
-    echo "sanitize ($sanitize): $name ok ($((SECONDS - start)) s)"
-  else
-    echo "sanitize ($sanitize): $name FAILED ($((SECONDS - start)) s), see $build/$name.log"
-    tail -60 "$build/$name.log"
-    status=1
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || status=1
+    running=$((running - 1))
   fi
+  run_suite "$suite" &
+  running=$((running + 1))
 done <"$build/tier1_tests.txt"
+while [ "$running" -gt 0 ]; do
+  wait -n || status=1
+  running=$((running - 1))
+done
 exit "$status"

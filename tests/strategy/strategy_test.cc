@@ -209,6 +209,20 @@ TEST(StrategyPlanRules, OneBitCompressorsGetAllgatherWorkerMomentumAndErrorFeedb
     EXPECT_EQ(other.compressed->path, AggregationPath::kAuto) << spec;
     EXPECT_TRUE(other.implied.empty()) << spec;
   }
+  // Random-k without its scale needs error feedback, and gets it when given alone; with the
+  // scale (unbiased), or with an explicit path, it runs as given.
+  options.compress = "randomk";
+  const StrategyPlan randomk = PlanStrategy(options).value();
+  EXPECT_TRUE(randomk.compressed->error_feedback);
+  EXPECT_EQ(randomk.compressed->path, AggregationPath::kAuto);
+  EXPECT_EQ(randomk.implied, (std::vector<std::string>{"--ef"}));
+  options.compress = "randomk:scale=1";
+  EXPECT_FALSE(PlanStrategy(options).value().compressed->error_feedback);
+  options.compress = "randomk";
+  options.aggregate = "allreduce";
+  EXPECT_FALSE(PlanStrategy(options).value().compressed->error_feedback);
+  EXPECT_TRUE(PlanStrategy(options).value().implied.empty());
+  options.aggregate = "auto";
   // Local SGD compresses model deltas: no gradient-side defaults.
   options.compress = "onebit";
   options.sync = "local:period=4";
