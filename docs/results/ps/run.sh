@@ -16,7 +16,8 @@
 #        (top-k 1% both ways), each with at most as many epochs as fit in 15 minutes at its step
 #        time (dense 3, push 4, pushpull 8; EPOCHS from the environment overrides);
 #   many LR: 16 workers + 1 server on this machine (oversubscribed), cnn at learning rate LR, one
-#        epoch (or MAX_STEPS steps of each worker, from the environment) of asp and of bsp.
+#        epoch (or MAX_STEPS steps of each worker, from the environment) of asp and of bsp;
+#        TAG=T from the environment ends the records' names in _T.
 # Usage: run.sh FRUGAL_BINARY net|straggler|compress|tta|many [LR] [SYNC...|MODE...]. straggler,
 # tta and many take the syncs or modes to run (default: all of them), so that each can run in a
 # hold of its own. Run it alone (under quiet) for times; accuracy, staleness and bytes are exact
@@ -95,7 +96,7 @@ many() {
   local sync syncs=("$@")
   [ ${#syncs[@]} -gt 0 ] || syncs=(asp bsp)
   for sync in "${syncs[@]}"; do
-    timed "many16_${sync//[:=]/_}_lr$lr" $common --sync "$sync"
+    timed "many16_${sync//[:=]/_}_lr$lr${TAG:+_$TAG}" $common --sync "$sync"
   done
 }
 
