@@ -201,7 +201,8 @@ Status CheckCompression(const StrategyOptions& options, StrategyPlan& plan) {
     plan.optimizer_momentum = 0;
   }
   if (traits.sign_vote && !exchanges_models && !options.lr_given) {
-    plan.lr = dgc.name == "signum" ? kSignumLearningRate : kSignLearningRate;
+    // Signum's rate where its momentum runs on the worker; signSGD's otherwise (signum:beta=0).
+    plan.lr = dgc.takes_momentum ? kSignumLearningRate : kSignLearningRate;
     plan.implied.push_back(fmt::format("--lr {}", *plan.lr));
   }
   compressed.min_bytes = options.compress_min_bytes;

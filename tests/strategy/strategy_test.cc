@@ -248,7 +248,9 @@ TEST(StrategyPlanRules, SignVotesTakeTheirMomentumAndLearningRate) {
   options.compress = "signum:beta=0.5";
   EXPECT_EQ(PlanStrategy(options).value().compressed->spec, "signum:beta=0.5");
   options.compress = "signum:beta=0";
-  EXPECT_DOUBLE_EQ(PlanStrategy(options).value().optimizer_momentum, 0.9);
+  const StrategyPlan beta0 = PlanStrategy(options).value();
+  EXPECT_DOUBLE_EQ(beta0.optimizer_momentum, 0.9);
+  EXPECT_DOUBLE_EQ(beta0.lr.value(), 1e-4);
   options.compress = "sign";
   const StrategyPlan sign = PlanStrategy(options).value();
   EXPECT_EQ(sign.compressed->spec, "sign");
