@@ -312,16 +312,6 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
 // did not set, as if they had been given as --key value. toml_file.h reads the file; keys may use
 // '-' or '_'. Throws CLI::ConfigError (a bad command line: exit 2) for an unreadable file, TOML
 // that does not parse, an unknown key or a bad value, naming the file and the line.
-void ApplyPlannedLearningRate(const CLI::App& cmd, TrainFlags& flags) {
-  const CLI::Option* lr = cmd.get_option_no_throw("--lr");
-  flags.lr_given = lr == nullptr || lr->count() > 0;
-  if (flags.lr_given) return;
-  StatusOr<StrategyOptions> options = ToStrategyOptions(flags);
-  if (!options.ok()) return;
-  StatusOr<StrategyPlan> plan = PlanStrategy(*options);
-  if (plan.ok() && plan->lr.has_value()) flags.lr = *plan->lr;
-}
-
 void ApplyConfigFile(CLI::App& cmd, const std::string& path) {
   auto items = ReadFlagFile(path, "train");
   if (!items.ok()) throw CLI::ConfigError(fmt::format("--config {}", items.status().message()));
@@ -342,6 +332,16 @@ void ApplyConfigFile(CLI::App& cmd, const std::string& path) {
                                          item.key, e.what()));
     }
   }
+}
+
+void ApplyPlannedLearningRate(const CLI::App& cmd, TrainFlags& flags) {
+  const CLI::Option* lr = cmd.get_option_no_throw("--lr");
+  flags.lr_given = lr == nullptr || lr->count() > 0;
+  if (flags.lr_given) return;
+  StatusOr<StrategyOptions> options = ToStrategyOptions(flags);
+  if (!options.ok()) return;
+  StatusOr<StrategyPlan> plan = PlanStrategy(*options);
+  if (plan.ok() && plan->lr.has_value()) flags.lr = *plan->lr;
 }
 
 Status CheckJsonPath(const std::string& path) {

@@ -17,6 +17,7 @@
 #include "frugal/compressed_reducer.h"
 #include "frugal/reducer.h"
 #include "strategy/simulate_internal.h"
+#include "strategy/step_cost_internal.h"
 
 namespace frugal {
 namespace {
@@ -74,30 +75,25 @@ StatusOr<double> UnitSeconds(const SimOptions& o, const CompressorRegistry& regi
   }
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> c, registry.Create(o.compressed->spec));
   if (o.compressed->error_feedback && c->inner() == nullptr) c = WithErrorFeedback(std::move(c));
-  const CompressorTraits traits = c->traits();
-  const TensorInfo tensor("unit", floats, shape);
-  // A custom aggregation made of all-reduces (PowerSGD), at a step past its warm-up.
-  const std::optional<std::vector<uint64_t>> allreduces =
-      traits.custom_aggregate
-          ? c->AggregateAllreduceFloats(tensor, std::numeric_limits<uint64_t>::max())
-          : std::nullopt;
-  if ((traits.custom_aggregate && !allreduces.has_value()) ||
-      (!traits.custom_aggregate && !c->MaxBodyBits(TensorInfo("probe", 1000)).has_value())) {
+  if (!strategy_internal::IsModelled(*c)) {
     return InvalidArgumentError(fmt::format(
         "frugal simulate: {} is not modelled (fixed payload sizes and top-k's bound on the "
         "allreduce, allgather, vote and two-phase paths, and aggregations made of all-reduces, "
         "as PowerSGD's)",
         c->spec()));
   }
+  const TensorInfo tensor("unit", floats, shape);
   const AggregationPath path = ResolveAggregationPath(*c, o.compressed->path);
   const double alpha = o.network.alpha_s;
   const double b = RingBandwidth(o);
   const double encode = o.encode_bytes_per_s > 0 ? dense_bytes / o.encode_bytes_per_s : 0;
   const double decode_one = o.decode_bytes_per_s > 0 ? dense_bytes / o.decode_bytes_per_s : 0;
   switch (path) {
-    case AggregationPath::kCustom: {
+    case AggregationPath::kCustom: {  // all-reduces, past the warm-up (IsModelled checked it)
       double seconds = encode + decode_one;
-      for (const uint64_t f : *allreduces) seconds += RingAllreduce(o, 4.0 * double(f));
+      const std::vector<uint64_t> allreduces =
+          *c->AggregateAllreduceFloats(tensor, strategy_internal::kSteadyStep);
+      for (const uint64_t f : allreduces) seconds += RingAllreduce(o, 4.0 * double(f));
       return seconds;
     }
     case AggregationPath::kAllreduce: {

@@ -18,7 +18,6 @@
 #include <fmt/format.h>
 
 #include <bit>
-#include <limits>
 
 #include "frugal/compress_wire.h"
 #include "frugal/fedavg.h"
@@ -43,10 +42,6 @@ struct Compression {
   bool bound = false;  // payload sizes are upper bounds (MaxBodyBits)
 };
 
-// The step at which a custom aggregation is costed: past any warm-up (PowerSGD's start_iter dense
-// steps), so the figures are those of the steady state.
-constexpr uint64_t kSteadyStep = std::numeric_limits<uint64_t>::max();
-
 StatusOr<Compression> MakeCompression(const CompressedReducerOptions& options,
                                       const CompressorRegistry& registry) {
   Compression c;
@@ -55,12 +50,7 @@ StatusOr<Compression> MakeCompression(const CompressedReducerOptions& options,
     c.compressor = WithErrorFeedback(std::move(c.compressor));
   }
   const CompressorTraits traits = c.compressor->traits();
-  const TensorInfo probe("probe", 1000);
-  const bool custom_allreduces =
-      traits.custom_aggregate &&
-      c.compressor->AggregateAllreduceFloats(probe, kSteadyStep).has_value();
-  const bool unbounded = !traits.custom_aggregate && !c.compressor->MaxBodyBits(probe).has_value();
-  if ((traits.custom_aggregate && !custom_allreduces) || unbounded) {
+  if (!strategy_internal::IsModelled(*c.compressor)) {
     return InvalidArgumentError(fmt::format(
         "frugal cost: {} {} (the model covers compressors of a fixed payload size, and top-k's "
         "bound, on the allreduce, allgather, vote and two-phase paths, and aggregations made of "
@@ -106,7 +96,7 @@ PathCost CompressedEntry(const Compression& c, const TensorInfo& tensor, int n) 
     }
     case AggregationPath::kCustom: {  // a sequence of all-reduces (MakeCompression checked it)
       const std::vector<uint64_t> allreduces =
-          *c.compressor->AggregateAllreduceFloats(tensor, kSteadyStep);
+          *c.compressor->AggregateAllreduceFloats(tensor, strategy_internal::kSteadyStep);
       for (const uint64_t floats : allreduces) {
         cost.bytes_sum += AllreduceBytesSum(c.algorithm, n, 4 * floats);
         cost.terms +=
@@ -221,6 +211,13 @@ StatusOr<PathCost> Reduction(const StepCostInput& in, const std::vector<CostTens
 }  // namespace
 
 namespace strategy_internal {
+
+bool IsModelled(const Compressor& c) {
+  const TensorInfo probe("probe", 1000);
+  if (c.traits().custom_aggregate)
+    return c.AggregateAllreduceFloats(probe, kSteadyStep).has_value();
+  return c.MaxBodyBits(probe).has_value();
+}
 
 uint64_t CompressedWireBytes(const Compressor& c, const TensorInfo& tensor) {
   const std::optional<uint64_t> bits = c.MaxBodyBits(tensor);

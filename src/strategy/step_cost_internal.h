@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,6 +13,15 @@
 #include "ps/sharding.h"
 
 namespace frugal::strategy_internal {
+
+// The step at which the cost model and the simulator cost a custom aggregation: past any warm-up
+// (PowerSGD's start_iter dense steps), so the figures are those of the steady state.
+inline constexpr uint64_t kSteadyStep = std::numeric_limits<uint64_t>::max();
+
+// Whether the cost model and the simulator cover `c`: a payload of fixed size or with a bound
+// (top-k) on the generic paths, or a custom aggregation made of all-reduces (PowerSGD's,
+// Compressor::AggregateAllreduceFloats at kSteadyStep).
+bool IsModelled(const Compressor& c);
 
 // The payload of `tensor` through `c`: exact, or the bound of a variable-size compressor.
 uint64_t CompressedWireBytes(const Compressor& c, const TensorInfo& tensor);

@@ -10,16 +10,10 @@
 #include <fstream>
 
 #include "child_process.h"
+#include "emulation/frugal_cli_paths.h"
 #include "frugal/logging.h"
 #include "sweep_results.h"
 #include "sweep_run.h"
-
-#ifndef FRUGAL_CLI_PATH
-#error "FRUGAL_CLI_PATH must name the frugal executable"
-#endif
-#ifndef FRUGAL_SOURCE_DIR
-#error "FRUGAL_SOURCE_DIR must name the source tree"
-#endif
 
 namespace frugal::apps {
 namespace {

@@ -7,13 +7,7 @@
 #include <filesystem>
 
 #include "child_process.h"
-
-#ifndef FRUGAL_CLI_PATH
-#error "FRUGAL_CLI_PATH must name the frugal executable"
-#endif
-#ifndef FRUGAL_SOURCE_DIR
-#error "FRUGAL_SOURCE_DIR must name the source tree"
-#endif
+#include "emulation/frugal_cli_paths.h"
 
 namespace frugal::apps {
 namespace {

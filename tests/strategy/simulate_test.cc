@@ -105,8 +105,8 @@ TEST(Simulate, CompressedUnitsOnTheirPaths) {
   // decoding of the unit.
   o.compressed->spec = "powersgd";
   o.compressed->min_bytes = 0;
-  EXPECT_NEAR(*UnitSeconds(o, DefaultCompressorRegistry(), 100000, {}),
-              6 * 633 / 1e6 + 1e-3 + 5e-4, 1e-12);
+  EXPECT_NEAR(*UnitSeconds(o, DefaultCompressorRegistry(), 100000, {}), 6 * 633 / 1e6 + 1e-3 + 5e-4,
+              1e-12);
   // gTop-k's pairwise merges are not modelled.
   o.compressed->spec = "gtopk";
   EXPECT_FALSE(UnitSeconds(o, DefaultCompressorRegistry(), 100000, {}).ok());
