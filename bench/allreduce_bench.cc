@@ -216,9 +216,25 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
   const int ranks_per_host = options.ranks_per_host > 0 ? options.ranks_per_host
                                                         : std::max(1, n / std::max(host_count, 1));
 
-  // 3. Peers, in a fixed order on every rank.
-  std::map<std::string, std::unique_ptr<AllreducePeer>> peers;
+  // 3. Cases: the direct all-reduce only where the ranks can map each other's memory (the same
+  // answer on every rank); peers, in a fixed order on every rank.
+  std::vector<std::string> algorithms;
   for (const auto& name : options.algorithms) {
+    if (!IsPeerName(name) && !t.SharesMemoryWithPeers() &&
+        ParseFrugalCase(name)->algorithm == AllreduceAlgorithm::kDirect) {
+      if (rank == 0) {
+        logger.Warning(
+            fmt::format("{} left out: the ranks cannot map each other's memory (not "
+                        "one machine, or emulated hosts)",
+                        name));
+      }
+      continue;
+    }
+    algorithms.push_back(name);
+  }
+  if (algorithms.empty()) return InvalidArgumentError("no algorithms to measure on these ranks");
+  std::map<std::string, std::unique_ptr<AllreducePeer>> peers;
+  for (const auto& name : algorithms) {
     if (name == kMpiPeerName) {
       FRUGAL_ASSIGN_OR_RETURN(peers[name], MakeMpiPeer(t, options.timeout));
     } else if (name == kGlooPeerName) {
@@ -243,11 +259,11 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
     const SharedBytes memory = t.NewShared(count * sizeof(float));
     const std::span<float> data(reinterpret_cast<float*>(memory.bytes.data()), count);
     const size_t first_row = report.rows.size();
-    const size_t cases = options.algorithms.size();
+    const size_t cases = algorithms.size();
     std::vector<std::function<Status()>> runs(cases);
     std::vector<std::optional<AllreduceOptions>> frugal_options(cases);
     for (size_t c = 0; c < cases; ++c) {
-      const std::string& name = options.algorithms[c];
+      const std::string& name = algorithms[c];
       if (IsPeerName(name)) {
         AllreducePeer* peer = peers.at(name).get();
         runs[c] = [peer, &data] { return peer->Allreduce(data); };
@@ -274,7 +290,7 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
     for (int iter = 0; iter < options.warmup + options.iters; ++iter) {
       // The cases take turns, so that a change of load on the machine affects them alike.
       for (size_t c = 0; c < cases; ++c) {
-        const std::string& name = options.algorithms[c];
+        const std::string& name = algorithms[c];
         logger.Debug(fmt::format("allreduce {} of {} bytes, iteration {}", name, bytes, iter));
         std::copy(input.begin(), input.end(), data.begin());
         FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
@@ -301,7 +317,7 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
           values.begin() + static_cast<std::ptrdiff_t>(c * stride),
           values.begin() + static_cast<std::ptrdiff_t>(c * stride + stride - 1));
       AllreduceBenchRow row;
-      row.algorithm = options.algorithms[c];
+      row.algorithm = algorithms[c];
       row.ranks = n;
       row.bytes = bytes;
       row.iters = options.iters;

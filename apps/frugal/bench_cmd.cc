@@ -222,10 +222,11 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
   cmd->add_option("--sizes", flags->sizes, "Buffer sizes in bytes (K, M, G suffixes)")
       ->type_name("LIST")
       ->capture_default_str();
-  cmd->add_option("--algorithms", flags->algorithms,
-                  "ring, rd, rabenseifner, tree, dbtree, hier, torus, mpi, gloo, or all; ALGO@SIZE "
-                  "runs one of frugal's with segments of SIZE, ALGO:staged through the transport's "
-                  "staging copies")
+  cmd->add_option(
+         "--algorithms", flags->algorithms,
+         "ring, rd, rabenseifner, tree, dbtree, hier, torus, direct, mpi, gloo, or all; ALGO@SIZE "
+         "runs one of frugal's with segments of SIZE, ALGO:staged through the transport's "
+         "staging copies")
       ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--iters", flags->iters, "Timed iterations per size and algorithm")

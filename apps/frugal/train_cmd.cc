@@ -156,13 +156,19 @@ Status RunTrain(RankContext& context, const TrainFlags& flags) {
 
 // The strategy's rules for a job of `world_size` ranks (seen from `rank`), and the ranks --inject
 // names.
-Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank) {
+Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank, bool shares_memory) {
   if (world_size < 1) return Status::Ok();  // --np's own check reports it
   FRUGAL_ASSIGN_OR_RETURN(const std::vector<FaultSpec> faults, ParseFaultSpecs(flags.injects));
   FRUGAL_RETURN_IF_ERROR(CheckFaultRanks(faults, world_size));
   FRUGAL_ASSIGN_OR_RETURN(StrategyOptions options, ToStrategyOptions(flags));
   FRUGAL_ASSIGN_OR_RETURN(StrategyPlan plan, PlanStrategy(options));
   FRUGAL_RETURN_IF_ERROR(CheckWorldSize(plan, world_size));
+  if (plan.arch.algorithm == AllreduceAlgorithmName(AllreduceAlgorithm::kDirect) &&
+      !shares_memory) {
+    return InvalidArgumentError(
+        "--arch allreduce:direct needs every rank on one machine, able to map each other's memory "
+        "(not across hosts, emulated ones included)");
+  }
   options.workers = AssignRoles(plan.arch, world_size, rank).workers;
   return PlanStrategy(options).status();
 }
@@ -193,7 +199,8 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       // gossip graph over them) are checked now.
       const CLI::Option* np = cmd->get_parent()->get_option_no_throw("--np");
       if (np != nullptr && np->count() > 0) {
-        FRUGAL_RETURN_IF_ERROR(CheckTrainWorld(*flags, np->as<int>(), 0));
+        // (Whether the ranks will share memory is known only once they run.)
+        FRUGAL_RETURN_IF_ERROR(CheckTrainWorld(*flags, np->as<int>(), 0, /*shares_memory=*/true));
       }
       FRUGAL_RETURN_IF_ERROR(CheckDataset(*flags));
       return ValidateFedAvgFlags(*flags);
@@ -205,7 +212,7 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
     // Rules that depend on the number of workers (a gossip graph over them, the ranks --inject
     // names): every rank reaches the same verdict.
     action.check_world = [flags](const Transport& world) -> Status {
-      return CheckTrainWorld(*flags, world.size(), world.rank());
+      return CheckTrainWorld(*flags, world.size(), world.rank(), world.SharesMemoryWithPeers());
     };
     action.run = [flags](RankContext& context) {
       Status status = RunTrain(context, *flags);

@@ -163,17 +163,18 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--seed", flags.seed, "Seed of the model, the shuffling and the partition")
       ->capture_default_str();
-  cmd.add_option("--arch", flags.arch,
-                 "Architecture: allreduce[:ALGO] with ALGO one of ring, rd, rabenseifner, tree, "
-                 "dbtree, hier, torus, mpi (MPI_Allreduce), gloo, gloo:ring_chunked, "
-                 "gloo:halving_doubling (Gloo); or "
-                 "gossip[:topology=T][,mixing=M][,algorithm=A][,order=cta|atc][,gamma=G]"
-                 "[,overlap=0|1] (decentralized: T ring, torus, exp, onepeer-exp, "
-                 "random-regular:degree=D, complete, file:PATH or edges:U-V/U-V/...; M uniform "
-                 "or metropolis; A dpsgd, choco, dcd, ecd (with --compress) or sgp); or "
-                 "ps:servers=S[,shard-mb=M] (a parameter server: the last S ranks hold the model "
-                 "in keys of at most M MB, default 4, and run the optimizer; the others push "
-                 "gradients and pull parameters)")
+  cmd.add_option(
+         "--arch", flags.arch,
+         "Architecture: allreduce[:ALGO] with ALGO one of ring, rd, rabenseifner, tree, "
+         "dbtree, hier, torus, direct (one machine), mpi (MPI_Allreduce), gloo, gloo:ring_chunked, "
+         "gloo:halving_doubling (Gloo); or "
+         "gossip[:topology=T][,mixing=M][,algorithm=A][,order=cta|atc][,gamma=G]"
+         "[,overlap=0|1] (decentralized: T ring, torus, exp, onepeer-exp, "
+         "random-regular:degree=D, complete, file:PATH or edges:U-V/U-V/...; M uniform "
+         "or metropolis; A dpsgd, choco, dcd, ecd (with --compress) or sgp); or "
+         "ps:servers=S[,shard-mb=M] (a parameter server: the last S ranks hold the model "
+         "in keys of at most M MB, default 4, and run the optimizer; the others push "
+         "gradients and pull parameters)")
       ->capture_default_str();
   cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
       ->type_name("ALGO");

@@ -38,9 +38,14 @@ enum class AllreduceAlgorithm {
   kDoubleBinaryTree,   // two complementary trees, each carrying half of the buffer (NCCL 2.4)
   kHierarchical,       // intra-host reduce, inter-host allreduce, intra-host broadcast
   kTorus2D,            // horizontal reduce-scatter, vertical allreduce, horizontal allgather
+  kDirect,             // one machine: each rank reduces its block reading its peers' buffers
 };
 
-// Short names used on the command line: ring, rd, rabenseifner, tree, dbtree, hier, torus.
+// The direct all-reduce's messages: one of this many bytes from every rank to every other (where
+// its buffer lies), then two empty ones (phase done). See allreduce_direct.cc.
+inline constexpr size_t kDirectRegionBytes = 40;
+
+// Short names used on the command line: ring, rd, rabenseifner, tree, dbtree, hier, torus, direct.
 std::string_view AllreduceAlgorithmName(AllreduceAlgorithm algorithm);
 StatusOr<AllreduceAlgorithm> ParseAllreduceAlgorithm(std::string_view name);
 std::vector<AllreduceAlgorithm> AllAllreduceAlgorithms();

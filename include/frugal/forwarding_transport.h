@@ -1,7 +1,8 @@
 // A transport that forwards every required call to another one: a wrapper (the fault injector, a
 // test's counting transport) derives from it and overrides only the calls it watches or changes.
-// The calls with a default in Transport (shared-memory sends and receives, NewShared) keep that
-// default unless the wrapper overrides them.
+// The shared-memory sends and receives keep Transport's default (through the wrapper's ISend and
+// IRecv) unless the wrapper overrides them; NewShared and the peer-memory calls are forwarded, so
+// memory from NewShared is the inner transport's and its peers can map it.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,14 @@ class ForwardingTransport : public Transport {
   }
   StatusOr<std::unique_ptr<Transport>> Split(int color, int key, Duration timeout) override {
     return inner_.Split(color, key, timeout);
+  }
+  SharedBytes NewShared(size_t bytes) override { return inner_.NewShared(bytes); }
+  bool SharesMemoryWithPeers() const override { return inner_.SharesMemoryWithPeers(); }
+  std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
+    return inner_.RegionOf(bytes);
+  }
+  StatusOr<const std::byte*> MapPeerRegion(int peer, const PeerRegion& region) override {
+    return inner_.MapPeerRegion(peer, region);
   }
   uint64_t bytes_sent() const override { return inner_.bytes_sent(); }
   uint64_t messages_sent() const override { return inner_.messages_sent(); }

@@ -16,6 +16,11 @@
 // then calls MPI_Comm_split, which MPI cannot bound: a rank that dies between the two steps can
 // still block the others there. Messages longer than INT_MAX bytes are sent as one MPI message.
 //
+// Memory of ranks on one machine: NewShared's blocks are memfds that the other ranks of the same
+// kernel and network namespace map read-only (SharesMemoryWithPeers, RegionOf, MapPeerRegion;
+// src/transport/mpi/peer_memory.h), for the direct all-reduce. Making a transport (World, Split)
+// decides collectively whether every rank can map every other's.
+//
 // TCP between hosts: before MPI_Init, MpiRuntime::Init sets Open MPI's TCP eager limit and
 // largest send to kTcpEagerBytes (1 MiB + 64 KiB) unless the job already sets them
 // (OMPI_MCA_btl_tcp_eager_limit / OMPI_MCA_btl_tcp_max_send_size in the environment, which is

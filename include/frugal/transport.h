@@ -78,6 +78,16 @@ struct SharedBytes {
   std::span<std::byte> bytes;
 };
 
+// Where a piece of memory from Transport::NewShared lies, in the terms a peer on the same machine
+// maps it by (Transport::MapPeerRegion). `segment` and `generation` name the block of memory
+// (transport-defined), `offset` and `bytes` the piece within it.
+struct PeerRegion {
+  uint64_t segment = 0;
+  uint64_t generation = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
 struct ProbeResult {
   int source = -1;
   int tag = -1;
@@ -113,6 +123,22 @@ class Transport {
   // `bytes` bytes (uninitialised) suited to ISendShared/IRecvShared. The MPI transport reuses the
   // buffers of a pool (pages already faulted in); the default allocates.
   virtual SharedBytes NewShared(size_t bytes);
+
+  // Direct access to the memory of peers on the same machine, for collectives that read their
+  // peers' buffers instead of messaging them (AllreduceAlgorithm::kDirect).
+  // SharesMemoryWithPeers: every rank of this transport can map memory of every other rank, the
+  // same answer on every rank (the MPI transport decides it collectively when it is made: one
+  // kernel, one network namespace, and a probe block each rank could map; the in-process
+  // transport when all its ranks are on one host). The default: false.
+  virtual bool SharesMemoryWithPeers() const { return false; }
+  // Where `bytes`, which must lie in one block from this transport's NewShared, can be mapped by a
+  // peer; nothing when it is not such memory (the default).
+  virtual std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const;
+  // The memory of a region `peer` gave (its RegionOf), mapped for reading. The pointer stays valid
+  // while this transport lives, until `peer`'s same segment is mapped again with another
+  // generation. kPeerLost when the peer's memory cannot be reached any more; the default:
+  // kFailedPrecondition.
+  virtual StatusOr<const std::byte*> MapPeerRegion(int peer, const PeerRegion& region);
 
   // Blocks until a message matching (src, tag) is available (src may be kAnySource) without
   // receiving it. kTimeout when nothing arrives within `timeout`.

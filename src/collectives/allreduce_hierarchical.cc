@@ -66,6 +66,10 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
     return InvalidArgumentError(
         fmt::format("ranks_per_host must be >= 0, got {}", options.ranks_per_host));
   }
+  if (options.inner_algorithm == AllreduceAlgorithm::kDirect) {
+    return InvalidArgumentError(
+        "the direct all-reduce cannot run between hosts (hierarchical's inner algorithm)");
+  }
   // The layout (hosts and the two groups) is split once per transport and kept in its SplitCache
   // under a key that every rank derives from the same option.
   const std::string key =

@@ -25,6 +25,8 @@ std::string_view AllreduceAlgorithmName(AllreduceAlgorithm algorithm) {
       return "hier";
     case AllreduceAlgorithm::kTorus2D:
       return "torus";
+    case AllreduceAlgorithm::kDirect:
+      return "direct";
   }
   return "unknown";
 }
@@ -36,7 +38,8 @@ std::vector<AllreduceAlgorithm> AllAllreduceAlgorithms() {
           AllreduceAlgorithm::kBinaryTree,
           AllreduceAlgorithm::kDoubleBinaryTree,
           AllreduceAlgorithm::kHierarchical,
-          AllreduceAlgorithm::kTorus2D};
+          AllreduceAlgorithm::kTorus2D,
+          AllreduceAlgorithm::kDirect};
 }
 
 StatusOr<AllreduceAlgorithm> ParseAllreduceAlgorithm(std::string_view name) {
@@ -53,6 +56,7 @@ StatusOr<AllreduceAlgorithm> ParseAllreduceAlgorithm(std::string_view name) {
 size_t DefaultSegmentBytes(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
     case AllreduceAlgorithm::kBinaryTree:
+    case AllreduceAlgorithm::kDirect:  // a piece to sum stays in the cache (allreduce_direct.cc)
       return size_t{256} << 10;
     case AllreduceAlgorithm::kRing:
     case AllreduceAlgorithm::kRecursiveDoubling:
@@ -107,6 +111,9 @@ Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& op
       break;
     case AllreduceAlgorithm::kTorus2D:
       status = coll::Torus2DAllreduce(t, data, options);
+      break;
+    case AllreduceAlgorithm::kDirect:
+      status = coll::DirectAllreduce(t, data, options);
       break;
     default:
       return InvalidArgumentError(

@@ -203,6 +203,12 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
       c.compute_bytes += vertical.compute_bytes;
       return c;
     }
+    case AllreduceAlgorithm::kDirect: {
+      // Three rounds of n - 1 messages; (n - 1)/n of the buffer read from the peers twice (sum,
+      // copy), at the beta of the machine's memory rather than of a network.
+      const double f = static_cast<double>(n - 1) / n;
+      return {3.0 * (n - 1), 2.0 * f * bytes, f * bytes};
+    }
   }
   return {};
 }

@@ -121,6 +121,11 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeDenseReducer(Transport& t,
     return InvalidArgumentError("unknown all-reduce algorithm '" + options.algorithm +
                                 "' (known: " + known + ")");
   }
+  if (*algorithm == AllreduceAlgorithm::kDirect && !t.SharesMemoryWithPeers()) {
+    return InvalidArgumentError(
+        "the direct all-reduce needs every rank on one machine, able to map each other's memory "
+        "(not across hosts, emulated ones included)");
+  }
   AllreduceOptions allreduce = options.allreduce;
   allreduce.algorithm = *algorithm;
   allreduce.op = ReduceOp::kAverage;

@@ -38,6 +38,7 @@ inline constexpr int kTagHierReduce = kReservedTagBase + 14;
 inline constexpr int kTagHierBroadcast = kReservedTagBase + 15;
 inline constexpr int kTagTorusReduceScatter = kReservedTagBase + 16;
 inline constexpr int kTagTorusAllgather = kReservedTagBase + 17;
+inline constexpr int kTagDirect = kReservedTagBase + 18;
 
 // Pipelining granularity of the collectives whose options have no segment size.
 inline constexpr size_t kDefaultSegmentBytes = size_t{1} << 20;
@@ -207,6 +208,7 @@ Status DoubleBinaryTreeAllreduce(Transport& t, std::span<float> data,
                                  const AllreduceOptions& options);
 Status HierarchicalAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
 Status Torus2DAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
 
 // Options for an all-reduce nested in hierarchical or torus: a plain sum with the inner
 // algorithm, no length check (already done), and ring as the next level's inner algorithm.

@@ -41,6 +41,13 @@ SharedBytes Transport::NewShared(size_t bytes) {
   return SharedBytes{memory, std::span<std::byte>(memory.get(), bytes)};
 }
 
+std::optional<PeerRegion> Transport::RegionOf(std::span<const std::byte>) const { return {}; }
+
+StatusOr<const std::byte*> Transport::MapPeerRegion(int peer, const PeerRegion&) {
+  return FailedPreconditionError(
+      fmt::format("this transport cannot map the memory of rank {} (not on one machine)", peer));
+}
+
 Status Send(Transport& t, int dst, int tag, std::span<const std::byte> data, Duration timeout) {
   return t.ISend(dst, tag, data)->Wait(timeout);
 }

@@ -220,6 +220,18 @@ TEST_P(HierarchicalTest, MatchesReference) {
   }
 }
 
+TEST(Hierarchical, RefusesDirectInner) {
+  AllreduceOptions options;
+  options.algorithm = AllreduceAlgorithm::kHierarchical;
+  options.inner_algorithm = AllreduceAlgorithm::kDirect;
+  options.ranks_per_host = 2;
+  const Result result = RunAllreduce(4, 100, options, {});
+  for (const Status& s : result.statuses) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_THAT(s.message(), HasSubstr("cannot run between hosts"));
+  }
+}
+
 std::vector<HierCase> HierCases() {
   std::vector<HierCase> cases;
   for (int n : {2, 3, 5, 7, 8}) {
@@ -230,7 +242,8 @@ std::vector<HierCase> HierCases() {
     }
   }
   for (AllreduceAlgorithm inner : AllAllreduceAlgorithms()) {
-    if (inner == AllreduceAlgorithm::kRing) continue;  // covered above
+    // Ring is covered above; direct cannot run between hosts (HierarchicalRefusesDirectInner).
+    if (inner == AllreduceAlgorithm::kRing || inner == AllreduceAlgorithm::kDirect) continue;
     cases.push_back({7, 2, true, inner});
     cases.push_back({8, 3, false, inner});
   }
@@ -422,7 +435,7 @@ TEST_P(AllreduceOver, BytesSentMatchTheAlgorithms) {
   const int n = 4;
   const size_t length = 4000;  // divisible by 4: equal blocks
   for (AllreduceAlgorithm a : {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kRecursiveDoubling,
-                               AllreduceAlgorithm::kRabenseifner}) {
+                               AllreduceAlgorithm::kRabenseifner, AllreduceAlgorithm::kDirect}) {
     std::vector<uint64_t> sent(n);
     auto statuses = Run(n, [&](Transport& t) -> Status {
       std::vector<float> data = MakeInput(t.rank(), length);
@@ -443,11 +456,93 @@ TEST_P(AllreduceOver, BytesSentMatchTheAlgorithms) {
         case AllreduceAlgorithm::kRabenseifner:
           EXPECT_EQ(sent[r], 2 * (n - 1) * bytes / n) << AllreduceAlgorithmName(a);
           break;
+        case AllreduceAlgorithm::kDirect:  // where its buffer lies, to each peer; values are read
+          EXPECT_EQ(sent[r], (n - 1) * kDirectRegionBytes) << AllreduceAlgorithmName(a);
+          break;
         default:
           EXPECT_EQ(sent[r], 2 * bytes) << AllreduceAlgorithmName(a);  // log2(4) full buffers
       }
     }
   }
+}
+
+// The direct all-reduce reads the peers' buffers where they lie: on memory from NewShared (the
+// caller's buffer itself) and on the caller's own memory (a copy) alike, the serial sum on every
+// rank, and the caller's buffer is the only one written.
+TEST_P(AllreduceOver, DirectReadsThePeersBuffersInPlace) {
+  for (const int n : {2, 3, 5}) {
+    for (const bool shared : {false, true}) {
+      const size_t length = 70001;  // blocks of unequal length, pieces of 256 KiB and a rest
+      std::vector<std::vector<float>> results(static_cast<size_t>(n));
+      auto statuses = Run(n, [&](Transport& t) -> Status {
+        const SharedBytes memory = t.NewShared(length * sizeof(float));
+        std::vector<float> own(length);
+        const std::span<float> data =
+            shared ? std::span<float>(reinterpret_cast<float*>(memory.bytes.data()), length)
+                   : std::span<float>(own);
+        const std::vector<float> input = MakeInput(t.rank(), length);
+        std::copy(input.begin(), input.end(), data.begin());
+        AllreduceOptions options;
+        options.algorithm = AllreduceAlgorithm::kDirect;
+        if (shared) options.data_owner = memory.owner;
+        FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+        results[static_cast<size_t>(t.rank())].assign(data.begin(), data.end());
+        return Status::Ok();
+      });
+      ExpectAllOk(statuses);
+      const std::vector<double> expected = Reference(n, length, ReduceOp::kSum);
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(FirstMismatch(results[r], expected, Tolerance(n, ReduceOp::kSum)), -1)
+            << "n " << n << " rank " << r;
+        EXPECT_TRUE(BitIdentical(results[r], results[0])) << "n " << n << " rank " << r;
+      }
+    }
+  }
+}
+
+// Ranks that cannot map each other's memory (here: two emulated hosts) are refused, every rank
+// alike, before anything is read or sent, and their buffers are left as they were.
+TEST_P(AllreduceOver, DirectRefusedAcrossHosts) {
+  const int n = 4;
+  InProcOptions world;
+  world.ranks_per_host = 2;
+  std::vector<std::vector<float>> after(n);
+  std::vector<uint64_t> sent(n);
+  auto statuses = Run(
+      n,
+      [&](Transport& t) -> Status {
+        std::vector<float> data = MakeInput(t.rank(), 100);
+        AllreduceOptions options;
+        options.algorithm = AllreduceAlgorithm::kDirect;
+        options.check_lengths = false;
+        const uint64_t before = t.bytes_sent();
+        Status s = Allreduce(t, data, options);
+        sent[static_cast<size_t>(t.rank())] = t.bytes_sent() - before;
+        after[static_cast<size_t>(t.rank())] = data;
+        return s;
+      },
+      world);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(statuses[r].code(), StatusCode::kFailedPrecondition) << statuses[r].ToString();
+    EXPECT_THAT(statuses[r].message(), HasSubstr("needs every rank on one machine"));
+    EXPECT_EQ(sent[r], 0u);
+    EXPECT_TRUE(BitIdentical(after[r], MakeInput(r, 100))) << "rank " << r;
+  }
+  // Within one host the same ranks may use it.
+  auto within = Run(
+      n,
+      [&](Transport& t) -> Status {
+        FRUGAL_ASSIGN_OR_RETURN(auto host, t.Split(t.rank() / 2, t.rank(), kDefaultTimeout));
+        std::vector<float> data(10, static_cast<float>(t.rank()));
+        AllreduceOptions options;
+        options.algorithm = AllreduceAlgorithm::kDirect;
+        FRUGAL_RETURN_IF_ERROR(Allreduce(*host, data, options));
+        const float expected = t.rank() < 2 ? 1.0f : 5.0f;
+        if (data[9] != expected) return InternalError(fmt::format("got {}", data[9]));
+        return Status::Ok();
+      },
+      world);
+  ExpectAllOk(within);
 }
 
 TEST_P(AllreduceOver, RingBytesForUnevenBlocks) {

@@ -77,7 +77,7 @@ TEST(BlockPartition, CoversTheBufferWithNearlyEqualBlocks) {
 
 TEST(AllreduceAlgorithmNames, RoundTrip) {
   const std::vector<std::string> expected = {"ring",   "rd",   "rabenseifner", "tree",
-                                             "dbtree", "hier", "torus"};
+                                             "dbtree", "hier", "torus",        "direct"};
   std::vector<std::string> names;
   for (AllreduceAlgorithm a : AllAllreduceAlgorithms()) {
     names.emplace_back(AllreduceAlgorithmName(a));

@@ -109,6 +109,38 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, MpiAllreduceTest,
                            return std::string(AllreduceAlgorithmName(info.param));
                          });
 
+// Ranks started by mpirun on one machine map each other's memory; the direct all-reduce then reads
+// each call's buffer where it lies, also when every call brings blocks of new sizes (new memfds,
+// file descriptor numbers of freed ones reused, new generations) and over split transports.
+TEST(MpiCollectives, DirectReadsEachCallsBuffersWhereTheyLie) {
+  auto world = TestWorld();
+  ASSERT_NE(world, nullptr);
+  EXPECT_TRUE(world->SharesMemoryWithPeers());
+  ForEachGroup(*world, [&](Transport& t) {
+    EXPECT_TRUE(t.SharesMemoryWithPeers());
+    for (int call = 0; call < 24; ++call) {
+      const size_t count = (size_t{1} << (4 + call % 12)) + static_cast<size_t>(call);
+      const SharedBytes memory = t.NewShared(count * sizeof(float));
+      ASSERT_TRUE(t.RegionOf(memory.bytes).has_value());
+      const std::span<float> data(reinterpret_cast<float*>(memory.bytes.data()), count);
+      for (size_t i = 0; i < count; ++i) data[i] = CollectivesInput(t.rank(), i + call);
+      AllreduceOptions options;
+      options.algorithm = AllreduceAlgorithm::kDirect;
+      options.timeout = kTimeout;
+      options.data_owner = memory.owner;
+      const uint64_t before = t.bytes_sent();
+      ASSERT_TRUE(Allreduce(t, data, options).ok());
+      // Only where the buffers lie was sent (and the length check's 16 bytes per step).
+      EXPECT_LT(t.bytes_sent() - before, 64u * static_cast<uint64_t>(t.size()));
+      for (size_t i = 0; i < count; ++i) {
+        float expected = 0;
+        for (int r = 0; r < t.size(); ++r) expected += CollectivesInput(r, i + call);
+        ASSERT_EQ(data[i], expected) << "call " << call << " element " << i;
+      }
+    }
+  });
+}
+
 TEST(MpiCollectives, TorusWithExplicitRows) {
   auto world = TestWorld();
   ASSERT_NE(world, nullptr);

@@ -531,6 +531,26 @@ class InProcTransport : public Transport {
         std::make_unique<InProcTransport>(world_, std::move(child), child_rank, counters_));
   }
 
+  // The ranks are threads of one process: any memory is every rank's. Ranks share it when they
+  // are on one (emulated) host; a region is the address itself.
+  bool SharesMemoryWithPeers() const override {
+    const int per_host = world_->options.ranks_per_host;
+    if (per_host <= 0) return true;
+    for (const int w : comm_->world_ranks) {
+      if (w / per_host != world_rank() / per_host) return false;
+    }
+    return true;
+  }
+  std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
+    return PeerRegion{0, 0, reinterpret_cast<uintptr_t>(bytes.data()), bytes.size()};
+  }
+  StatusOr<const std::byte*> MapPeerRegion(int peer, const PeerRegion& region) override {
+    FRUGAL_CHECK(peer >= 0 && peer < size(), "MapPeerRegion: rank ", peer, " of ", size());
+    if (!SharesMemoryWithPeers()) return Transport::MapPeerRegion(peer, region);
+    FRUGAL_RETURN_IF_ERROR(live_.Peer(peer));
+    return reinterpret_cast<const std::byte*>(static_cast<uintptr_t>(region.offset));
+  }
+
   uint64_t bytes_sent() const override {
     return counters_->bytes_sent.load(std::memory_order_relaxed);
   }

@@ -52,6 +52,7 @@
 
 #include "frugal/timer.h"
 #include "transport/mpi/mpi_work.h"
+#include "transport/mpi/peer_memory.h"
 
 namespace frugal {
 namespace {
@@ -75,6 +76,8 @@ struct Shared {
   std::atomic<uint64_t> messages_sent{0};
   WaitPolicy policy;
   std::shared_ptr<StagingPool> pool = std::make_shared<StagingPool>();
+  // NewShared's memory: blocks the ranks on this machine can map (peer_memory.h).
+  std::shared_ptr<StagingPool> shared_pool = std::make_shared<StagingPool>(/*mappable=*/true);
   std::shared_ptr<AbandonedRequests> abandoned;  // the runtime's
 };
 
@@ -139,9 +142,12 @@ std::string PeerName(int rank, const std::vector<int>& world_ranks) {
 
 class MpiTransport : public Transport {
  public:
-  // Takes ownership of both communicators (same group).
+  // Takes ownership of both communicators (same group). Collective over them (PeerMaps).
   MpiTransport(MPI_Comm comm, MPI_Comm control_comm, std::shared_ptr<Shared> shared)
-      : comm_(comm), control_comm_(control_comm), shared_(std::move(shared)) {
+      : comm_(comm),
+        control_comm_(control_comm),
+        shared_(std::move(shared)),
+        peers_(mpi_internal::PeerMaps::Exchange(control_comm)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     std::array<char, MPI_MAX_PROCESSOR_NAME> name{};
@@ -204,9 +210,19 @@ class MpiTransport : public Transport {
   }
 
   SharedBytes NewShared(size_t bytes) override {
-    std::shared_ptr<std::byte> memory = shared_->pool->Acquire(bytes);
+    std::shared_ptr<std::byte> memory = shared_->shared_pool->Acquire(bytes);
     const std::span<std::byte> view(memory.get(), bytes);
     return SharedBytes{std::move(memory), view};
+  }
+
+  bool SharesMemoryWithPeers() const override { return peers_->all_mapped(); }
+  std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
+    return shared_->shared_pool->RegionOf(bytes);
+  }
+  StatusOr<const std::byte*> MapPeerRegion(int peer, const PeerRegion& region) override {
+    FRUGAL_CHECK(peer >= 0 && peer < size_, "MapPeerRegion: rank ", peer, " of ", size_);
+    if (!peers_->all_mapped()) return Transport::MapPeerRegion(peer, region);
+    return peers_->Map(peer, region, PeerName(peer, world_ranks_));
   }
 
   StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
@@ -397,6 +413,7 @@ class MpiTransport : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm control_comm_ = MPI_COMM_NULL;
   std::shared_ptr<Shared> shared_;
+  std::unique_ptr<mpi_internal::PeerMaps> peers_;
   int rank_ = 0;
   int size_ = 1;
   std::string hostname_;

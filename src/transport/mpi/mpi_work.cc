@@ -49,6 +49,7 @@ constexpr size_t kLargeBlockBytes = size_t{1} << 30;
 // The pool keeps at most this many idle bytes, and at most kPerClass buffers of one capacity.
 constexpr size_t kMaxCachedBytes = size_t{256} << 20;
 constexpr size_t kPerClass = 64;
+constexpr size_t kPageBytes = 4096;
 
 std::string MpiErrorString(int error) {
   std::array<char, MPI_MAX_ERROR_STRING> text{};
@@ -108,7 +109,8 @@ void BackOff(const WaitPolicy& policy, Clock::duration waited) {
 
 struct StagingDeleter {
   std::weak_ptr<StagingPool> pool;
-  int size_class;  // -1: not pooled
+  int size_class;                          // -1: not pooled
+  std::shared_ptr<MappableBlocks> blocks;  // of a mappable pool (they outlive it)
   void operator()(std::byte* data) const {
     if (size_class >= 0) {
       if (std::shared_ptr<StagingPool> alive = pool.lock()) {
@@ -116,14 +118,37 @@ struct StagingDeleter {
         return;
       }
     }
-    delete[] data;
+    if (blocks) {
+      blocks->Free(data);
+    } else {
+      delete[] data;
+    }
   }
 };
 
+StagingPool::StagingPool(bool mappable)
+    : blocks_(mappable ? std::make_shared<MappableBlocks>() : nullptr) {}
+
+std::byte* StagingPool::Allocate(size_t capacity) {
+  if (!blocks_) return new std::byte[capacity];
+  return blocks_->Allocate(capacity).data;
+}
+
+void StagingPool::Free(std::byte* data) {
+  if (blocks_) {
+    blocks_->Free(data);
+  } else {
+    delete[] data;
+  }
+}
+
 std::shared_ptr<std::byte> StagingPool::Acquire(size_t bytes) {
-  const int size_class = static_cast<int>(std::bit_width(std::max<size_t>(bytes, 1) - 1));
+  // A mappable buffer is at least a page (a memfd maps whole pages).
+  const size_t least = blocks_ ? std::max<size_t>(bytes, kPageBytes) : std::max<size_t>(bytes, 1);
+  const int size_class = static_cast<int>(std::bit_width(least - 1));
   if (size_class >= kClasses) {
-    return std::shared_ptr<std::byte>(new std::byte[bytes], StagingDeleter{{}, -1});
+    const size_t capacity = blocks_ ? (least + kPageBytes - 1) / kPageBytes * kPageBytes : least;
+    return std::shared_ptr<std::byte>(Allocate(capacity), StagingDeleter{{}, -1, blocks_});
   }
   std::byte* data = nullptr;
   {
@@ -135,8 +160,8 @@ std::shared_ptr<std::byte> StagingPool::Acquire(size_t bytes) {
       cached_bytes_ -= size_t{1} << size_class;
     }
   }
-  if (data == nullptr) data = new std::byte[size_t{1} << size_class];
-  return std::shared_ptr<std::byte>(data, StagingDeleter{weak_from_this(), size_class});
+  if (data == nullptr) data = Allocate(size_t{1} << size_class);
+  return std::shared_ptr<std::byte>(data, StagingDeleter{weak_from_this(), size_class, blocks_});
 }
 
 void StagingPool::Release(std::byte* data, int size_class) {
@@ -150,7 +175,7 @@ void StagingPool::Release(std::byte* data, int size_class) {
       return;
     }
   }
-  delete[] data;
+  Free(data);
 }
 
 size_t StagingPool::cached_bytes() const {
@@ -158,9 +183,14 @@ size_t StagingPool::cached_bytes() const {
   return cached_bytes_;
 }
 
+std::optional<PeerRegion> StagingPool::RegionOf(std::span<const std::byte> bytes) const {
+  if (!blocks_) return std::nullopt;
+  return blocks_->RegionOf(bytes);
+}
+
 StagingPool::~StagingPool() {
   for (auto& free : free_) {
-    for (std::byte* data : free) delete[] data;
+    for (std::byte* data : free) Free(data);
   }
 }
 

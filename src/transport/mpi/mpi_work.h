@@ -8,12 +8,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "frugal/timer.h"
 #include "transport/mpi/mpi_request.h"
+#include "transport/mpi/peer_memory.h"
 
 namespace frugal::mpi_internal {
 
@@ -34,22 +36,29 @@ void BackOff(const WaitPolicy& policy, Clock::duration waited);
 // a buffer of at least `bytes` bytes (uninitialised); when its last reference goes, it returns to
 // the pool, which keeps a bounded number of bytes for reuse (so steady traffic does not allocate
 // and fault in fresh pages for every message). Thread safe.
+// A mappable pool (the memory of Transport::NewShared) makes every buffer of at least a page as a
+// block peers on the machine can map (MappableBlocks, peer_memory.h); RegionOf finds them.
 class StagingPool : public std::enable_shared_from_this<StagingPool> {
  public:
-  StagingPool() = default;
+  explicit StagingPool(bool mappable = false);
   ~StagingPool();
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
   std::shared_ptr<std::byte> Acquire(size_t bytes);
   size_t cached_bytes() const;
+  // Where `bytes` lies for a peer, if inside a mappable buffer of this pool.
+  std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const;
 
  private:
   static constexpr int kClasses = 27;  // capacities 2^0 .. 2^26 (64 MiB); larger ones unpooled
+  std::byte* Allocate(size_t capacity);
+  void Free(std::byte* data);
   void Release(std::byte* data, int size_class);
 
   mutable std::mutex mu_;
   std::array<std::vector<std::byte*>, kClasses> free_;
   size_t cached_bytes_ = 0;
+  std::shared_ptr<MappableBlocks> blocks_;  // null: not mappable; shared with the deleters
   friend struct StagingDeleter;
 };
 
