@@ -16,6 +16,7 @@
 #include <string>
 
 #include "commands.h"
+#include "emulate_spec.h"
 #include "frugal/compressed_reducer.h"
 #include "frugal/engine_phases.h"
 #include "frugal/strategy.h"
@@ -199,8 +200,15 @@ void AddTrainCommand(CLI::App& app, Dispatcher& dispatcher) {
       // gossip graph over them) are checked now.
       const CLI::Option* np = cmd->get_parent()->get_option_no_throw("--np");
       if (np != nullptr && np->count() > 0) {
-        // (Whether the ranks will share memory is known only once they run.)
-        FRUGAL_RETURN_IF_ERROR(CheckTrainWorld(*flags, np->as<int>(), 0, /*shares_memory=*/true));
+        // Ranks on several emulated hosts cannot share memory; on real hosts it is known only
+        // once the ranks run (check_world).
+        const CLI::Option* emulate = cmd->get_parent()->get_option_no_throw("--emulate");
+        bool shares_memory = true;
+        if (emulate != nullptr && emulate->count() > 0) {
+          const StatusOr<EmulateSpec> spec = ParseEmulateSpec(emulate->as<std::string>());
+          shares_memory = !spec.ok() || spec->hosts <= 1;
+        }
+        FRUGAL_RETURN_IF_ERROR(CheckTrainWorld(*flags, np->as<int>(), 0, shares_memory));
       }
       FRUGAL_RETURN_IF_ERROR(CheckDataset(*flags));
       return ValidateFedAvgFlags(*flags);

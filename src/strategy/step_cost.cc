@@ -71,8 +71,16 @@ uint64_t WireBytes(const Compressor& c, const TensorInfo& tensor) {
 }
 
 // The algorithm of the plan's dense all-reduces (another library's is counted as its model).
+// The direct all-reduce moves values through one machine's memory, which no network model covers.
 StatusOr<AllreduceAlgorithm> DenseAlgorithm(const StrategyPlan& plan) {
-  return ModelAllreduceAlgorithm(plan.arch.algorithm);
+  FRUGAL_ASSIGN_OR_RETURN(const AllreduceAlgorithm algorithm,
+                          ModelAllreduceAlgorithm(plan.arch.algorithm));
+  if (algorithm == AllreduceAlgorithm::kDirect) {
+    return InvalidArgumentError(
+        "frugal cost: the direct all-reduce reads the peers' memory on one machine; the model "
+        "covers networks (give another algorithm)");
+  }
+  return algorithm;
 }
 
 // One tensor (or partition) through the compressed path: bytes summed over ranks, and the time
