@@ -166,9 +166,7 @@ Status CheckTrainWorld(const TrainFlags& flags, int world_size, int rank, bool s
   FRUGAL_RETURN_IF_ERROR(CheckWorldSize(plan, world_size));
   if (plan.arch.algorithm == AllreduceAlgorithmName(AllreduceAlgorithm::kDirect) &&
       !shares_memory) {
-    return InvalidArgumentError(
-        "--arch allreduce:direct needs every rank on one machine, able to map each other's memory "
-        "(not across hosts, emulated ones included)");
+    return InvalidArgumentError(fmt::format("--arch allreduce:direct {}", kDirectNeedsOneMachine));
   }
   options.workers = AssignRoles(plan.arch, world_size, rank).workers;
   return PlanStrategy(options).status();

@@ -44,6 +44,10 @@ enum class AllreduceAlgorithm {
 // The direct all-reduce's messages: one of this many bytes from every rank to every other (where
 // its buffer lies), then two empty ones (phase done). See allreduce_direct.cc.
 inline constexpr size_t kDirectRegionBytes = 40;
+// What every refusal of the direct all-reduce says it needs (after naming it).
+inline constexpr std::string_view kDirectNeedsOneMachine =
+    "needs every rank on one machine, able to map each other's memory (not across hosts, emulated "
+    "ones included)";
 
 // Short names used on the command line: ring, rd, rabenseifner, tree, dbtree, hier, torus, direct.
 std::string_view AllreduceAlgorithmName(AllreduceAlgorithm algorithm);

@@ -41,10 +41,7 @@ namespace {
 // Step 1's message: a region and whether the sender has one to offer.
 struct RegionMessage {
   uint64_t ok;  // 0: the sender could not place its buffer in memory its peers can map
-  uint64_t segment;
-  uint64_t generation;
-  uint64_t offset;
-  uint64_t bytes;
+  PeerRegion region;
 };
 static_assert(sizeof(RegionMessage) == kDirectRegionBytes);
 
@@ -57,8 +54,7 @@ Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptio
   const int r = t.rank();
   if (!t.SharesMemoryWithPeers()) {
     return FailedPreconditionError(
-        "the direct all-reduce needs every rank on one machine, able to map each other's memory "
-        "(not across hosts, emulated ones included); use another algorithm");
+        fmt::format("the direct all-reduce {}; use another algorithm", kDirectNeedsOneMachine));
   }
   const Duration timeout = options.timeout;
   const int tag = kTagDirect;
@@ -77,10 +73,7 @@ Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptio
   }
 
   // 1. Regions.
-  RegionMessage mine{};
-  if (region) {
-    mine = RegionMessage{1, region->segment, region->generation, region->offset, region->bytes};
-  }
+  const RegionMessage mine{region.has_value(), region.value_or(PeerRegion{})};
   std::vector<RegionMessage> theirs(static_cast<size_t>(n));
   std::vector<std::unique_ptr<Work>> recvs(static_cast<size_t>(n));
   std::vector<std::unique_ptr<Work>> sends;
@@ -90,31 +83,26 @@ Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptio
   for (int j = 0; j < n; ++j) {
     if (j != r) sends.push_back(t.ISend(j, tag, std::as_bytes(std::span(&mine, 1))));
   }
-  std::vector<const float*> peer(static_cast<size_t>(n), nullptr);
-  peer[r] = work.data();
+  std::vector<const float*> peer(static_cast<size_t>(n), nullptr);  // this rank's stays null
   for (int j = 0; j < n; ++j) {
     if (j == r) continue;
     FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[j], sizeof(RegionMessage), timeout));
   }
   FRUGAL_RETURN_IF_ERROR(WaitAll(sends, timeout));
-  if (!region) {
+  auto no_memory = [&](int rank) {
     return FailedPreconditionError(
-        fmt::format("rank {} has no memory its peers can map for {} bytes", r, bytes));
-  }
+        fmt::format("rank {} has no memory its peers can map for {} bytes", rank, bytes));
+  };
+  if (!region) return no_memory(r);
   for (int j = 0; j < n; ++j) {
     if (j == r) continue;
     const RegionMessage& m = theirs[j];
-    if (m.ok == 0) {
-      return FailedPreconditionError(
-          fmt::format("rank {} has no memory its peers can map for {} bytes", j, bytes));
-    }
-    if (m.bytes != bytes) {
+    if (m.ok == 0) return no_memory(j);
+    if (m.region.bytes != bytes) {
       return MalformedError(
-          fmt::format("rank {} offers {} bytes where this rank has {}", j, m.bytes, bytes));
+          fmt::format("rank {} offers {} bytes where this rank has {}", j, m.region.bytes, bytes));
     }
-    FRUGAL_ASSIGN_OR_RETURN(
-        const std::byte* p,
-        t.MapPeerRegion(j, PeerRegion{m.segment, m.generation, m.offset, m.bytes}));
+    FRUGAL_ASSIGN_OR_RETURN(const std::byte* p, t.MapPeerRegion(j, m.region));
     peer[j] = reinterpret_cast<const float*>(p);
   }
 

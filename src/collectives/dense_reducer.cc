@@ -122,9 +122,7 @@ StatusOr<std::unique_ptr<GradientReducer>> MakeDenseReducer(Transport& t,
                                 "' (known: " + known + ")");
   }
   if (*algorithm == AllreduceAlgorithm::kDirect && !t.SharesMemoryWithPeers()) {
-    return InvalidArgumentError(
-        "the direct all-reduce needs every rank on one machine, able to map each other's memory "
-        "(not across hosts, emulated ones included)");
+    return InvalidArgumentError(fmt::format("the direct all-reduce {}", kDirectNeedsOneMachine));
   }
   AllreduceOptions allreduce = options.allreduce;
   allreduce.algorithm = *algorithm;

@@ -44,7 +44,6 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <thread>
@@ -93,14 +92,11 @@ struct MachineShare {
   int cores = 0;  // 0: unknown
 };
 MachineShare RanksOnThisMachine(MPI_Comm comm) {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string boot_id;
-  std::getline(in, boot_id);
   struct Entry {
     uint64_t boot;  // 0 marks "unknown"; if any rank has no boot id, all fall back
     cpu_set_t cpus;
   };
-  Entry mine{boot_id.empty() ? 0 : std::hash<std::string>{}(boot_id) | 1, {}};
+  Entry mine{mpi_internal::BootIdHash(), {}};
   CPU_ZERO(&mine.cpus);
   const bool have_mask = sched_getaffinity(0, sizeof(mine.cpus), &mine.cpus) == 0;
   MachineShare share;

@@ -107,6 +107,15 @@ void BackOff(const WaitPolicy& policy, Clock::duration waited) {
 
 // ---- StagingPool ----
 
+// Frees a buffer of a pool: a mappable pool's through its blocks, a plain one's with delete[].
+void FreeBuffer(MappableBlocks* blocks, std::byte* data) {
+  if (blocks != nullptr) {
+    blocks->Free(data);
+  } else {
+    delete[] data;
+  }
+}
+
 struct StagingDeleter {
   std::weak_ptr<StagingPool> pool;
   int size_class;                          // -1: not pooled
@@ -118,11 +127,7 @@ struct StagingDeleter {
         return;
       }
     }
-    if (blocks) {
-      blocks->Free(data);
-    } else {
-      delete[] data;
-    }
+    FreeBuffer(blocks.get(), data);
   }
 };
 
@@ -134,13 +139,7 @@ std::byte* StagingPool::Allocate(size_t capacity) {
   return blocks_->Allocate(capacity).data;
 }
 
-void StagingPool::Free(std::byte* data) {
-  if (blocks_) {
-    blocks_->Free(data);
-  } else {
-    delete[] data;
-  }
-}
+void StagingPool::Free(std::byte* data) { FreeBuffer(blocks_.get(), data); }
 
 std::shared_ptr<std::byte> StagingPool::Acquire(size_t bytes) {
   // A mappable buffer is at least a page (a memfd maps whole pages).

@@ -56,13 +56,6 @@ const ProbeBlock& Probe() {
   return probe;
 }
 
-uint64_t HashOfFile(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line.empty() ? 0 : std::hash<std::string>{}(line) | 1;
-}
-
 uint64_t NetworkNamespace() {
   struct stat st {};
   if (stat("/proc/self/ns/net", &st) != 0) return 0;
@@ -96,6 +89,13 @@ StatusOr<std::pair<const std::byte*, size_t>> MapOf(int64_t pid, uint64_t fd, si
 }
 
 }  // namespace
+
+uint64_t BootIdHash() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(in, boot_id);
+  return boot_id.empty() ? 0 : std::hash<std::string>{}(boot_id) | 1;
+}
 
 // ---- MappableBlocks ----
 
@@ -159,12 +159,8 @@ std::unique_ptr<PeerMaps> PeerMaps::Exchange(MPI_Comm comm) {
     uint64_t probe_generation;
     uint64_t probe_value;
   };
-  const Entry mine{HashOfFile("/proc/sys/kernel/random/boot_id"),
-                   NetworkNamespace(),
-                   static_cast<int64_t>(getpid()),
-                   probe.fd,
-                   probe.generation,
-                   probe.value};
+  const Entry mine{BootIdHash(), NetworkNamespace(), static_cast<int64_t>(getpid()),
+                   probe.fd,     probe.generation,   probe.value};
   int size = 1;
   int rank = 0;
   MPI_Comm_size(comm, &size);

@@ -36,6 +36,10 @@
 
 namespace frugal::mpi_internal {
 
+// A hash of this kernel's boot id (never 0), or 0 when it cannot be read: ranks with the same one
+// run on one machine, emulated hosts included.
+uint64_t BootIdHash();
+
 // A block of memory backed by a memfd, or plain memory when memfd_create failed (fd -1).
 struct MappableBlock {
   std::byte* data = nullptr;
