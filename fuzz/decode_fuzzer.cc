@@ -1,5 +1,6 @@
-// libFuzzer target for one compressor's decoder (FRUGAL_FUZZ_SPEC, a registry spec, fixed at
-// build time). The first input byte picks how the rest becomes a payload:
+// libFuzzer target for one compressor's decoder (kFuzzSpec, a registry spec, fixed at build time:
+// this harness is compiled once and every target links it with a one-line file that defines the
+// spec, fuzz/CMakeLists.txt). The first input byte picks how the rest becomes a payload:
 //   mode 0: the bytes are the payload as they are (exercises the header checks);
 //   mode 1: a valid header is written for numel taken from the next two bytes and a body cut or
 //           zero-padded to the size the compressor expects (exercises the body checks);
@@ -17,15 +18,14 @@
 #include "frugal/compress_wire.h"
 #include "frugal/compressor.h"
 
-#ifndef FRUGAL_FUZZ_SPEC
-#error "FRUGAL_FUZZ_SPEC must name the compressor"
-#endif
+// The compressor's spec, defined by the target's own file.
+extern const char kFuzzSpec[];
 
 namespace {
 
 const frugal::Compressor& Target() {
   static const std::unique_ptr<frugal::Compressor> compressor = [] {
-    auto made = frugal::DefaultCompressorRegistry().Create(FRUGAL_FUZZ_SPEC);
+    auto made = frugal::DefaultCompressorRegistry().Create(kFuzzSpec);
     if (!made.ok()) {
       std::fprintf(stderr, "fuzz target: %s\n", made.status().ToString().c_str());
       std::abort();
@@ -37,7 +37,7 @@ const frugal::Compressor& Target() {
 
 void Check(bool ok, const char* what) {
   if (!ok) {
-    std::fprintf(stderr, "fuzz target %s: %s\n", FRUGAL_FUZZ_SPEC, what);
+    std::fprintf(stderr, "fuzz target %s: %s\n", kFuzzSpec, what);
     std::abort();
   }
 }

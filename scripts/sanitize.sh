@@ -35,12 +35,15 @@ esac
 
 sanitized_build "$kind" ${SANITIZE_SUITES:-tier1_tests}
 
-# Runs one suite; prints one line and, on a failure, the end of its log.
+# Runs one suite, or shard SHARD of SHARDS of it (gtest sharding); prints one line and, on a
+# failure, the end of its log.
 run_suite() {
-  local suite="$1" name start
+  local suite="$1" shard="${2:-0}" shards="${3:-1}" name start
   name="$(basename "$suite")"
+  [ "$shards" -gt 1 ] && name="$name.shard$shard"
   start=$SECONDS
-  if timeout 600 "$suite" --gtest_brief=1 "${test_args[@]}" >"$build/$name.log" 2>&1; then
+  if GTEST_SHARD_INDEX="$shard" GTEST_TOTAL_SHARDS="$shards" timeout 600 "$suite" --gtest_brief=1 \
+      "${test_args[@]}" >"$build/$name.log" 2>&1; then
     echo "sanitize ($sanitize): $name ok ($((SECONDS - start)) s)"
   else
     echo "sanitize ($sanitize): $name FAILED ($((SECONDS - start)) s), see $build/$name.log"
@@ -54,20 +57,34 @@ run_suite() {
 # it, run one at a time. SANITIZE_JOBS overrides.
 test_args=("$@")
 jobs="${SANITIZE_JOBS:-$([ "$kind" = address ] && echo 2 || echo 1)}"
+# The suites that take longest under the sanitizers start first, cut into shards, so that the
+# others fill the second core beside them instead of leaving one suite to run alone at the end.
+heavy="collectives_test compress_test"
+jobs_list=()
+for name in $heavy; do
+  suite="$(grep "/$name\$" "$build/tier1_tests.txt" || true)"
+  [ -n "$suite" ] && jobs_list+=("$suite 0 $jobs" "$suite 1 $jobs")
+done
+while read -r suite; do
+  [[ " $heavy " == *" $(basename "$suite") "* ]] || jobs_list+=("$suite 0 1")
+done <"$build/tier1_tests.txt"
+
 status=0
 running=0
-while read -r suite; do
+for job in "${jobs_list[@]}"; do
+  read -r suite shard shards <<<"$job"
   name="$(basename "$suite")"
   if [ -n "${SANITIZE_SUITES:-}" ] && [[ " $SANITIZE_SUITES " != *" $name "* ]]; then
     continue
   fi
+  [ "$shard" -lt "$shards" ] || continue
   if [ "$running" -ge "$jobs" ]; then
     wait -n || status=1
     running=$((running - 1))
   fi
-  run_suite "$suite" &
+  run_suite "$suite" "$shard" "$shards" &
   running=$((running + 1))
-done <"$build/tier1_tests.txt"
+done
 while [ "$running" -gt 0 ]; do
   wait -n || status=1
   running=$((running - 1))
