@@ -16,8 +16,13 @@
 //      (InnerOptions: a plain sum, no second length check), then scale by 1/n for kAverage;
 //   3. intra-host broadcast: the leader sends the result to its host's ranks (pipelined binomial
 //      tree, BinomialBroadcast).
-// With a single host the reduce and broadcast are one pipelined tree all-reduce (HeapTree with
-// broadcast, no Split); with one rank per host only step 2 remains, run on the transport itself.
+// Where the ranks of a host can map each other's memory (Transport::SharesMemoryWithPeers of the
+// host's group), step 1 is the direct all-reduce inside the host instead (each rank sums a block
+// reading its peers' buffers, as NCCL does within a node): every rank of the host then holds the
+// host's sum, and the leader goes on with it. With a single host the reduce and broadcast are one
+// all-reduce: the direct one where the ranks share memory, otherwise a pipelined tree all-reduce
+// (HeapTree with broadcast, no Split); with one rank per host only step 2 remains, run on the
+// transport itself.
 // Only the leaders' traffic crosses hosts, N bytes each way per host instead of per rank. The
 // inner all-reduce is deterministic and the broadcast copies, so results are bit-identical on all
 // ranks. Errors inside a group name its ranks in both numberings ("rank 1 (world rank 5)").
@@ -58,6 +63,20 @@ StatusOr<std::vector<int>> HostOfEachRank(Transport& t, int ranks_per_host, Dura
 }
 
 namespace coll {
+namespace {
+
+// The direct all-reduce inside a host: `op`, the direct all-reduce's own segment (the piece it
+// sums in the cache), the caller's timeout and memory.
+AllreduceOptions IntraHostOptions(const AllreduceOptions& options, ReduceOp op) {
+  AllreduceOptions intra = options;
+  intra.algorithm = AllreduceAlgorithm::kDirect;
+  intra.op = op;
+  intra.segment_bytes.reset();
+  intra.check_lengths = false;
+  return intra;
+}
+
+}  // namespace
 
 Status HierarchicalAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options) {
   const int n = t.size();
@@ -96,7 +115,12 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
   const bool leader = local_members.front() == r;
   const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
   if (leaders.size() == 1) {
-    // One host: the intra-host reduce and broadcast overlap as in the binary tree.
+    // One host: the direct all-reduce where the ranks share memory; otherwise the intra-host
+    // reduce and broadcast overlap as in the binary tree.
+    if (t.SharesMemoryWithPeers()) {
+      return DirectAllreduce(t, data, IntraHostOptions(options, options.op))
+          .Annotate("intra-host direct allreduce (one host)");
+    }
     TreePipeline tree(t, HeapTree(n, r, 0), data, SegmentElems(SegmentBytes(options)),
                       kTagHierReduce, options.timeout, scale, /*broadcast=*/true,
                       DataIo{options.data_owner});
@@ -124,7 +148,13 @@ Status HierarchicalAllreduce(Transport& t, std::span<float> data, const Allreduc
   Transport* const cross = layout->groups[1].get();
   FRUGAL_INTERNAL_ASSERT(local->size() == static_cast<int>(local_members.size()));
 
-  if (local->size() > 1) {
+  if (local->size() > 1 && local->SharesMemoryWithPeers()) {
+    Status status = DirectAllreduce(*local, data, IntraHostOptions(options, ReduceOp::kSum));
+    if (!status.ok()) {
+      return status.Annotate(
+          fmt::format("intra-host direct allreduce over {}", DescribeRanks(local_members)));
+    }
+  } else if (local->size() > 1) {
     TreePipeline reduce(*local, HeapTree(local->size(), local->rank(), 0), data,
                         SegmentElems(SegmentBytes(options)), kTagHierReduce, options.timeout, 1.0f,
                         /*broadcast=*/false, DataIo{options.data_owner});

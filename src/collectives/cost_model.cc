@@ -18,10 +18,10 @@
 //                 the load summed over both trees: a rank interior in one tree and a leaf in the
 //                 other moves 4 half-size segments each way per stage: about 2 N beta, the ring's
 //                 volume, which is the point of two trees
-//   hier          L = ranks_per_host, H = ceil(n/L): intra-host pipelined tree reduce over L, ring
-//                 across the H leaders on N bytes, intra-host pipelined binomial broadcast
-//                 (ceil(log2 L) S (alpha + m beta)); one host (L >= n) is the tree all-reduce, one
-//                 rank per host the ring
+//   hier          L = ranks_per_host, H = ceil(n/L): the direct all-reduce inside each host (a
+//                 host's ranks share memory), ring across the H leaders on N bytes, intra-host
+//                 pipelined binomial broadcast (ceil(log2 L) S (alpha + m beta)); one host (L >= n)
+//                 is the direct all-reduce, one rank per host the ring
 //   torus         R rows, C = n/R columns: ring reduce-scatter over C ((C-1) alpha + (C-1)/C N
 //                 (beta + gamma)), ring all-reduce over R on N/C bytes, ring allgather over C
 //                 ((C-1) alpha + (C-1)/C N beta)
@@ -108,6 +108,14 @@ CostTerms Ring(int n, double bytes) {
 }
 
 // A pipeline of the given height over `bytes` in segments of `segment` bytes.
+// The direct all-reduce of n ranks on one machine: three rounds of n - 1 messages; (n - 1)/n of
+// the buffer read from the peers twice (sum, copy), at the beta of the machine's memory rather
+// than of a network.
+CostTerms Direct(int n, double bytes) {
+  const double f = static_cast<double>(n - 1) / n;
+  return {3.0 * (n - 1), 2.0 * f * bytes, f * bytes};
+}
+
 struct Pipeline {
   double m;         // bytes per segment
   double segments;  // S
@@ -172,22 +180,16 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
     }
     case AllreduceAlgorithm::kHierarchical: {
       const int local = std::clamp(shape.ranks_per_host, 1, n);
-      if (local == n) {
-        // One host: the pipelined tree all-reduce.
-        const TreeLoad load = AnalyzeTrees({HeapTreeNodes(n)}, /*broadcast=*/true);
-        return TreeCost(load, Segmented(bytes, segment, load.height));
-      }
+      if (local == n) return Direct(n, bytes);  // one host
       const int hosts = (n + local - 1) / local;
       CostTerms c = Ring(hosts, bytes);
       if (local > 1) {
-        const TreeLoad load = AnalyzeTrees({HeapTreeNodes(local)}, /*broadcast=*/false);
-        const Pipeline reduce = Segmented(bytes, segment, load.height);
-        const CostTerms intra = TreeCost(load, reduce);
+        c += Direct(local, bytes);
         // Binomial broadcast: the leader sends each of the S segments once per level.
-        const double sends = CeilLog2(local) * reduce.segments;
-        c.latency_terms += intra.latency_terms + sends;
-        c.bandwidth_bytes += intra.bandwidth_bytes + sends * reduce.m;
-        c.compute_bytes += intra.compute_bytes;
+        const Pipeline pieces = Segmented(bytes, segment, 1);
+        const double sends = CeilLog2(local) * pieces.segments;
+        c.latency_terms += sends;
+        c.bandwidth_bytes += sends * pieces.m;
       }
       return c;
     }
@@ -203,12 +205,8 @@ CostTerms AllreduceCost(AllreduceAlgorithm algorithm, const CostShape& shape) {
       c.compute_bytes += vertical.compute_bytes;
       return c;
     }
-    case AllreduceAlgorithm::kDirect: {
-      // Three rounds of n - 1 messages; (n - 1)/n of the buffer read from the peers twice (sum,
-      // copy), at the beta of the machine's memory rather than of a network.
-      const double f = static_cast<double>(n - 1) / n;
-      return {3.0 * (n - 1), 2.0 * f * bytes, f * bytes};
-    }
+    case AllreduceAlgorithm::kDirect:
+      return Direct(n, bytes);
   }
   return {};
 }

@@ -269,7 +269,7 @@ uint64_t AllreduceBytesSum(AllreduceAlgorithm algorithm, int n, uint64_t bytes) 
       return (2 * (p - 1) + 2 * rem) * bytes;
     case AllreduceAlgorithm::kDirect:  // the values are read, not sent: only where they lie
       return static_cast<uint64_t>(n) * static_cast<uint64_t>(n - 1) * kDirectRegionBytes;
-    default:  // ring, tree, dbtree, hier and torus with ring between leaders / in columns
+    default:  // ring, tree, dbtree, torus with ring in columns, hier with one rank per host
       return 2 * static_cast<uint64_t>(n - 1) * bytes;
   }
 }

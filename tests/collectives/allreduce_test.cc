@@ -545,6 +545,56 @@ TEST_P(AllreduceOver, DirectRefusedAcrossHosts) {
   ExpectAllOk(within);
 }
 
+// Inside a host whose ranks share memory the hierarchical all-reduce reads the peers' buffers (the
+// direct all-reduce): on the second call (the layout kept from the first), a rank that does not
+// lead its host sends only the direct all-reduce's region message (kDirectRegionBytes), where the
+// tree's reduce would send it its whole buffer; its leader sends that message, the inner ring's
+// bytes (2 leaders: the whole buffer) and the broadcast (the whole buffer) to its one peer. On a
+// single host every rank sends what the direct all-reduce sends, (n - 1) region messages. The
+// sums are the serial reference's and the same bits on every rank.
+TEST_P(AllreduceOver, HierarchicalReadsInsideAHost) {
+  const int n = 4;
+  const size_t length = 1000;
+  const uint64_t buffer = length * sizeof(float);
+  for (int per_host : {2, 0}) {
+    SCOPED_TRACE(per_host == 0 ? "one host" : "two hosts");
+    InProcOptions world;
+    world.ranks_per_host = per_host;
+    std::vector<std::vector<float>> after(n);
+    std::vector<uint64_t> sent(n);
+    auto statuses = Run(
+        n,
+        [&](Transport& t) -> Status {
+          AllreduceOptions options;
+          options.algorithm = AllreduceAlgorithm::kHierarchical;
+          options.check_lengths = false;
+          std::vector<float> data = MakeInput(t.rank(), length);
+          FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+          data = MakeInput(t.rank(), length);
+          const uint64_t before = t.bytes_sent();
+          FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+          sent[static_cast<size_t>(t.rank())] = t.bytes_sent() - before;
+          after[static_cast<size_t>(t.rank())] = data;
+          return Status::Ok();
+        },
+        world);
+    ExpectAllOk(statuses);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(FirstMismatch(after[r], Reference(n, length, ReduceOp::kSum),
+                              Tolerance(n, ReduceOp::kSum)),
+                -1)
+          << "rank " << r;
+      EXPECT_TRUE(BitIdentical(after[r], after[0])) << "rank " << r;
+      if (per_host == 0) {
+        EXPECT_EQ(sent[r], (n - 1) * kDirectRegionBytes) << "rank " << r;
+      } else {
+        const bool leader = r % per_host == 0;
+        EXPECT_EQ(sent[r], kDirectRegionBytes + (leader ? 2 * buffer : 0)) << "rank " << r;
+      }
+    }
+  }
+}
+
 TEST_P(AllreduceOver, RingBytesForUnevenBlocks) {
   // Ring rank r sends every block but its own in the reduce-scatter and every block but r + 1's
   // in the allgather.

@@ -89,14 +89,24 @@ TEST(CostModel, OrderingsBetweenAlgorithms) {
        {AllreduceAlgorithm::kBinaryTree, AllreduceAlgorithm::kDoubleBinaryTree}) {
     EXPECT_NEAR(Cost(a, 2, 64e6, 64e3).bandwidth_bytes / 64e6, 1.0, 0.01);
   }
-  // Hierarchical on one host is the tree; with one rank per host, the ring.
-  EXPECT_DOUBLE_EQ(Cost(AllreduceAlgorithm::kHierarchical, 8, 1e6, 1e5, 8).bandwidth_bytes,
-                   Cost(AllreduceAlgorithm::kBinaryTree, 8, 1e6, 1e5).bandwidth_bytes);
+  // Hierarchical on one host is the direct all-reduce (a host's ranks share memory); with one rank
+  // per host, the ring.
+  for (double segment : {1e5, 1e6}) {
+    const CostTerms one_host = Cost(AllreduceAlgorithm::kHierarchical, 8, 1e6, segment, 8);
+    const CostTerms direct = Cost(AllreduceAlgorithm::kDirect, 8, 1e6);
+    EXPECT_DOUBLE_EQ(one_host.latency_terms, direct.latency_terms);
+    EXPECT_DOUBLE_EQ(one_host.bandwidth_bytes, direct.bandwidth_bytes);
+    EXPECT_DOUBLE_EQ(one_host.compute_bytes, direct.compute_bytes);
+  }
   EXPECT_DOUBLE_EQ(Cost(AllreduceAlgorithm::kHierarchical, 8, 1e6, 1e5, 1).bandwidth_bytes,
                    Cost(AllreduceAlgorithm::kRing, 8, 1e6).bandwidth_bytes);
-  // Two hosts of four: the leaders' ring carries N, plus the intra-host tree and broadcast.
+  // Two hosts of four: the leaders' ring carries N, plus the direct all-reduce inside each host
+  // (3/4 N read twice) and the binomial broadcast of one unsegmented piece over 2 levels (2 N).
   const auto hier = Cost(AllreduceAlgorithm::kHierarchical, 8, 1e6, 1e6, 4);
-  EXPECT_GT(hier.bandwidth_bytes, Cost(AllreduceAlgorithm::kRing, 2, 1e6).bandwidth_bytes);
+  EXPECT_DOUBLE_EQ(hier.bandwidth_bytes,
+                   Cost(AllreduceAlgorithm::kRing, 2, 1e6).bandwidth_bytes + 2 * 0.75e6 + 2e6);
+  EXPECT_DOUBLE_EQ(hier.latency_terms,
+                   Cost(AllreduceAlgorithm::kRing, 2, 1e6).latency_terms + 3 * 3 + 2);
   // Small messages: recursive doubling beats the ring when alpha dominates.
   const CostParams latency_bound{1e-5, 1e-10, 1e-11};
   EXPECT_LT(Cost(AllreduceAlgorithm::kRecursiveDoubling, 64, 1024).Seconds(latency_bound),
