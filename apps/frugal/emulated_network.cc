@@ -31,7 +31,9 @@ namespace fs = std::filesystem;
  *
  */
 
-Status CheckEmulationSupport() {
+namespace {
+
+Status ProbeEmulationSupport() {
   if (::geteuid() != 0) {
     return FailedPreconditionError(
         "--emulate needs root: it creates network namespaces, veth pairs and tc qdiscs");
@@ -51,6 +53,15 @@ Status CheckEmulationSupport() {
         "--emulate needs network and UTS namespaces, which this kernel does not offer");
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+// Probed once per process: the answer does not change while it runs, and `frugal sweep
+// --dry-run` checks every point of a sweep (each probe forks three tools from a large process).
+Status CheckEmulationSupport() {
+  static const Status support = ProbeEmulationSupport();
+  return support;
 }
 
 EmulatedNetwork::EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates,

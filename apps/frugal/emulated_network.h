@@ -29,7 +29,7 @@ namespace frugal::apps {
 inline constexpr std::string_view kEmulateSubnet = "10.213.0.0/24";
 
 // kFailedPrecondition with one line when this process cannot emulate (not root, no `ip`/`tc`/
-// `unshare`, no network namespace support).
+// `unshare`, no network namespace support), probed once per process.
 Status CheckEmulationSupport();
 
 struct EmulatedHost {

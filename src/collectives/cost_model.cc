@@ -107,7 +107,6 @@ CostTerms Ring(int n, double bytes) {
   return {2.0 * (n - 1), 2.0 * f * bytes, f * bytes};
 }
 
-// A pipeline of the given height over `bytes` in segments of `segment` bytes.
 // The direct all-reduce of n ranks on one machine: three rounds of n - 1 messages; (n - 1)/n of
 // the buffer read from the peers twice (sum, copy), at the beta of the machine's memory rather
 // than of a network.
@@ -116,6 +115,7 @@ CostTerms Direct(int n, double bytes) {
   return {3.0 * (n - 1), 2.0 * f * bytes, f * bytes};
 }
 
+// A pipeline of the given height over `bytes` in segments of `segment` bytes.
 struct Pipeline {
   double m;         // bytes per segment
   double segments;  // S

@@ -224,7 +224,11 @@ TEST_P(BulkTransfer, ReachesTheConfiguredRate) {
   double fraction = measured / static_cast<double>(rate);
   RecordProperty("fraction_of_nic", std::to_string(fraction));
   std::printf("%s: %.1f Mbit/s = %.3f of the NIC rate\n", GetParam().nic, measured / 1e6, fraction);
-  EXPECT_GE(fraction, 0.90);
+  // Alone on the machine the transfer reaches 0.95-0.96 of the rate; beside another test busy on
+  // both cores 0.87 was seen (the sender is not always running when the bucket has tokens). The
+  // bounds still catch a shaper set to the wrong rate or unit, and one that lets traffic through
+  // faster than the NIC.
+  EXPECT_GE(fraction, 0.80);
   EXPECT_LE(fraction, 1.05);
 }
 
