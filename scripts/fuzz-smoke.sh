@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (every compressor decoder, the spec parser, the engine's and the
 # parameter server's messages, the checkpoint loader) with clang, AddressSanitizer and
-# UndefinedBehaviorSanitizer in build-asan (the build scripts/sanitize.sh address uses), then runs
-# each target for a few seconds, two at a time. Exits non-zero if the build fails or a target
-# finds a crash.
+# UndefinedBehaviorSanitizer in build-fuzz, then runs each target for a few seconds, two at a time.
+# Exits non-zero if the build fails or a target finds a crash. (scripts/sanitize.sh address runs
+# the same harnesses on fixed pseudo-random inputs, the replays of tests/fuzz.)
 # Usage: scripts/fuzz-smoke.sh [seconds per target, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sanitized-build.sh
 
 seconds="${1:-5}"
-sanitized_build address fuzzers
+sanitized_build fuzz fuzzers
 
 # Runs one target; prints one line and, on a finding, the end of its log.
 run_target() {

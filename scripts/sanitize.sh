@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the tier-1 test suites (label "tier1": core, transport, collectives, compress, engine,
 # strategy; ranks as threads, no MPI processes, no LibTorch) with sanitizers in their own build
-# directory and runs each suite in one process (two suites at a time under AddressSanitizer).
+# directory and runs each suite in one process, the longest ones in two gtest shards (two
+# processes at a time under AddressSanitizer).
 # Exits non-zero if the build fails, a test fails or a sanitizer reports anything.
 # Usage: scripts/sanitize.sh address   (AddressSanitizer + UndefinedBehaviorSanitizer with clang,
-#                                       build-asan, shared with scripts/fuzz-smoke.sh)
+#                                       build-asan; the fuzz harnesses' replays run too)
 #        scripts/sanitize.sh thread    (ThreadSanitizer, build-tsan)
 # Extra arguments go to every suite (e.g. --gtest_filter=Engine*). SANITIZE_SUITES="a b" runs only
 # those suites (names as in tier1_tests.txt, e.g. engine_test). Findings in frugal are never
@@ -33,17 +34,22 @@ case "$kind" in
     ;;
 esac
 
-sanitized_build "$kind" ${SANITIZE_SUITES:-tier1_tests}
+# Under AddressSanitizer the fuzz harnesses' replays (tests/fuzz) run too, unless suites are named.
+replays=""
+[ "$kind" = address ] && [ -z "${SANITIZE_SUITES:-}" ] && replays=fuzz_replays
+sanitized_build "$kind" ${SANITIZE_SUITES:-tier1_tests} $replays
 
 # Runs one suite, or shard SHARD of SHARDS of it (gtest sharding); prints one line and, on a
 # failure, the end of its log.
 run_suite() {
   local suite="$1" shard="${2:-0}" shards="${3:-1}" name start
   name="$(basename "$suite")"
-  [ "$shards" -gt 1 ] && name="$name.shard$shard"
+  [ "$shards" != replay ] && [ "$shards" -gt 1 ] && name="$name.shard$shard"
   start=$SECONDS
-  if GTEST_SHARD_INDEX="$shard" GTEST_TOTAL_SHARDS="$shards" timeout 600 "$suite" --gtest_brief=1 \
-      "${test_args[@]}" >"$build/$name.log" 2>&1; then
+  local args=(--gtest_brief=1 "${test_args[@]}")
+  [ "$shards" = replay ] && args=(10000) && shards=1  # a fuzz harness's replay: 10000 inputs
+  if GTEST_SHARD_INDEX="$shard" GTEST_TOTAL_SHARDS="$shards" timeout 600 "$suite" "${args[@]}" \
+      >"$build/$name.log" 2>&1; then
     echo "sanitize ($sanitize): $name ok ($((SECONDS - start)) s)"
   else
     echo "sanitize ($sanitize): $name FAILED ($((SECONDS - start)) s), see $build/$name.log"
@@ -68,6 +74,9 @@ done
 while read -r suite; do
   [[ " $heavy " == *" $(basename "$suite") "* ]] || jobs_list+=("$suite 0 1")
 done <"$build/tier1_tests.txt"
+if [ -n "$replays" ]; then
+  while read -r replay; do jobs_list+=("$replay 0 replay"); done <"$build/fuzz_replays.txt"
+fi
 
 status=0
 running=0
@@ -77,7 +86,7 @@ for job in "${jobs_list[@]}"; do
   if [ -n "${SANITIZE_SUITES:-}" ] && [[ " $SANITIZE_SUITES " != *" $name "* ]]; then
     continue
   fi
-  [ "$shard" -lt "$shards" ] || continue
+  [ "$shards" = replay ] || [ "$shard" -lt "$shards" ] || continue
   if [ "$running" -ge "$jobs" ]; then
     wait -n || status=1
     running=$((running - 1))

@@ -1,9 +1,8 @@
 # Sourced by scripts/sanitize.sh and scripts/fuzz-smoke.sh: configures and builds a sanitized
 # build directory without LibTorch or Gloo.
-#   sanitized_build address TARGET...   build-asan: clang, AddressSanitizer + UndefinedBehaviorSanitizer,
-#                                    with the libFuzzer targets (the whole library instrumented
-#                                    for coverage), so that the fuzzing smoke run and the tier-1
-#                                    suites share one build
+#   sanitized_build address TARGET...   build-asan: clang, AddressSanitizer + UndefinedBehaviorSanitizer
+#   sanitized_build fuzz TARGET...      build-fuzz: the same with the libFuzzer targets (the whole
+#                                    library instrumented for coverage)
 #   sanitized_build thread TARGET...    build-tsan: ThreadSanitizer
 # Sets `build` to the directory. -O1 keeps the build short and the stack traces readable; -g1
 # gives file:line in reports.
@@ -15,6 +14,11 @@ sanitized_build() {
   case "$kind" in
     address)
       build=build-asan
+      args+=(-DFRUGAL_SANITIZE=address,undefined -DFRUGAL_BUILD_FUZZERS=OFF
+        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+      ;;
+    fuzz)
+      build=build-fuzz
       args+=(-DFRUGAL_SANITIZE=address,undefined -DFRUGAL_BUILD_FUZZERS=ON
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
       ;;
