@@ -39,15 +39,15 @@ replays=""
 [ "$kind" = address ] && [ -z "${SANITIZE_SUITES:-}" ] && replays=fuzz_replays
 sanitized_build "$kind" ${SANITIZE_SUITES:-tier1_tests} $replays
 
-# Runs one suite, or shard SHARD of SHARDS of it (gtest sharding); prints one line and, on a
-# failure, the end of its log.
+# Runs shard SHARD of SHARDS (gtest sharding) of a suite (KIND gtest) or a fuzz harness's replay
+# (KIND replay: 10,000 inputs); prints one line and, on a failure, the end of its log.
 run_suite() {
-  local suite="$1" shard="${2:-0}" shards="${3:-1}" name start
+  local suite="$1" shard="$2" shards="$3" kind="$4" name start args
   name="$(basename "$suite")"
-  [ "$shards" != replay ] && [ "$shards" -gt 1 ] && name="$name.shard$shard"
+  [ "$shards" -gt 1 ] && name="$name.shard$shard"
   start=$SECONDS
-  local args=(--gtest_brief=1 "${test_args[@]}")
-  [ "$shards" = replay ] && args=(10000) && shards=1  # a fuzz harness's replay: 10000 inputs
+  args=(--gtest_brief=1 "${test_args[@]}")
+  [ "$kind" = replay ] && args=(10000)
   if GTEST_SHARD_INDEX="$shard" GTEST_TOTAL_SHARDS="$shards" timeout 600 "$suite" "${args[@]}" \
       >"$build/$name.log" 2>&1; then
     echo "sanitize ($sanitize): $name ok ($((SECONDS - start)) s)"
@@ -69,29 +69,29 @@ heavy="collectives_test compress_test"
 jobs_list=()
 for name in $heavy; do
   suite="$(grep "/$name\$" "$build/tier1_tests.txt" || true)"
-  [ -n "$suite" ] && jobs_list+=("$suite 0 $jobs" "$suite 1 $jobs")
+  [ -n "$suite" ] && jobs_list+=("$suite 0 $jobs gtest" "$suite 1 $jobs gtest")
 done
 while read -r suite; do
-  [[ " $heavy " == *" $(basename "$suite") "* ]] || jobs_list+=("$suite 0 1")
+  [[ " $heavy " == *" $(basename "$suite") "* ]] || jobs_list+=("$suite 0 1 gtest")
 done <"$build/tier1_tests.txt"
 if [ -n "$replays" ]; then
-  while read -r replay; do jobs_list+=("$replay 0 replay"); done <"$build/fuzz_replays.txt"
+  while read -r replay; do jobs_list+=("$replay 0 1 replay"); done <"$build/fuzz_replays.txt"
 fi
 
 status=0
 running=0
 for job in "${jobs_list[@]}"; do
-  read -r suite shard shards <<<"$job"
+  read -r suite shard shards kind <<<"$job"
   name="$(basename "$suite")"
   if [ -n "${SANITIZE_SUITES:-}" ] && [[ " $SANITIZE_SUITES " != *" $name "* ]]; then
     continue
   fi
-  [ "$shards" = replay ] || [ "$shard" -lt "$shards" ] || continue
+  [ "$shard" -lt "$shards" ] || continue
   if [ "$running" -ge "$jobs" ]; then
     wait -n || status=1
     running=$((running - 1))
   fi
-  run_suite "$suite" "$shard" "$shards" &
+  run_suite "$suite" "$shard" "$shards" "$kind" &
   running=$((running + 1))
 done
 while [ "$running" -gt 0 ]; do

@@ -72,7 +72,6 @@ AllreduceOptions IntraHostOptions(const AllreduceOptions& options, ReduceOp op) 
   intra.algorithm = AllreduceAlgorithm::kDirect;
   intra.op = op;
   intra.segment_bytes.reset();
-  intra.check_lengths = false;
   return intra;
 }
 
