@@ -19,7 +19,12 @@
 // Memory of ranks on one machine: NewShared's blocks are memfds that the other ranks of the same
 // kernel and network namespace map read-only (SharesMemoryWithPeers, RegionOf, MapPeerRegion;
 // src/transport/mpi/peer_memory.h), for the direct all-reduce. Making a transport (World, Split)
-// decides collectively whether every rank can map every other's.
+// decides collectively whether every rank can map every other's. Where they can and the job lets
+// Open MPI use shared memory (its BTL selection includes vader), a message of 64 KiB or more moves
+// as a descriptor of the sender's mapped memory, which the receiver copies from at memcpy speed
+// (src/transport/mpi/peer_copy.h): one copy where Open MPI's cross-memory attach is ~3x slower and
+// the staged operations add one on each side. The semantics stay MPI's (order, probes, sizes,
+// given-up operations).
 //
 // TCP between hosts: before MPI_Init, MpiRuntime::Init sets Open MPI's TCP eager limit and
 // largest send to kTcpEagerBytes (1 MiB + 64 KiB) unless the job already sets them

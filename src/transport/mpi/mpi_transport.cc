@@ -51,6 +51,7 @@
 
 #include "frugal/timer.h"
 #include "transport/mpi/mpi_work.h"
+#include "transport/mpi/peer_copy.h"
 #include "transport/mpi/peer_memory.h"
 
 namespace frugal {
@@ -61,10 +62,12 @@ constexpr Duration kFinalizeGrace = std::chrono::milliseconds(500);
 using mpi_internal::AbandonedRequests;
 using mpi_internal::BackOff;
 using mpi_internal::ByteType;
+using mpi_internal::Descriptor;
 using mpi_internal::ElementsOf;
 using mpi_internal::MakeByteType;
 using mpi_internal::MpiError;
 using mpi_internal::MpiWork;
+using mpi_internal::PeerCopy;
 using mpi_internal::StagingPool;
 using mpi_internal::Started;
 using mpi_internal::WaitPolicy;
@@ -138,12 +141,9 @@ std::string PeerName(int rank, const std::vector<int>& world_ranks) {
 
 class MpiTransport : public Transport {
  public:
-  // Takes ownership of both communicators (same group). Collective over them (PeerMaps).
+  // Takes ownership of both communicators (same group). Collective over them (PeerMaps, PeerCopy).
   MpiTransport(MPI_Comm comm, MPI_Comm control_comm, std::shared_ptr<Shared> shared)
-      : comm_(comm),
-        control_comm_(control_comm),
-        shared_(std::move(shared)),
-        peers_(mpi_internal::PeerMaps::Exchange(control_comm)) {
+      : comm_(comm), control_comm_(control_comm), shared_(std::move(shared)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     std::array<char, MPI_MAX_PROCESSOR_NAME> name{};
@@ -161,6 +161,10 @@ class MpiTransport : public Transport {
     MPI_Group_translate_ranks(group, size_, ranks.data(), world_group, world_ranks_.data());
     MPI_Group_free(&group);
     MPI_Group_free(&world_group);
+    std::vector<std::string> names;
+    for (int r = 0; r < size_; ++r) names.push_back(PeerName(r, world_ranks_));
+    copy_ = PeerCopy::Make(control_comm_, mpi_internal::PeerMaps::Exchange(control_comm_),
+                           std::move(names), shared_->abandoned);
   }
 
   ~MpiTransport() override {
@@ -180,7 +184,9 @@ class MpiTransport : public Transport {
 
   std::unique_ptr<Work> ISend(int dst, int tag, std::span<const std::byte> data) override {
     if (data.empty()) return StartSend(dst, tag, nullptr, data);
-    std::shared_ptr<std::byte> staging = shared_->pool->Acquire(data.size());
+    // A message that travels as a descriptor is staged where the receiver can map it.
+    StagingPool& pool = copy_->Carries(data.size()) ? *shared_->shared_pool : *shared_->pool;
+    std::shared_ptr<std::byte> staging = pool.Acquire(data.size());
     std::memcpy(staging.get(), data.data(), data.size());
     const std::span<const std::byte> from(staging.get(), data.size());
     return StartSend(dst, tag, std::move(staging), from);
@@ -211,14 +217,14 @@ class MpiTransport : public Transport {
     return SharedBytes{std::move(memory), view};
   }
 
-  bool SharesMemoryWithPeers() const override { return peers_->all_mapped(); }
+  bool SharesMemoryWithPeers() const override { return copy_->maps().all_mapped(); }
   std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
     return shared_->shared_pool->RegionOf(bytes);
   }
   StatusOr<const std::byte*> MapPeerRegion(int peer, const PeerRegion& region) override {
     FRUGAL_CHECK(peer >= 0 && peer < size_, "MapPeerRegion: rank ", peer, " of ", size_);
-    if (!peers_->all_mapped()) return Transport::MapPeerRegion(peer, region);
-    return peers_->Map(peer, region, PeerName(peer, world_ranks_));
+    if (!copy_->maps().all_mapped()) return Transport::MapPeerRegion(peer, region);
+    return copy_->maps().Map(peer, region, PeerName(peer, world_ranks_));
   }
 
   StatusOr<ProbeResult> Probe(int src, int tag, Duration timeout) override {
@@ -284,6 +290,7 @@ class MpiTransport : public Transport {
         if (!flag) ++pending;
       }
       if (pending == 0) break;
+      copy_->Progress();
       const auto waited = Clock::now() - start;
       if (waited >= timeout) {
         std::string missing;
@@ -333,14 +340,35 @@ class MpiTransport : public Transport {
       Transport& t, MPI_Request request, mpi_internal::Memory memory, std::string what,
       std::function<std::string(Duration)> timeout_message);
 
-  // MPI_Isend of `from`, which lies in `memory` (owned by the operation from now on).
+  // Sends `from`, which lies in `memory` (owned by the operation from now on): as a descriptor
+  // where the peer copy carries it (peer_copy.h), otherwise with MPI_Isend.
   std::unique_ptr<Work> StartSend(int dst, int tag, mpi_internal::Memory memory,
                                   std::span<const std::byte> from) {
     FRUGAL_CHECK(dst >= 0 && dst < size_, "ISend: destination rank ", dst, " of ", size_);
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "ISend: tag ", tag, " outside [0, ", kMaxTag, "]");
     shared_->abandoned->Reap();
+    if (copy_->Carries(from.size())) {
+      std::optional<PeerRegion> region = shared_->shared_pool->RegionOf(from);
+      if (!region) {
+        std::shared_ptr<std::byte> mappable = shared_->shared_pool->Acquire(from.size());
+        std::memcpy(mappable.get(), from.data(), from.size());
+        from = {mappable.get(), from.size()};
+        memory = std::move(mappable);
+        region = shared_->shared_pool->RegionOf(from);
+      }
+      if (region) return StartDescriptorSend(dst, tag, std::move(memory), from.size(), *region);
+      // No memfd could be made (out of file descriptors): MPI carries it, unless its size is
+      // the descriptor's own, which the receiver would take for one.
+      if (from.size() == Descriptor::kBytes) {
+        return std::make_unique<MpiWork>(
+            IoError(fmt::format("send to {} (tag {}): no memory the receiver can map",
+                                PeerName(dst, world_ranks_), tag)),
+            dst);
+      }
+    }
     Started op = Operation(/*is_recv=*/false, dst, tag);
     op.bytes = from.size();
+    op.peer_copy = Progressing();
     auto type = MakeByteType(from.size());
     if (!type.ok()) return std::make_unique<MpiWork>(type.status(), dst);
     op.type = *type;
@@ -351,10 +379,43 @@ class MpiTransport : public Transport {
       return std::make_unique<MpiWork>(
           MpiError(rc, fmt::format("send to {} (tag {})", op.peer_name, tag)), dst);
     }
-    shared_->bytes_sent.fetch_add(from.size(), std::memory_order_relaxed);
-    shared_->messages_sent.fetch_add(1, std::memory_order_relaxed);
+    Count(from.size());
     return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
   }
+
+  // Sends the descriptor of `region` (the `bytes` bytes of the message, in `memory`) and receives
+  // its acknowledgement.
+  std::unique_ptr<Work> StartDescriptorSend(int dst, int tag, mpi_internal::Memory memory,
+                                            size_t bytes, const PeerRegion& region) {
+    Started op = Operation(/*is_recv=*/false, dst, tag);
+    op.bytes = bytes;
+    op.peer_copy = copy_;
+    StatusOr<Descriptor> descriptor = copy_->ExpectAcknowledgement(dst, region, &op.ack);
+    if (!descriptor.ok()) return std::make_unique<MpiWork>(descriptor.status(), dst);
+    struct Message {
+      mpi_internal::Memory region;
+      std::array<std::byte, Descriptor::kBytes> bytes;
+    };
+    auto message = std::make_shared<Message>(Message{std::move(memory), descriptor->Encode()});
+    op.memory = message;
+    int rc = MPI_Isend(message->bytes.data(), static_cast<int>(Descriptor::kBytes), MPI_BYTE, dst,
+                       tag, comm_, &op.request);
+    if (rc != MPI_SUCCESS) {
+      shared_->abandoned->Add(op.ack, /*cancel=*/true, std::move(op.memory));
+      return std::make_unique<MpiWork>(
+          MpiError(rc, fmt::format("send to {} (tag {})", op.peer_name, tag)), dst);
+    }
+    Count(bytes);
+    return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
+  }
+
+  void Count(size_t bytes) {
+    shared_->bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
+    shared_->messages_sent.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // The peer copy, for operations that only make progress for it (null when it is off).
+  std::shared_ptr<PeerCopy> Progressing() const { return copy_->active() ? copy_ : nullptr; }
 
   // MPI_Irecv into `into`, which lies in `memory` (owned by the operation from now on); when
   // `deliver_to` is not empty (a staged receive) the message is copied there at completion.
@@ -365,15 +426,20 @@ class MpiTransport : public Transport {
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "IRecv: tag ", tag, " outside [0, ", kMaxTag, "]");
     shared_->abandoned->Reap();
     Started op = Operation(/*is_recv=*/true, src, tag);
+    op.capacity = into.size();
+    op.landing = into;
+    op.deliver_to = deliver_to;
+    op.memory = std::move(memory);
+    op.peer_copy = Progressing();
+    if (op.peer_copy) {
+      // A descriptor a probe took already came before anything MPI holds.
+      op.stashed = copy_->TakeStashed(src, tag);
+      if (op.stashed)
+        return std::make_unique<MpiWork>(std::move(op), shared_->policy, shared_->abandoned);
+    }
     auto type = MakeByteType(into.size());
     if (!type.ok()) return std::make_unique<MpiWork>(type.status(), src);
     op.type = *type;
-    op.capacity = into.size();
-    if (!deliver_to.empty()) {
-      op.received = into;
-      op.deliver_to = deliver_to;
-    }
-    op.memory = std::move(memory);
     int rc = MPI_Irecv(into.data(), type->count, type->type,
                        src == kAnySource ? MPI_ANY_SOURCE : src, tag, comm_, &op.request);
     if (rc != MPI_SUCCESS) {
@@ -397,19 +463,40 @@ class MpiTransport : public Transport {
     FRUGAL_CHECK(src == kAnySource || (src >= 0 && src < size_), "probe: source rank ", src, " of ",
                  size_);
     FRUGAL_CHECK(tag >= 0 && tag <= kMaxTag, "probe: tag ", tag, " outside [0, ", kMaxTag, "]");
+    if (copy_->active()) {
+      copy_->Progress();
+      if (const PeerCopy::Stashed* s = copy_->FindStashed(src, tag)) {
+        return std::optional<ProbeResult>(ProbeResult{s->source, s->tag, s->bytes});
+      }
+    }
     int flag = 0;
     MPI_Status status;
     int rc = MPI_Iprobe(src == kAnySource ? MPI_ANY_SOURCE : src, tag, comm_, &flag, &status);
     if (rc != MPI_SUCCESS) return MpiError(rc, "probe");
     if (!flag) return std::optional<ProbeResult>();
-    return std::optional<ProbeResult>(
-        ProbeResult{status.MPI_SOURCE, status.MPI_TAG, ElementsOf(status, MPI_BYTE)});
+    const size_t bytes = ElementsOf(status, MPI_BYTE);
+    if (copy_->active() && bytes == Descriptor::kBytes) {
+      // A descriptor: taken off MPI's queue (the same source's first message with this tag) and
+      // kept for its receive, so that the size of the message it names can be told.
+      MPI_Message message = MPI_MESSAGE_NULL;
+      rc = MPI_Improbe(status.MPI_SOURCE, tag, comm_, &flag, &message, &status);
+      if (rc != MPI_SUCCESS) return MpiError(rc, "probe");
+      if (!flag) return std::optional<ProbeResult>();
+      std::array<std::byte, Descriptor::kBytes> bytes_of{};
+      rc = MPI_Mrecv(bytes_of.data(), static_cast<int>(bytes_of.size()), MPI_BYTE, &message,
+                     &status);
+      if (rc != MPI_SUCCESS) return MpiError(rc, "probe: receiving a descriptor");
+      copy_->Stash(status.MPI_SOURCE, tag, bytes_of);
+      const PeerCopy::Stashed* s = copy_->FindStashed(status.MPI_SOURCE, tag);
+      return std::optional<ProbeResult>(ProbeResult{s->source, s->tag, s->bytes});
+    }
+    return std::optional<ProbeResult>(ProbeResult{status.MPI_SOURCE, status.MPI_TAG, bytes});
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm control_comm_ = MPI_COMM_NULL;
   std::shared_ptr<Shared> shared_;
-  std::unique_ptr<mpi_internal::PeerMaps> peers_;
+  std::shared_ptr<PeerCopy> copy_;
   int rank_ = 0;
   int size_ = 1;
   std::string hostname_;
@@ -526,6 +613,7 @@ std::unique_ptr<Work> WorkForRequest(Transport& t, MPI_Request request, Memory m
   op.memory = std::move(memory);
   op.what = std::move(what);
   op.timeout_message = std::move(timeout_message);
+  op.peer_copy = mpi->Progressing();
   return std::make_unique<MpiWork>(std::move(op), mpi->shared_->policy, mpi->shared_->abandoned);
 }
 

@@ -281,6 +281,7 @@ MpiWork::MpiWork(Started started, WaitPolicy policy, std::shared_ptr<AbandonedRe
       peer_(op_.peer),
       bytes_(op_.is_recv ? 0 : op_.bytes) {
   FRUGAL_INTERNAL_ASSERT(abandoned_ != nullptr, "an MPI Work without the runtime's keeper");
+  if (op_.is_recv && op_.peer_copy) op_.peer_copy->Register(this);
 }
 
 MpiWork::~MpiWork() {
@@ -313,9 +314,15 @@ Status MpiWork::Wait(Duration timeout) {
 
 bool MpiWork::IsCompleted() {
   if (done_) return true;
+  if (op_.stashed) {
+    done_ = true;
+    Received(op_.stashed->source, Descriptor::kBytes);
+    Finish();
+    return true;
+  }
   int flag = 0;
   MPI_Status status;
-  const int rc = MPI_Test(&op_.request, &flag, &status);
+  int rc = MPI_Test(&op_.request, &flag, &status);
   if (rc != MPI_SUCCESS) {
     // The request is complete (and freed by MPI) with an error.
     op_.request = MPI_REQUEST_NULL;
@@ -331,22 +338,55 @@ bool MpiWork::IsCompleted() {
     Finish();
     return true;
   }
-  if (!flag) return false;
+  if (flag && op_.ack != MPI_REQUEST_NULL) {
+    // A descriptor went out: the send completes when its receiver has copied the region.
+    op_.request = MPI_REQUEST_NULL;
+    rc = MPI_Test(&op_.ack, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      op_.ack = MPI_REQUEST_NULL;
+      done_ = true;
+      status_ = MpiError(rc, What());
+      Finish();
+      return true;
+    }
+  }
+  if (!flag) {
+    if (op_.peer_copy) op_.peer_copy->Progress();
+    return false;
+  }
   op_.request = MPI_REQUEST_NULL;
   done_ = true;
-  if (op_.is_recv) {
-    peer_ = status.MPI_SOURCE;
-    bytes_ = ElementsOf(status, op_.type.type);
-    const size_t n = std::min({bytes_, op_.deliver_to.size(), op_.received.size()});
-    if (n > 0) std::memcpy(op_.deliver_to.data(), op_.received.data(), n);
-  }
+  if (op_.is_recv) Received(status.MPI_SOURCE, ElementsOf(status, op_.type.type));
   Finish();
   return true;
 }
 
+void MpiWork::Received(int source, size_t received) {
+  peer_ = source;
+  bytes_ = received;
+  if (op_.peer_copy && received == Descriptor::kBytes) {
+    std::array<std::byte, Descriptor::kBytes> message{};
+    if (op_.stashed) {
+      message = op_.stashed->message;
+    } else {
+      std::memcpy(message.data(), op_.landing.data(), message.size());
+    }
+    const std::span<std::byte> into = op_.deliver_to.empty() ? op_.landing : op_.deliver_to;
+    status_ = op_.peer_copy->Deliver(source, message, into, &bytes_, What());
+    return;
+  }
+  const size_t n = std::min({bytes_, op_.deliver_to.size(), op_.landing.size()});
+  if (n > 0) std::memcpy(op_.deliver_to.data(), op_.landing.data(), n);
+}
+
 void MpiWork::Finish() {
+  if (op_.peer_copy) {
+    if (op_.is_recv) op_.peer_copy->Unregister(this);
+    op_.peer_copy.reset();
+  }
+  op_.stashed.reset();
   op_.memory.reset();
-  op_.received = {};
+  op_.landing = {};
   op_.deliver_to = {};
   if (op_.type.derived && !MpiFinalized()) MPI_Type_free(&op_.type.type);
   op_.type = ByteType{};
@@ -359,9 +399,35 @@ std::string MpiWork::What() const {
 }
 
 void MpiWork::Abandon() {
-  if (op_.request == MPI_REQUEST_NULL) return;
-  abandoned_->Add(op_.request, op_.is_recv, std::move(op_.memory));
+  if (op_.is_recv && op_.peer_copy) {
+    // A descriptor that arrived for a receive given up is acknowledged unread, so that its
+    // sender completes; the caller's buffer is not written.
+    std::optional<PeerCopy::Stashed> arrived = std::move(op_.stashed);
+    int flag = 0;
+    MPI_Status status;
+    if (!arrived && op_.request != MPI_REQUEST_NULL &&
+        MPI_Test(&op_.request, &flag, &status) == MPI_SUCCESS && flag &&
+        ElementsOf(status, op_.type.type) == Descriptor::kBytes) {
+      arrived.emplace();
+      arrived->source = status.MPI_SOURCE;
+      std::memcpy(arrived->message.data(), op_.landing.data(), Descriptor::kBytes);
+    }
+    if (flag) op_.request = MPI_REQUEST_NULL;
+    if (arrived) op_.peer_copy->Discard(*arrived);
+  }
+  if (op_.request != MPI_REQUEST_NULL && op_.ack != MPI_REQUEST_NULL) {
+    // A descriptor's send: small, so usually complete already.
+    int flag = 0;
+    if (MPI_Test(&op_.request, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag) {
+      op_.request = MPI_REQUEST_NULL;
+    }
+  }
+  if (op_.request != MPI_REQUEST_NULL) abandoned_->Add(op_.request, op_.is_recv, op_.memory);
+  // Until the acknowledgement comes, the receiver may still be copying from the memory.
+  if (op_.ack != MPI_REQUEST_NULL) abandoned_->Add(op_.ack, /*cancel=*/false, op_.memory);
   op_.request = MPI_REQUEST_NULL;
+  op_.ack = MPI_REQUEST_NULL;
+  op_.memory.reset();
 }
 
 }  // namespace frugal::mpi_internal

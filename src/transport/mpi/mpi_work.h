@@ -15,6 +15,7 @@
 
 #include "frugal/timer.h"
 #include "transport/mpi/mpi_request.h"
+#include "transport/mpi/peer_copy.h"
 #include "transport/mpi/peer_memory.h"
 
 namespace frugal::mpi_internal {
@@ -101,11 +102,16 @@ size_t ElementsOf(const MPI_Status& status, MPI_Datatype type);
 // What a started MpiWork needs to know.
 struct Started {
   MPI_Request request = MPI_REQUEST_NULL;
-  ByteType type;                        // freed by the Work when derived
-  Memory memory;                        // owned by the operation until it completes
-  std::span<const std::byte> received;  // receives: the staging buffer MPI writes
-  std::span<std::byte> deliver_to;      // receives: the caller's buffer, filled at completion
-  size_t capacity = 0;                  // receives: the size of the buffer MPI writes
+  ByteType type;                    // freed by the Work when derived
+  Memory memory;                    // owned by the operation until it completes
+  std::span<std::byte> landing;     // receives: the buffer MPI writes (staging or the caller's)
+  std::span<std::byte> deliver_to;  // staged receives: the caller's buffer, filled at completion
+  // The transport's peer copy (peer_copy.h), when it is active: receives may get a descriptor and
+  // are registered for progress; every wait makes progress.
+  std::shared_ptr<PeerCopy> peer_copy;
+  MPI_Request ack = MPI_REQUEST_NULL;        // sends as a descriptor: the acknowledgement's receive
+  std::optional<PeerCopy::Stashed> stashed;  // receives: a descriptor a probe took already
+  size_t capacity = 0;                       // receives: the size of the buffer MPI writes
   bool is_recv = false;
   int peer = -1;
   size_t bytes = 0;  // sends: the size sent
@@ -117,7 +123,7 @@ struct Started {
   std::function<std::string(Duration)> timeout_message;
 };
 
-class MpiWork : public Work {
+class MpiWork : public Work, public Progressable {
  public:
   // A Work that already failed when it was started.
   MpiWork(Status status, int peer);
@@ -132,6 +138,8 @@ class MpiWork : public Work {
   size_t bytes() const override { return bytes_; }
 
  private:
+  // The receive completed with `received` bytes from `source` in op_.landing (or op_.stashed).
+  void Received(int source, size_t received);
   void Finish();             // the request completed: deliver, release memory and type
   void Abandon();            // hand the unfinished request and its memory to the runtime
   std::string What() const;  // "receive from rank 1 (tag 5)"
