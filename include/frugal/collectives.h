@@ -84,8 +84,9 @@ struct AllreduceOptions {
 Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
 
 // The segment an algorithm uses when AllreduceOptions::segment_bytes is unset, chosen from
-// measurements over shared memory (docs/performance.md, "Per-algorithm segment sizes"). None
-// exceeds 1 MiB, so a segment stays within the MPI transport's TCP eager limit (mpi_transport.h).
+// measurements over shared memory (docs/performance.md, "Large messages on one machine: the peer
+// copy"): 512 KiB, the direct all-reduce's pieces 256 KiB. None exceeds 1 MiB, so a segment stays
+// within the MPI transport's TCP eager limit (mpi_transport.h).
 size_t DefaultSegmentBytes(AllreduceAlgorithm algorithm);
 // options.segment_bytes if set, DefaultSegmentBytes(options.algorithm) otherwise.
 size_t SegmentBytes(const AllreduceOptions& options);

@@ -55,18 +55,18 @@ StatusOr<AllreduceAlgorithm> ParseAllreduceAlgorithm(std::string_view name) {
 
 size_t DefaultSegmentBytes(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
-    case AllreduceAlgorithm::kBinaryTree:
     case AllreduceAlgorithm::kDirect:  // a piece to sum stays in the cache (allreduce_direct.cc)
       return size_t{256} << 10;
     case AllreduceAlgorithm::kRing:
     case AllreduceAlgorithm::kRecursiveDoubling:
     case AllreduceAlgorithm::kRabenseifner:
+    case AllreduceAlgorithm::kBinaryTree:
     case AllreduceAlgorithm::kDoubleBinaryTree:
     case AllreduceAlgorithm::kHierarchical:
     case AllreduceAlgorithm::kTorus2D:
       break;
   }
-  return size_t{1} << 20;
+  return size_t{512} << 10;
 }
 
 size_t SegmentBytes(const AllreduceOptions& options) {

@@ -127,13 +127,13 @@ TEST(CostModel, UnsetSegmentIsTheAlgorithmsDefault) {
   shape.ranks = 4;
   shape.bytes = N;
   const CostTerms tree = AllreduceCost(AllreduceAlgorithm::kBinaryTree, shape);
-  EXPECT_DOUBLE_EQ(tree.latency_terms, 2 * (2 + 16 - 1));
+  EXPECT_DOUBLE_EQ(tree.latency_terms, 2 * (2 + 8 - 1));
   EXPECT_DOUBLE_EQ(tree.latency_terms,
-                   Cost(AllreduceAlgorithm::kBinaryTree, 4, N, 256 * 1024).latency_terms);
+                   Cost(AllreduceAlgorithm::kBinaryTree, 4, N, 512 * 1024).latency_terms);
   EXPECT_LT(Cost(AllreduceAlgorithm::kBinaryTree, 4, N, 1 << 20).latency_terms, tree.latency_terms);
   const CostTerms dbtree = AllreduceCost(AllreduceAlgorithm::kDoubleBinaryTree, shape);
   EXPECT_DOUBLE_EQ(dbtree.latency_terms,
-                   Cost(AllreduceAlgorithm::kDoubleBinaryTree, 4, N, 1 << 20).latency_terms);
+                   Cost(AllreduceAlgorithm::kDoubleBinaryTree, 4, N, 512 * 1024).latency_terms);
   EXPECT_NE(dbtree.latency_terms,
             Cost(AllreduceAlgorithm::kDoubleBinaryTree, 4, N, 0).latency_terms);
 }

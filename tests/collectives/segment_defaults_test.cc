@@ -51,13 +51,13 @@ struct Default {
 };
 const std::vector<Default>& Defaults() {
   static const std::vector<Default> defaults = {
-      {AllreduceAlgorithm::kRing, 1 * kMiB},
-      {AllreduceAlgorithm::kRecursiveDoubling, 1 * kMiB},
-      {AllreduceAlgorithm::kRabenseifner, 1 * kMiB},
-      {AllreduceAlgorithm::kBinaryTree, 256 * kKiB},
-      {AllreduceAlgorithm::kDoubleBinaryTree, 1 * kMiB},
-      {AllreduceAlgorithm::kHierarchical, 1 * kMiB},
-      {AllreduceAlgorithm::kTorus2D, 1 * kMiB},
+      {AllreduceAlgorithm::kRing, 512 * kKiB},
+      {AllreduceAlgorithm::kRecursiveDoubling, 512 * kKiB},
+      {AllreduceAlgorithm::kRabenseifner, 512 * kKiB},
+      {AllreduceAlgorithm::kBinaryTree, 512 * kKiB},
+      {AllreduceAlgorithm::kDoubleBinaryTree, 512 * kKiB},
+      {AllreduceAlgorithm::kHierarchical, 512 * kKiB},
+      {AllreduceAlgorithm::kTorus2D, 512 * kKiB},
       {AllreduceAlgorithm::kDirect, 256 * kKiB},
   };
   return defaults;
@@ -89,11 +89,11 @@ TEST(SegmentDefaults, RingSendsItsBlocksInSegmentsOfItsDefault) {
 
 // Binary tree over 1 MiB in S segments: on 2 ranks one sends S up, the other S down (2 S); on 4
 // ranks (heap tree 0 <- 1, 2; 1 <- 3) the root sends S to each child, rank 1 S up and S down, the
-// leaves S up each (6 S). The default 256 KiB gives S = 4, 1 MiB S = 1.
+// leaves S up each (6 S). The default 512 KiB gives S = 2, 1 MiB S = 1.
 TEST(SegmentDefaults, BinaryTreePipelinesInItsDefaultSegments) {
   const auto tree = AllreduceAlgorithm::kBinaryTree;
-  EXPECT_EQ(MessagesSent(tree, 2, 1 * kMiB, std::nullopt), 2 * 4u);
-  EXPECT_EQ(MessagesSent(tree, 4, 1 * kMiB, std::nullopt), 6 * 4u);
+  EXPECT_EQ(MessagesSent(tree, 2, 1 * kMiB, std::nullopt), 2 * 2u);
+  EXPECT_EQ(MessagesSent(tree, 4, 1 * kMiB, std::nullopt), 6 * 2u);
   EXPECT_EQ(MessagesSent(tree, 4, 1 * kMiB, 1 * kMiB), 6 * 1u);
   EXPECT_EQ(MessagesSent(tree, 4, 1 * kMiB, 64 * kKiB), 6 * 16u);
 }

@@ -48,7 +48,7 @@ constexpr auto kMaxSleep = std::chrono::microseconds(500);
 constexpr size_t kLargeBlockBytes = size_t{1} << 30;
 // The pool keeps at most this many idle bytes, and at most kPerClass buffers of one capacity.
 constexpr size_t kMaxCachedBytes = size_t{256} << 20;
-constexpr size_t kPerClass = 64;
+constexpr size_t kPerClass = 1024;
 constexpr size_t kPageBytes = 4096;
 
 std::string MpiErrorString(int error) {

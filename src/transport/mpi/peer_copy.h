@@ -25,8 +25,9 @@
 // Progress: MPI moves a message while either side is inside any MPI call; a descriptor is copied
 // only by its receiver. So every receive that may get a descriptor is registered with the channel,
 // and every wait on the transport (a Work's poll, a probe) completes the registered receives whose
-// descriptors have arrived (Progress). Otherwise two ranks that each wait for their own send
-// before testing their receive would wait for each other.
+// descriptors have arrived (Progress, at most every 20 us and a quarter of the wait's time).
+// Otherwise two ranks that each wait for their own send before testing their receive would wait
+// for each other.
 #pragma once
 
 #include <mpi.h>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "frugal/status.h"
+#include "frugal/timer.h"
 #include "frugal/transport.h"
 #include "transport/mpi/peer_memory.h"
 
@@ -140,6 +142,7 @@ class PeerCopy {
   std::deque<Stashed> stash_;
   std::vector<Progressable*> receives_;
   bool progressing_ = false;
+  Clock::time_point next_progress_{};
 };
 
 }  // namespace frugal::mpi_internal
