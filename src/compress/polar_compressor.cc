@@ -43,7 +43,7 @@ using compress_internal::QuantizerBase;
 using compress_internal::StoreF32;
 
 struct PolarOptions {
-  double rate = 0.5;
+  double rate = 0.75;
   int n = 14;
   LlrMode mode = LlrMode::kSoft;
   int list = 1;
@@ -275,7 +275,7 @@ StatusOr<size_t> ChoiceIndex(CompressorParams& p, std::string_view key,
 
 StatusOr<std::unique_ptr<Compressor>> MakePolar(CompressorParams& p) {
   PolarOptions o;
-  FRUGAL_ASSIGN_OR_RETURN(o.rate, p.Double("rate", 0.5, 0.0, 1.0));
+  FRUGAL_ASSIGN_OR_RETURN(o.rate, p.Double("rate", 0.75, 0.0, 1.0));
   FRUGAL_ASSIGN_OR_RETURN(int64_t n, p.Int("n", 14, 4, 20));
   o.n = static_cast<int>(n);
   FRUGAL_ASSIGN_OR_RETURN(size_t mode, ChoiceIndex(p, "mode", {"soft", "sign"}));
@@ -301,7 +301,7 @@ void RegisterCoding(CompressorRegistry& registry) {
       {.name = "polar",
        .summary = "polar-code lossy source coding: rate bits per element (+32/N), +-alpha per "
                   "block of N = 2^n, SC encoding; with error feedback (ef=0: without)",
-       .params = "rate=0.5 n=14 mode=soft|sign list=1 construct=pw|bb|ga rounding=hard|random "
+       .params = "rate=0.75 n=14 mode=soft|sign list=1 construct=pw|bb|ga rounding=hard|random "
                  "ef=1",
        .factory = polar::MakePolar,
        .error_feedback_by_default = true});

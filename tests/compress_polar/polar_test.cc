@@ -202,8 +202,9 @@ TEST(PolarTargets, SignModeOnGaussianFollowsTheFlipFraction) {
 
 TEST(PolarTargets, ListEncodingLowersTheDistortion) {
   const std::vector<float> source = Bss(size_t{50} << 10, 31);
-  const double sc = FlipFraction(source, RoundTrip("polar:ef=0,mode=sign,n=10", source));
-  const double list = FlipFraction(source, RoundTrip("polar:ef=0,mode=sign,n=10,list=8", source));
+  const double sc = FlipFraction(source, RoundTrip("polar:ef=0,mode=sign,n=10,rate=0.5", source));
+  const double list =
+      FlipFraction(source, RoundTrip("polar:ef=0,mode=sign,n=10,rate=0.5,list=8", source));
   EXPECT_LT(list, sc - 0.003) << "SC " << sc << ", list of 8 " << list;
   EXPECT_GT(list, Hinv(0.5));
 }
@@ -298,7 +299,7 @@ TEST(Polar, PayloadIsBitIdenticalAcrossRunsThreadsAndKernelSets) {
 
 TEST(Polar, RandomizedRoundingFollowsTheSeedAndStep) {
   const std::vector<float> p = Gaussian(4096, 10);
-  auto c = Make("polar:ef=0,rounding=random,n=10");
+  auto c = Make("polar:ef=0,rounding=random,n=10,rate=0.5");
   TensorInfo t("w", p.size());
   auto encode = [&](uint64_t seed, uint64_t step) {
     CompressContext ctx(seed, 0, 1);
