@@ -98,10 +98,20 @@ struct ModelBuffers {
 // within a bounded time, and what it uses must outlive the Work. Calls run in the order they were
 // made, Run's included. A runner without a thread of its own (before the engine starts) returns
 // nullptr: nothing runs in the background.
+//
+// RunAllowing: Run, for an exchange that may wait on peers still computing what this rank has
+// just computed (each rank evaluates its own model before the exchange): the runner's wait for
+// `fn` is its timeout plus `allowance`, which `fn`'s own waits must add too. Runners that run
+// `fn` on the calling thread have no wait of their own (the default).
 class TransportRunner {
  public:
   virtual ~TransportRunner() = default;
   virtual Status Run(std::string_view what, const std::function<Status(Transport&)>& fn) = 0;
+  virtual Status RunAllowing(std::string_view what, const std::function<Status(Transport&)>& fn,
+                             Duration allowance) {
+    (void)allowance;
+    return Run(what, fn);
+  }
   virtual std::unique_ptr<Work> RunInBackground(std::string_view what,
                                                 std::function<Status(Transport&)> fn) {
     (void)what, (void)fn;

@@ -512,9 +512,10 @@ EngineSession::~EngineSession() {
   if (exchange_ != nullptr) (void)exchange_->Shutdown();
 }
 
-Status EngineSession::Collective(std::string name, std::function<Status(frugal::Transport&)> fn) {
+Status EngineSession::Collective(std::string name, std::function<Status(frugal::Transport&)> fn,
+                                 frugal::Duration allowance) {
   std::unique_ptr<frugal::Work> work = exchange_->Call(std::move(name), std::move(fn));
-  Status status = work->Wait(timeout_);
+  Status status = work->Wait(timeout_ + allowance);
   if (!status.ok() && !work->IsCompleted()) {
     // `fn` may refer to the caller's frames, which end when this returns: the engine must never
     // run it later. Shutdown returns once the engine thread has stopped; a queued call then

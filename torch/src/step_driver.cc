@@ -201,7 +201,13 @@ Status StepDriver::Settle() {
 }
 
 Status StepDriver::Run(std::string_view what, const std::function<Status(frugal::Transport&)>& fn) {
-  return session_ ? session_->Collective(std::string(what), fn) : fn(t_);
+  return RunAllowing(what, fn, frugal::Duration::zero());
+}
+
+Status StepDriver::RunAllowing(std::string_view what,
+                               const std::function<Status(frugal::Transport&)>& fn,
+                               frugal::Duration allowance) {
+  return session_ ? session_->Collective(std::string(what), fn, allowance) : fn(t_);
 }
 
 std::unique_ptr<frugal::Work> StepDriver::RunInBackground(

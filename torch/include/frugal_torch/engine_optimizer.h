@@ -166,9 +166,10 @@ class EngineSession {
 
   EngineOptimizer& optimizer() { return *optimizer_; }
   // Runs `fn` with the transport on the engine thread and waits for it. If it does not complete
-  // within the timeout the engine is shut down before this returns, so `fn` (which may refer to
-  // the caller's frames) never runs afterwards; later calls fail.
-  frugal::Status Collective(std::string name, std::function<frugal::Status(frugal::Transport&)> fn);
+  // within the timeout (plus `allowance`) the engine is shut down before this returns, so `fn`
+  // (which may refer to the caller's frames) never runs afterwards; later calls fail.
+  frugal::Status Collective(std::string name, std::function<frugal::Status(frugal::Transport&)> fn,
+                            frugal::Duration allowance = frugal::Duration::zero());
   // Queues `fn` on the engine thread and returns at once (TransportRunner::RunInBackground).
   std::unique_ptr<frugal::Work> Background(std::string name,
                                            std::function<frugal::Status(frugal::Transport&)> fn);

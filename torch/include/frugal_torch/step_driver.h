@@ -94,6 +94,9 @@ class StepDriver final : public frugal::TransportRunner {
   // TransportRunner: runs `fn` with the transport on the thread that owns it.
   frugal::Status Run(std::string_view what,
                      const std::function<frugal::Status(frugal::Transport&)>& fn) override;
+  frugal::Status RunAllowing(std::string_view what,
+                             const std::function<frugal::Status(frugal::Transport&)>& fn,
+                             frugal::Duration allowance) override;
   // With the engine, queues `fn` on its thread; without, nullptr.
   std::unique_ptr<frugal::Work> RunInBackground(
       std::string_view what, std::function<frugal::Status(frugal::Transport&)> fn) override;
