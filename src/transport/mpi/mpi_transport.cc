@@ -19,7 +19,9 @@
 // that times out or is destroyed unfinished leaves the caller's buffers alone: the runtime keeps
 // the request and its staging buffer until MPI completes it (AbandonedRequests), which it tests
 // whenever an operation starts. Staging buffers come from a pool shared by a transport and its
-// splits.
+// splits. Between ranks that map each other's memory, large messages move as descriptors of the
+// sender's memory instead (PeerCopy, peer_copy.h): StartSend sends the descriptor and waits for
+// its acknowledgement, a receive that gets one copies the region where the message belongs.
 //
 // Waits poll MPI_Test with the back-off of mpi_work.cc. How long they spin, yield and sleep
 // depends on whether this machine runs more ranks than the cores they may run on (counted once

@@ -23,9 +23,12 @@
 // memory instead, which the Work holds. A Work that times out or is destroyed unfinished
 // hands its request and that memory to AbandonedRequests (receives are cancelled first, which
 // Open MPI can do while no message has matched them); the caller's own buffers are free at once.
-// AbandonedRequests tests its requests whenever the transport starts an operation and releases
-// each one's memory when MPI has completed it; MpiRuntime finalises it just before MPI_Finalize
-// and frees the memory only after MPI_Finalize has returned.
+// A send made as a descriptor (peer_copy.h) completes when its acknowledgement has arrived too;
+// given up, its acknowledgement's receive goes to AbandonedRequests with the memory the receiver
+// may still be copying from. A receive given up after its descriptor arrived acknowledges it
+// unread. AbandonedRequests tests its requests whenever the transport starts an operation and
+// releases each one's memory when MPI has completed it; MpiRuntime finalises it just before
+// MPI_Finalize and frees the memory only after MPI_Finalize has returned.
 #include "transport/mpi/mpi_work.h"
 
 #include <fmt/format.h>
