@@ -17,6 +17,7 @@ namespace {
 using mpi_internal::AllowedByJob;
 using mpi_internal::Descriptor;
 using mpi_internal::kPeerCopyBytes;
+using mpitest::Neighbours;
 using mpitest::TestWorld;
 
 constexpr Duration kCopyTimeout = std::chrono::seconds(20);
@@ -84,8 +85,7 @@ std::unique_ptr<Work> SendAs(Transport& t, Kind kind, int dst, const std::vector
 TEST(MpiPeerCopy, EverySizeAndKindArrivesWhole) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
-  const int right = (t->rank() + 1) % t->size();
-  const int left = (t->rank() + t->size() - 1) % t->size();
+  const auto [left, right] = Neighbours(*t);
   const std::vector<size_t> sizes = {Descriptor::kBytes - 1, Descriptor::kBytes,
                                      Descriptor::kBytes + 1, kPeerCopyBytes - 1,
                                      kPeerCopyBytes,         (size_t{3} << 20) + 5};
@@ -126,8 +126,7 @@ TEST(MpiPeerCopy, EverySizeAndKindArrivesWhole) {
 TEST(MpiPeerCopy, ProbeTellsTheSizeOfEveryMessage) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
-  const int right = (t->rank() + 1) % t->size();
-  const int left = (t->rank() + t->size() - 1) % t->size();
+  const auto [left, right] = Neighbours(*t);
   const std::vector<size_t> sizes = {Descriptor::kBytes, kPeerCopyBytes + 3, 10, size_t{1} << 20,
                                      Descriptor::kBytes};
   std::vector<std::vector<std::byte>> outs;
@@ -160,8 +159,7 @@ TEST(MpiPeerCopy, ProbeTellsTheSizeOfEveryMessage) {
 TEST(MpiPeerCopy, ASendCompletesWhileItsReceiverWaitsForItsOwnSend) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
-  const int right = (t->rank() + 1) % t->size();
-  const int left = (t->rank() + t->size() - 1) % t->size();
+  const auto [left, right] = Neighbours(*t);
   const size_t size = size_t{2} << 20;
   std::vector<std::byte> in(size);
   auto recv = t->IRecv(left, kCopyTag, in);
@@ -178,8 +176,7 @@ TEST(MpiPeerCopy, ASendCompletesWhileItsReceiverWaitsForItsOwnSend) {
 TEST(MpiPeerCopy, ReceivesWaitedForInAnyOrderKeepTheSendOrder) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
-  const int right = (t->rank() + 1) % t->size();
-  const int left = (t->rank() + t->size() - 1) % t->size();
+  const auto [left, right] = Neighbours(*t);
   const std::vector<size_t> sizes = {size_t{1} << 20, kPeerCopyBytes, Descriptor::kBytes, 300};
   std::vector<std::vector<std::byte>> ins;
   std::vector<std::unique_ptr<Work>> recvs;
@@ -205,8 +202,7 @@ TEST(MpiPeerCopy, ReceivesWaitedForInAnyOrderKeepTheSendOrder) {
 TEST(MpiPeerCopy, AMessageLargerThanTheBufferIsMalformedAndTheSenderGoesOn) {
   auto t = TestWorld();
   ASSERT_NE(t, nullptr);
-  const int right = (t->rank() + 1) % t->size();
-  const int left = (t->rank() + t->size() - 1) % t->size();
+  const auto [left, right] = Neighbours(*t);
   std::vector<std::byte> small(size_t{512} << 10);
   auto recv = t->IRecv(left, kCopyTag, small);
   const auto out = CopyPattern(size_t{1} << 20, t->rank());

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <utility>
 
 #include "frugal/mpi_transport.h"
 #include "frugal/transport.h"
@@ -23,6 +24,11 @@ MpiRuntime& Runtime();
 
 // A fresh world transport; fails the calling test if MPI cannot make one.
 std::unique_ptr<Transport> TestWorld();
+
+// The ranks before and after this one in a ring: {left, right}.
+inline std::pair<int, int> Neighbours(const Transport& t) {
+  return {(t.rank() + t.size() - 1) % t.size(), (t.rank() + 1) % t.size()};
+}
 
 // Tests the operations given up on this rank (which drives MPI's progress) until MPI has
 // completed all of them; false if some remain after `timeout`.

@@ -24,10 +24,7 @@ std::vector<std::byte> TransportPattern(size_t size, int seed) {
   return data;
 }
 
-// The ranks before and after this one in a ring.
-std::pair<int, int> Neighbours(const Transport& t) {
-  return {(t.rank() + t.size() - 1) % t.size(), (t.rank() + 1) % t.size()};
-}
+using mpitest::Neighbours;
 
 TEST(MpiTransport, RankSizeAndHostname) {
   auto t = TestWorld();

@@ -488,9 +488,8 @@ class MpiTransport : public Transport {
       rc = MPI_Mrecv(bytes_of.data(), static_cast<int>(bytes_of.size()), MPI_BYTE, &message,
                      &status);
       if (rc != MPI_SUCCESS) return MpiError(rc, "probe: receiving a descriptor");
-      copy_->Stash(status.MPI_SOURCE, tag, bytes_of);
-      const PeerCopy::Stashed* s = copy_->FindStashed(status.MPI_SOURCE, tag);
-      return std::optional<ProbeResult>(ProbeResult{s->source, s->tag, s->bytes});
+      const PeerCopy::Stashed& s = copy_->Stash(status.MPI_SOURCE, tag, bytes_of);
+      return std::optional<ProbeResult>(ProbeResult{s.source, s.tag, s.bytes});
     }
     return std::optional<ProbeResult>(ProbeResult{status.MPI_SOURCE, status.MPI_TAG, bytes});
   }

@@ -273,6 +273,11 @@ size_t ElementsOf(const MPI_Status& status, MPI_Datatype type) {
   return static_cast<size_t>(count);
 }
 
+Status TooLargeForBuffer(std::string_view what, size_t capacity) {
+  return MalformedError(
+      fmt::format("{}: the message is larger than the receive buffer of {} bytes", what, capacity));
+}
+
 // ---- MpiWork ----
 
 MpiWork::MpiWork(Status status, int peer) : done_(true), status_(std::move(status)), peer_(peer) {}
@@ -333,8 +338,7 @@ bool MpiWork::IsCompleted() {
     int error_class = MPI_ERR_OTHER;
     MPI_Error_class(rc, &error_class);
     if (op_.is_recv && error_class == MPI_ERR_TRUNCATE) {
-      status_ = MalformedError(fmt::format(
-          "{}: the message is larger than the receive buffer of {} bytes", What(), op_.capacity));
+      status_ = TooLargeForBuffer(What(), op_.capacity);
     } else {
       status_ = MpiError(rc, What());
     }

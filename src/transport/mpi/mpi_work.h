@@ -99,6 +99,9 @@ StatusOr<ByteType> MakeByteType(size_t bytes);
 // Bytes received, from the status of a receive made with `type`.
 size_t ElementsOf(const MPI_Status& status, MPI_Datatype type);
 
+// kMalformed for `what` (a receive) whose message did not fit its buffer of `capacity` bytes.
+Status TooLargeForBuffer(std::string_view what, size_t capacity);
+
 // What a started MpiWork needs to know.
 struct Started {
   MPI_Request request = MPI_REQUEST_NULL;

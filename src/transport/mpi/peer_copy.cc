@@ -141,8 +141,7 @@ Status PeerCopy::Deliver(int source, std::span<const std::byte> message, std::sp
   *bytes = static_cast<size_t>(d->region.bytes);
   Status status;
   if (d->region.bytes > into.size()) {
-    status = MalformedError(fmt::format(
-        "{}: the message is larger than the receive buffer of {} bytes", what, into.size()));
+    status = TooLargeForBuffer(what, into.size());
   } else {
     StatusOr<const std::byte*> from =
         maps_->Map(source, d->region, names_[static_cast<size_t>(source)]);
@@ -156,31 +155,32 @@ Status PeerCopy::Deliver(int source, std::span<const std::byte> message, std::sp
   return status;
 }
 
-void PeerCopy::Stash(int source, int tag,
-                     const std::array<std::byte, Descriptor::kBytes>& message) {
+const PeerCopy::Stashed& PeerCopy::Stash(int source, int tag,
+                                         const std::array<std::byte, Descriptor::kBytes>& message) {
   Stashed s{source, tag, Descriptor::kBytes, message};
   if (std::optional<Descriptor> d = Descriptor::Decode(message)) {
     s.bytes = static_cast<size_t>(d->region.bytes);
   }
-  stash_.push_back(s);
+  return stash_.emplace_back(s);
+}
+
+std::deque<PeerCopy::Stashed>::const_iterator PeerCopy::FirstStashed(int src, int tag) const {
+  return std::find_if(stash_.begin(), stash_.end(), [&](const Stashed& s) {
+    return s.tag == tag && (src == kAnySource || s.source == src);
+  });
 }
 
 const PeerCopy::Stashed* PeerCopy::FindStashed(int src, int tag) const {
-  for (const Stashed& s : stash_) {
-    if (s.tag == tag && (src == kAnySource || s.source == src)) return &s;
-  }
-  return nullptr;
+  const auto it = FirstStashed(src, tag);
+  return it == stash_.end() ? nullptr : &*it;
 }
 
 std::optional<PeerCopy::Stashed> PeerCopy::TakeStashed(int src, int tag) {
-  for (auto it = stash_.begin(); it != stash_.end(); ++it) {
-    if (it->tag == tag && (src == kAnySource || it->source == src)) {
-      Stashed s = *it;
-      stash_.erase(it);
-      return s;
-    }
-  }
-  return std::nullopt;
+  const auto it = FirstStashed(src, tag);
+  if (it == stash_.end()) return std::nullopt;
+  Stashed s = *it;
+  stash_.erase(it);
+  return s;
 }
 
 void PeerCopy::Discard(const Stashed& arrived) {

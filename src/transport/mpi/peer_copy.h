@@ -117,7 +117,8 @@ class PeerCopy {
     size_t bytes = 0;  // the size the descriptor names (kBytes when it is malformed)
     std::array<std::byte, Descriptor::kBytes> message{};
   };
-  void Stash(int source, int tag, const std::array<std::byte, Descriptor::kBytes>& message);
+  const Stashed& Stash(int source, int tag,
+                       const std::array<std::byte, Descriptor::kBytes>& message);
   const Stashed* FindStashed(int src, int tag) const;  // src may be kAnySource
   std::optional<Stashed> TakeStashed(int src, int tag);
   // A descriptor whose receive was given up: acknowledged without being read.
@@ -131,6 +132,8 @@ class PeerCopy {
  private:
   PeerCopy() = default;
   void Acknowledge(int source, uint64_t sequence);
+  // The first stashed descriptor from `src` (or any source) with `tag`, or stash_.end().
+  std::deque<Stashed>::const_iterator FirstStashed(int src, int tag) const;
 
   MPI_Comm ack_comm_ = MPI_COMM_NULL;
   std::unique_ptr<PeerMaps> maps_;
