@@ -173,8 +173,9 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
          "random-regular:degree=D, complete, file:PATH or edges:U-V/U-V/...; M uniform "
          "or metropolis; A dpsgd, choco, dcd, ecd (with --compress) or sgp); or "
          "ps:servers=S[,shard-mb=M] (a parameter server: the last S ranks hold the model "
-         "in keys of at most M MB, default 4, and run the optimizer; the others push "
-         "gradients and pull parameters)")
+         "in keys of at most M MB, default " +
+             fmt::format("{}", kDefaultShardMb) +
+             ", and run the optimizer; the others push gradients and pull parameters)")
       ->capture_default_str();
   cmd.add_option("--allreduce", flags.allreduce, "Alias: --allreduce ALGO is --arch allreduce:ALGO")
       ->type_name("ALGO");

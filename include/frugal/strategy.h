@@ -236,6 +236,10 @@ std::string ExchangeName(const Strategy& strategy, const GradientReducer& reduce
 // ---- Specifications and the factory --------------------------------------------------------
 
 enum class ArchKind { kAllreduce, kGossip, kParameterServer };
+// The parameter server's largest key by default, in MB (2^20 bytes). Small keys let a server
+// answer the first parts of a tensor while the last ones still arrive, so that its NIC carries
+// pushes in and answers out at the same time (docs/performance.md, "Key size").
+inline constexpr double kDefaultShardMb = 0.125;
 struct ArchSpec {
   ArchKind kind = ArchKind::kAllreduce;
   std::string algorithm = "ring";  // DenseReducerAlgorithms(): frugal's or "mpi"
@@ -243,7 +247,7 @@ struct ArchSpec {
   // kParameterServer (parameter_server.h): the last `servers` ranks serve keys of at most
   // shard_mb MB; the others are workers.
   int servers = 0;
-  double shard_mb = 4;
+  double shard_mb = kDefaultShardMb;
 };
 
 enum class SyncKind { kBsp, kLocal, kFedAvg, kAsp, kSsp, kBackup, kLag };

@@ -53,7 +53,7 @@ StatusOr<ArchSpec> ParseParameterServerSpec(std::string_view spec) {
   StatusOr<int64_t> servers = params.Int("servers", 0, 1, 4096);
   FRUGAL_RETURN_IF_ERROR(Annotated("--arch", servers.status()));
   arch.servers = static_cast<int>(*servers);
-  StatusOr<double> mb = params.Double("shard-mb", 4, 1.0 / 1024, 1 << 20);
+  StatusOr<double> mb = params.Double("shard-mb", kDefaultShardMb, 1.0 / 1024, 1 << 20);
   FRUGAL_RETURN_IF_ERROR(Annotated("--arch", mb.status()));
   arch.shard_mb = *mb;
   FRUGAL_RETURN_IF_ERROR(Annotated("--arch", params.Finish()));

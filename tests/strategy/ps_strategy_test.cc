@@ -15,8 +15,8 @@ TEST(ParameterServerSpec, ParsesAndNames) {
   const ArchSpec arch = ParseArchSpec("ps:servers=2").value();
   EXPECT_EQ(arch.kind, ArchKind::kParameterServer);
   EXPECT_EQ(arch.servers, 2);
-  EXPECT_DOUBLE_EQ(arch.shard_mb, 4);
-  EXPECT_EQ(ArchSpecName(arch), "ps:servers=2,shard-mb=4");
+  EXPECT_DOUBLE_EQ(arch.shard_mb, 0.125);
+  EXPECT_EQ(ArchSpecName(arch), "ps:servers=2,shard-mb=0.125");
   const ArchSpec small = ParseArchSpec("ps:servers=3,shard-mb=0.5").value();
   EXPECT_DOUBLE_EQ(small.shard_mb, 0.5);
   EXPECT_EQ(ArchSpecName(small), "ps:servers=3,shard-mb=0.5");

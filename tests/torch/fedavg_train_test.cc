@@ -348,9 +348,10 @@ TEST(FedAvgTraining, OverServersAWorkerPushesOnlyForItsSampledClients) {
       options);
   const FedAvgSummary& s = ps.summaries[0];
   ASSERT_EQ(s.rounds.size(), 4u);
-  // mlp: 6 tensors under 4 MB, 6 keys on the one server; no float buffers.
+  // mlp: 6 tensors cut into keys of at most 128 KiB (32768 floats): 7 + 1 + 2 + 1 + 1 + 1 = 13 keys
+  // on the one server; no float buffers.
   const uint64_t params = static_cast<uint64_t>(s.train.params);
-  const uint64_t headers = 6 * 52;
+  const uint64_t headers = 13 * 52;
   std::vector<uint64_t> sent(n, 0);
   int rounds_with_an_idle_worker = 0;
   for (size_t r = 0; r < 4; ++r) {

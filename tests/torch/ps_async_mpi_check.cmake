@@ -1,14 +1,15 @@
 # Runs `frugal train --arch ps:servers=1` under a real mpirun (3 workers + 1 server) with the
 # consistency models where workers go at their own pace (asp, ssp, backup workers; rank 1 three
 # times slower) and with lag, and checks each run: exit code, the summary's counts against the
-# bytes of the pushes (every push of a step is one of the model's 6 keys; a dense step is
-# 6 x 52 + 4 x 269322 bytes, so 3 workers' pushes of P keys make P / 6 x 359200 bytes per worker),
+# bytes of the pushes (keys of at most 4 MB: every push of a step is one of the model's 6 keys; a
+# dense step is 6 x 52 + 4 x 269322 bytes, so 3 workers' pushes of P keys make P / 6 x 359200
+# bytes per worker),
 # the staleness figures in the summary and in every epoch record, and replicas that may differ
 # (asp, ssp, backup: the averaged model is evaluated) or are identical (lag); asp's
 # --staleness-policy drop:T and scale.
 #   cmake -DFRUGAL=path -DMPIEXEC=mpirun -DJSON=file -P ps_async_mpi_check.cmake
 set(common train --model mlp --batch-size 32 --epochs 2 --max-steps 150 --progress none
-    --arch ps:servers=1)
+    --arch ps:servers=1,shard-mb=4)
 
 function(run_train json sync)
   file(REMOVE "${json}")

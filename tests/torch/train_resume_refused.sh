@@ -79,9 +79,9 @@ refused empty "--resume $work/empty: no committed checkpoint in $work/empty" --n
 [ -f "$work/ps/ckpt-000000000006/rank-00003.state" ] || fail "no file of the server (rank 3)"
 ckdir=$work/ps
 manifest="checkpoint $work/ps/ckpt-000000000006/MANIFEST"
-refused ps_servers "$manifest: field 'identity/arch' is 'ps:servers=1,shard-mb=4', this run has 'ps:servers=2,shard-mb=4'$" \
+refused ps_servers "$manifest: field 'identity/arch' is 'ps:servers=1,shard-mb=0.125', this run has 'ps:servers=2,shard-mb=0.125'$" \
   --np 4 --resume "$work/ps" --arch ps:servers=2
-refused ps_sharding "$manifest: field 'identity/arch' is 'ps:servers=1,shard-mb=4', this run has 'ps:servers=1,shard-mb=0.01'$" \
+refused ps_sharding "$manifest: field 'identity/arch' is 'ps:servers=1,shard-mb=0.125', this run has 'ps:servers=1,shard-mb=0.01'$" \
   --np 4 --resume "$work/ps" --arch ps:servers=1,shard-mb=0.01
 refused ps_sync "$manifest: field 'identity/sync' is 'bsp', this run has 'lag" \
   --np 4 --resume "$work/ps" --arch ps:servers=1 --sync lag
