@@ -2,7 +2,7 @@
 # The parameter server's figures (docs/performance.md, "Parameter server").
 #   net: 4 workers on their own emulated 100 Mbit/s hosts, with 1 and 2 servers on hosts of their
 #        own, against ring all-reduce on the 4 workers' hosts: cnn and vgg, step time and bytes
-#        (dense pushes and pulls);
+#        (dense pushes and pulls; TAG=T from the environment ends the records' names in _T);
 #   straggler: 4 workers + 1 server on this machine (shared memory, the 2 cores), rank 1 three
 #        times slower (--straggler 1:3), cnn, lr 0.05: bsp, ssp:staleness=1 and 4, asp,
 #        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs, or EPOCHS from
@@ -15,10 +15,14 @@
 #        (--stop-at-accuracy 0.88), MODE dense, push (top-k 1% with error feedback) or pushpull
 #        (top-k 1% both ways), each with at most as many epochs as fit in 15 minutes at its step
 #        time (dense 3, push 4, pushpull 8; EPOCHS from the environment overrides);
+#   keys: the key size (shard-mb) of 4 workers + 1 server, bsp, dense: cnn (40 steps) on 100 Mbit/s
+#        emulated hosts at 4, 1, 0.25, 0.125 and 0.0625 MB, vgg (12 steps) at 4, 0.25 and 0.125,
+#        and cnn (60 steps) on this machine (shared memory) and on 1 Gbit/s hosts at 4, 0.25 and
+#        0.125 (records keys_MODEL_NET_sSIZE);
 #   many LR: 16 workers + 1 server on this machine (oversubscribed), cnn at learning rate LR, one
 #        epoch (or MAX_STEPS steps of each worker, from the environment) of asp and of bsp;
 #        TAG=T from the environment ends the records' names in _T.
-# Usage: run.sh FRUGAL_BINARY net|straggler|compress|tta|many [LR] [SYNC...|MODE...]. straggler,
+# Usage: run.sh FRUGAL_BINARY net|straggler|compress|tta|keys|many [LR] [SYNC...|MODE...]. straggler,
 # tta and many take the syncs or modes to run (default: all of them), so that each can run in a
 # hold of its own. Run it alone (under quiet) for times; accuracy, staleness and bytes are exact
 # under load.
@@ -39,13 +43,13 @@ timed() {  # NAME ARGS...: runs frugal train, records its exit code and wall tim
 }
 
 net() {
-  local e=nic=100mbit
-  timed ring_cnn --np 4 --emulate hosts=4,$e --model cnn --max-steps 40
-  timed ps1_cnn --np 5 --emulate hosts=5,$e --arch ps:servers=1 --model cnn --max-steps 40
-  timed ps2_cnn --np 6 --emulate hosts=6,$e --arch ps:servers=2 --model cnn --max-steps 40
-  timed ring_vgg --np 4 --emulate hosts=4,$e --model vgg --max-steps 12
-  timed ps1_vgg --np 5 --emulate hosts=5,$e --arch ps:servers=1 --model vgg --max-steps 12
-  timed ps2_vgg --np 6 --emulate hosts=6,$e --arch ps:servers=2 --model vgg --max-steps 12
+  local e=nic=100mbit t=${TAG:+_$TAG}
+  timed ring_cnn$t --np 4 --emulate hosts=4,$e --model cnn --max-steps 40
+  timed ps1_cnn$t --np 5 --emulate hosts=5,$e --arch ps:servers=1 --model cnn --max-steps 40
+  timed ps2_cnn$t --np 6 --emulate hosts=6,$e --arch ps:servers=2 --model cnn --max-steps 40
+  timed ring_vgg$t --np 4 --emulate hosts=4,$e --model vgg --max-steps 12
+  timed ps1_vgg$t --np 5 --emulate hosts=5,$e --arch ps:servers=1 --model vgg --max-steps 12
+  timed ps2_vgg$t --np 6 --emulate hosts=6,$e --arch ps:servers=2 --model vgg --max-steps 12
 }
 
 straggler() {
@@ -88,6 +92,21 @@ tta() {
   done
 }
 
+keys() {
+  local ps="--arch ps:servers=1" s
+  for s in 4 1 0.25 0.125 0.0625; do
+    timed keys_cnn_100mbit_s$s --np 5 --emulate hosts=5,nic=100mbit $ps,shard-mb=$s --model cnn \
+      --max-steps 40
+  done
+  for s in 4 0.25 0.125; do
+    timed keys_vgg_100mbit_s$s --np 5 --emulate hosts=5,nic=100mbit $ps,shard-mb=$s --model vgg \
+      --max-steps 12
+    timed keys_cnn_shm_s$s --np 5 $ps,shard-mb=$s --model cnn --max-steps 60
+    timed keys_cnn_1gbit_s$s --np 5 --emulate hosts=5,nic=1gbit $ps,shard-mb=$s --model cnn \
+      --max-steps 60
+  done
+}
+
 many() {
   local lr=$1
   shift
@@ -106,6 +125,8 @@ case "$part" in
   straggler) straggler "$@" ;;
   compress) compress ;;
   tta) tta "$@" ;;
+  keys) keys ;;
   many) many "$@" ;;
-  *) echo "usage: run.sh FRUGAL net|straggler|compress|tta|many [LR] [SYNC...|MODE...]" >&2; exit 2 ;;
+  *) echo "usage: run.sh FRUGAL net|straggler|compress|tta|keys|many [LR] [SYNC...|MODE...]" >&2
+     exit 2 ;;
 esac

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The parameter server's tables from the runs' JSON lines: python3 table.py [--epochs] NAME...
 
-Without --epochs: step time, bytes and the servers' NIC per run (the net and compress parts).
+Without --epochs: step time, bytes and the servers' NIC per run (the net, compress and keys parts;
+the NIC's rate is NIC_MBIT from the environment, 100 by default, 0 for runs on one machine).
 With --epochs: per epoch test accuracy, samples/s and the time to 88% (straggler and many)."""
 import json
+import os
 import sys
 
-NIC = 100e6 / 8  # bytes per second of an emulated 100 Mbit/s NIC
+NIC = float(os.environ.get("NIC_MBIT", "100")) * 1e6 / 8  # bytes per second of the emulated NIC
 
 
 def summary(name):
@@ -52,7 +54,8 @@ for name in sys.argv[1:]:
         outs = [s[k.replace("_in", "_out")] / steps for k in sorted(servers)]
         io = " , ".join(f"{i / 1e6:.2f} / {o / 1e6:.2f}" for i, o in zip(ins, outs))
         # The busier direction of the busiest server's NIC against the median step.
-        nic = f"{max(max(i, o) for i, o in zip(ins, outs)) / NIC / step:.2f}"
+        if NIC > 0:
+            nic = f"{max(max(i, o) for i, o in zip(ins, outs)) / NIC / step:.2f}"
     print(f"| {name} | {s['workers']} + {len(servers)} | {step * 1e3:.0f} | "
           f"{s['bytes_sent_per_worker'] / steps / 1e6:.2f} | {io} | {nic} | "
           f"{s['samples_per_second']:.0f} | {s['test_accuracy']:.4f} |")
