@@ -45,6 +45,7 @@ struct SimulateFlags {
   double alpha_us = 50;
   std::string fit;        // alpha and the NIC's rate from a `frugal bench allreduce --json` record
   std::string fit_round;  // gossip: the round rate from a `frugal bench round --json` record
+  double duplex_share = 1;  // ps: each direction's share of the NIC when both are busy
   double host_gbit = 40;
   int ranks_per_host = 1;
   int hosts_per_rack = 0;
@@ -148,6 +149,9 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(std::vector<SimLayer> layers, Layers(flags));
   FRUGAL_ASSIGN_OR_RETURN(SimOverlap overlap, ParseSimOverlap(flags.overlap));
   if (!(flags.straggler >= 1)) return InvalidArgumentError("--straggler must be >= 1");
+  if (!(flags.duplex_share > 0 && flags.duplex_share <= 1)) {
+    return InvalidArgumentError("--duplex-share must be in (0, 1]");
+  }
   double alpha_s = flags.alpha_us * 1e-6;
   std::vector<double> bandwidths_gbit = flags.bandwidth_gbit;
   if (!flags.fit.empty()) {
@@ -202,6 +206,10 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
         o.network.ranks_per_host = flags.ranks_per_host;
         o.network.hosts_per_rack = flags.hosts_per_rack;
         o.network.rack_bytes_per_s = flags.rack_gbit * 1e9 / 8;
+        if (flags.duplex_share != 1 && o.arch.kind != ArchKind::kParameterServer) {
+          return InvalidArgumentError("--duplex-share applies to --arch ps only");
+        }
+        o.network.duplex_share = flags.duplex_share;
         if (!flags.fit_round.empty()) {
           if (o.arch.kind != ArchKind::kGossip) {
             return InvalidArgumentError("--fit-round applies to --arch gossip only");
@@ -310,6 +318,11 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
                   "round --json` record of the same graph and worker count, instead of the NIC's, "
                   "and its copy rate for the model's copies on the training thread")
       ->type_name("FILE");
+  cmd->add_option("--duplex-share", flags->duplex_share,
+                  "Parameter server: the share of the NIC's rate each direction of a NIC carries "
+                  "while it sends and receives at once, for every push and answer (e.g. the rate "
+                  "`frugal bench round` measures on a ring over the rate of --fit)")
+      ->capture_default_str();
   cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", flags->ranks_per_host, "Workers per host")

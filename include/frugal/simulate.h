@@ -102,6 +102,11 @@ struct SimNetwork {
   // Gossip: the rate at which a host's NIC carries a round's concurrent flows (d M / round, as
   // `frugal bench round` measures it on the graph); 0: the NIC's rate.
   double round_bytes_per_s = 0;
+  // Parameter server: the share of the NIC's rate that each direction of a NIC sending and
+  // receiving at once carries, for every push and answer (with small keys a server's pushes in
+  // and answers out overlap for most of the step; on emulated hosts such flows go slower than one
+  // direction alone). In (0, 1].
+  double duplex_share = 1;
 };
 
 struct SimOptions {

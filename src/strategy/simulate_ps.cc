@@ -16,7 +16,8 @@
 //   out_end    = max(out[s], decoded + apply + e') + alpha + W a / B   (W answers)
 //   back       = max(out_end, max(nic_in, out_end - a / B) + a / B) + d'
 //                                                                 (the worker's NIC receives)
-// where apply is the optimizer layers' time times the key's share of the floats. Channel busy
+// where apply is the optimizer layers' time times the key's share of the floats, and B the NIC's
+// rate times the network's duplex_share. Channel busy
 // time is the largest inbound time of a server; server_out_busy_s the largest outbound.
 #include <fmt/format.h>
 
@@ -44,7 +45,7 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
   const int layers = static_cast<int>(o.layers.size());
   const double f = o.straggler_factor;
   const double w = o.workers;
-  const double b = o.network.nic_bytes_per_s;
+  const double b = o.network.nic_bytes_per_s * o.network.duplex_share;
   const double alpha = o.network.alpha_s;
   // The keys, as the servers cut them.
   std::vector<TensorSpec> tensors;

@@ -40,6 +40,19 @@ TEST(SimulateArch, ParameterServerNicCarriesEveryWorker) {
   EXPECT_NEAR(StepMs(o), 3 + 2 * 16.208, 1e-9);
 }
 
+TEST(SimulateArch, ParameterServerLinksAtTheDuplexShare) {
+  // The test above with every push and answer at 0.4 of the NICs' rate: 8.104 / 0.4 = 20.26 ms
+  // in and as much out after the backward; the compute is unchanged.
+  SimOptions o = Options(1000, 2, "ps:servers=1");
+  o.network.duplex_share = 0.4;
+  EXPECT_NEAR(StepMs(o), 3 + 2 * 20.26, 1e-9);
+  // The ring and gossip do not read it.
+  SimOptions ring = Options(1000, 2, "allreduce:ring");
+  const double full = StepMs(ring);
+  ring.network.duplex_share = 0.4;
+  EXPECT_DOUBLE_EQ(StepMs(ring), full);
+}
+
 TEST(SimulateArch, ParameterServerKeysOnTwoServers) {
   // 2000 floats: one key of 8052 bytes on one server, 3 + 2 x 2 x 8.052 ms.
   SimOptions one = Options(2000, 2, "ps:servers=1");
