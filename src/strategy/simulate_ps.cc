@@ -17,8 +17,8 @@
 //   back       = max(out_end, max(nic_in, out_end - a / B) + a / B) + d'
 //                                                                 (the worker's NIC receives)
 // where apply is the optimizer layers' time times the key's share of the floats, and B the NIC's
-// rate times the network's duplex_share. Channel busy
-// time is the largest inbound time of a server; server_out_busy_s the largest outbound.
+// rate times the network's duplex_share. Channel busy time is the largest inbound time of a
+// server; server_out_busy_s the largest outbound.
 #include <fmt/format.h>
 
 #include <algorithm>
