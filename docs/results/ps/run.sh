@@ -8,7 +8,7 @@
 #        backup:workers=1 and lag, each until 88% test accuracy (at most 3 epochs, or EPOCHS from
 #        the environment: the records then end in _eEPOCHS; REPLICA_EVAL=N from the environment
 #        evaluates each worker's own model on the first N test images, --replica-eval-samples N,
-#        and the records end in _rN);
+#        and the records end in _rN; TAG=T ends them in _T);
 #   compress: the net setup with 1 server, pushes compressed (top-k 1% with error feedback) and
 #        pushes and pulls compressed (top-k 1% both ways), cnn and vgg;
 #   tta MODE...: the net setup with 1 server, cnn at lr 0.05 until 88% test accuracy
@@ -60,6 +60,7 @@ straggler() {
     common="$common --replica-eval-samples $REPLICA_EVAL"
     suffix="${suffix}_r$REPLICA_EVAL"
   fi
+  suffix="$suffix${TAG:+_$TAG}"
   [ ${#syncs[@]} -gt 0 ] || syncs=(bsp ssp:staleness=1 ssp:staleness=4 asp backup:workers=1 lag)
   for sync in "${syncs[@]}"; do
     timed "straggler_${sync//[:=]/_}$suffix" $common --epochs "${EPOCHS:-3}" --sync "$sync" \
