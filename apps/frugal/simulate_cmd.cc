@@ -149,9 +149,6 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
   FRUGAL_ASSIGN_OR_RETURN(std::vector<SimLayer> layers, Layers(flags));
   FRUGAL_ASSIGN_OR_RETURN(SimOverlap overlap, ParseSimOverlap(flags.overlap));
   if (!(flags.straggler >= 1)) return InvalidArgumentError("--straggler must be >= 1");
-  if (!(flags.duplex_share > 0 && flags.duplex_share <= 1)) {
-    return InvalidArgumentError("--duplex-share must be in (0, 1]");
-  }
   double alpha_s = flags.alpha_us * 1e-6;
   std::vector<double> bandwidths_gbit = flags.bandwidth_gbit;
   if (!flags.fit.empty()) {

@@ -129,6 +129,9 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
   if (o.workers < 1) return InvalidArgumentError("frugal simulate: workers must be >= 1");
   if (o.steps < 2) return InvalidArgumentError("frugal simulate: at least 2 steps");
   if (!(o.straggler_factor >= 1)) return InvalidArgumentError("straggler factor must be >= 1");
+  if (!(o.network.duplex_share > 0 && o.network.duplex_share <= 1)) {
+    return InvalidArgumentError("--duplex-share must be in (0, 1]");
+  }
   if (o.arch.kind != ArchKind::kGossip && o.sync.kind != SyncKind::kBsp) {
     return InvalidArgumentError(
         fmt::format("frugal simulate: --sync {} is not simulated (bsp; local:period=H over gossip)",

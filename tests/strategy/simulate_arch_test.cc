@@ -51,6 +51,14 @@ TEST(SimulateArch, ParameterServerLinksAtTheDuplexShare) {
   const double full = StepMs(ring);
   ring.network.duplex_share = 0.4;
   EXPECT_DOUBLE_EQ(StepMs(ring), full);
+  // A share outside (0, 1] is refused (0 would make every message take forever).
+  for (double bad : {0.0, -0.5, 1.5}) {
+    o.network.duplex_share = bad;
+    auto r = Simulate(o, DefaultCompressorRegistry());
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("--duplex-share must be in (0, 1]"), std::string::npos);
+  }
 }
 
 TEST(SimulateArch, ParameterServerKeysOnTwoServers) {
