@@ -10,12 +10,28 @@
 // Post-step: each odd rank below 2*rem sends the result to r - 1. log2(p) exchanges of the full
 // buffer: latency-optimal, for small buffers.
 //
+// Sends of the main loop leave from the buffer itself (options.data_owner) except for buffers of
+// at most kStagedExchangeBytes on one machine whose ranks have a core each: there they are staged.
+// The peer reads a chunk and this rank then writes the sum over it, so every cache line the peer
+// has just read must be taken back from the peer's cache before the write; on 2 ranks at 1 MB that
+// cost 126 against 80 us at 512 KiB and 227 against 194 us at 1 MB, while a staged copy stays in
+// the core's cache. From 2 MB up the staged copy no longer does and costs more than it saves
+// (312 against 437 us), and where ranks share cores the extra copy costs more than the
+// invalidations (docs/performance.md, "Recursive doubling's in-place sends").
+//
 // Determinism: both partners of an exchange add the same two partial sums; IEEE addition is
 // commutative (a + b == b + a bit for bit), so after each step the two hold identical bits, and
 // at the end all ranks do. Average scales the identical sums by the same 1/n on every rank.
+#include <thread>
+
 #include "collectives/internal.h"
 
 namespace frugal::coll {
+namespace {
+
+constexpr size_t kStagedExchangeBytes = size_t{1} << 20;
+
+}  // namespace
 
 Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
                                   const AllreduceOptions& options) {
@@ -43,10 +59,14 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
     }
   }
   if (vr >= 0) {
+    const bool staged = bytes.size() <= kStagedExchangeBytes && t.SharesMemoryWithPeers() &&
+                        static_cast<unsigned>(n) <= std::thread::hardware_concurrency();
+    const DataIo exchange_io = staged ? DataIo{} : io;
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = vr ^ mask;
       const int peer = partner < rem ? 2 * partner + 1 : partner + rem;
-      FRUGAL_RETURN_IF_ERROR(ExchangeReduce(t, peer, tag, data, data, seg, timeout, scratch, io));
+      FRUGAL_RETURN_IF_ERROR(
+          ExchangeReduce(t, peer, tag, data, data, seg, timeout, scratch, exchange_io));
     }
     if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
   }
