@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+# For each MODEL_hHOSTS group of runs beside this script: compute per step (the skip run's median
+# step), communication per step (the none run's comm_seconds / steps), every overlapped run's
+# median step and its ratio to max(compute, communication), and the share of communication hidden.
+import glob, json, os, re
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def summary(path):
+    for line in open(path):
+        record = json.loads(line)
+        if record.get('event') == 'summary':
+            return record
+    raise SystemExit(f'{path}: no summary')
+
+
+print('| model | hosts | compute | communication | run | median step | / max(compute, comm) | comm hidden |')
+print('| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |')
+for skip_path in sorted(glob.glob(os.path.join(here, '*_skip.jsonl'))):
+    group = os.path.basename(skip_path)[:-len('_skip.jsonl')]
+    model, hosts = re.match(r'(\w+)_h(\d+)', group).groups()
+    none_path = os.path.join(here, f'{group}_none.jsonl')
+    if not os.path.exists(none_path):
+        continue
+    skip, none = summary(skip_path), summary(none_path)
+    compute = skip['step_seconds_median'] * 1e3
+    comm = none['comm_seconds'] / none['steps'] * 1e3
+    for path in sorted(glob.glob(os.path.join(here, f'{group}_*.jsonl'))):
+        run = os.path.basename(path)[len(group) + 1:-len('.jsonl')]
+        if run == 'skip':
+            continue
+        record = summary(path)
+        step = record['step_seconds_median'] * 1e3
+        hidden = record.get('comm_hidden_fraction', float('nan')) * 100
+        print(f'| {model} | {hosts} | {compute:.1f} ms | {comm:.1f} ms | {run} | {step:.1f} ms | '
+              f'{step / max(compute, comm):.2f} | {hidden:.0f}% |')
