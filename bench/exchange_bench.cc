@@ -1,8 +1,9 @@
-// The exchange benchmark (see exchange_bench.h). Each timed exchange: both ranks pass a barrier,
-// then each starts one round of gossip::NeighbourExchange (a send to the other rank when its
-// mode sends, a receive from it when it receives, both posted before anything is waited for) and
-// finishes it; each rank times its own round from the barrier, and the slower of the two times
-// is the exchange's. A receive of a known size is posted before the send, as gossip posts it.
+// The exchange benchmark (see exchange_bench.h). Each timed exchange: every rank passes a barrier,
+// then starts one round of gossip::NeighbourExchange (rank 0 sends to every other rank when its
+// mode sends and receives from every other rank when it receives; the others do the converse,
+// everything posted before anything is waited for) and finishes it; each rank times its own round
+// from the barrier, and the slowest rank's time is the exchange's. A receive of a known size is
+// posted before the send, as gossip posts it.
 #include "exchange_bench.h"
 
 #include <fmt/format.h>
@@ -39,12 +40,11 @@ std::string_view ExchangeModeName(ExchangeMode mode) {
 
 StatusOr<std::vector<ExchangeSample>> RunExchangeBench(Transport& t,
                                                        const ExchangeBenchOptions& options) {
-  if (t.size() != 2) {
+  if (t.size() < 2) {
     return InvalidArgumentError(
-        fmt::format("bench exchange needs exactly 2 ranks, not {} (e.g. --np 2)", t.size()));
+        fmt::format("bench exchange needs at least 2 ranks, not {} (e.g. --np 2)", t.size()));
   }
   const int me = t.rank();
-  const int other = 1 - me;
   const CollectiveOptions sync{options.timeout, false};
   size_t largest = 0;
   for (size_t s : options.sizes) largest = std::max(largest, s);
@@ -58,9 +58,14 @@ StatusOr<std::vector<ExchangeSample>> RunExchangeBench(Transport& t,
       const bool rank0_receives = mode != ExchangeMode::kSend;
       const bool sends = me == 0 ? rank0_sends : rank0_receives;
       const bool receives = me == 0 ? rank0_receives : rank0_sends;
-      std::vector<int> to, from;
-      if (sends) to.push_back(other);
-      if (receives) from.push_back(other);
+      std::vector<int> peers;
+      if (me == 0) {
+        for (int r = 1; r < t.size(); ++r) peers.push_back(r);
+      } else {
+        peers.push_back(0);
+      }
+      const std::vector<int> to = sends ? peers : std::vector<int>{};
+      const std::vector<int> from = receives ? peers : std::vector<int>{};
       std::vector<double> times;
       for (int i = 0; i < options.warmup + options.iters; ++i) {
         FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
@@ -74,6 +79,7 @@ StatusOr<std::vector<ExchangeSample>> RunExchangeBench(Transport& t,
       if (me != 0 || times.empty()) continue;
       ExchangeSample sample;
       sample.bytes = size;
+      sample.peers = t.size() - 1;
       sample.mode = mode;
       sample.seconds = Median(times);
       sample.fastest_seconds = *std::min_element(times.begin(), times.end());
@@ -91,7 +97,7 @@ namespace {
 double BothOverOneWay(const std::vector<ExchangeSample>& samples, const ExchangeSample& both) {
   double one_way = 0;
   for (const ExchangeSample& s : samples) {
-    if (s.bytes == both.bytes && s.mode != ExchangeMode::kBoth) {
+    if (s.bytes == both.bytes && s.peers == both.peers && s.mode != ExchangeMode::kBoth) {
       one_way = std::max(one_way, s.seconds);
     }
   }
@@ -99,14 +105,14 @@ double BothOverOneWay(const std::vector<ExchangeSample>& samples, const Exchange
 }
 
 double MbitPerSecond(const ExchangeSample& s) {
-  return static_cast<double>(s.bytes) * 8 / s.seconds / 1e6;
+  return static_cast<double>(s.bytes) * s.peers * 8 / s.seconds / 1e6;
 }
 
 }  // namespace
 
 std::string ExchangeTable(const std::vector<ExchangeSample>& samples) {
   Table table({"bytes", "mode", "iters", "median_ms", "fastest_ms", "slowest_ms",
-               "Mbit/s_per_direction", "both/one-way"},
+               "rank0_Mbit/s_per_direction", "both/one-way"},
               {false, true});
   for (const ExchangeSample& s : samples) {
     const double ratio = BothOverOneWay(samples, s);
@@ -124,6 +130,7 @@ std::vector<nlohmann::json> ExchangeJson(const std::vector<ExchangeSample>& samp
   for (const ExchangeSample& s : samples) {
     records.push_back({{"bench", "exchange"},
                        {"bytes", s.bytes},
+                       {"ranks", s.peers + 1},
                        {"mode", ExchangeModeName(s.mode)},
                        {"iters", s.iters},
                        {"seconds", s.seconds},

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -73,6 +74,37 @@ StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topo
         fmt::format("--fit-round {}: copy_bytes_per_s must be finite and >= 0", path));
   }
   return fit;
+}
+
+StatusOr<double> ReadDuplexFit(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("--fit-duplex {}: cannot read the file", path));
+  std::string line;
+  double largest = -1;
+  double both_over_one_way = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("bench", "") != "exchange" || j.value("mode", "") != "both" ||
+        !j.contains("bytes") || !j["bytes"].is_number() || !j.contains("both_over_one_way") ||
+        !j["both_over_one_way"].is_number()) {
+      continue;
+    }
+    if (j["bytes"].get<double>() > largest) {
+      largest = j["bytes"].get<double>();
+      both_over_one_way = j["both_over_one_way"].get<double>();
+    }
+  }
+  if (largest < 0) {
+    return InvalidArgumentError(fmt::format(
+        "--fit-duplex {}: no record of both directions at once against one way (write one with "
+        "`frugal bench exchange --np 2 --modes send,recv,both --json FILE`)",
+        path));
+  }
+  if (!std::isfinite(both_over_one_way) || both_over_one_way <= 0) {
+    return InvalidArgumentError(
+        fmt::format("--fit-duplex {}: both_over_one_way must be finite and > 0", path));
+  }
+  return std::min(1.0, 1.0 / both_over_one_way);
 }
 
 }  // namespace frugal::apps

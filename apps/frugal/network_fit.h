@@ -1,7 +1,9 @@
 // The network of a `frugal bench allreduce --json` record: alpha (latency per message), beta
 // (seconds per byte) and gamma (reduction, seconds per byte), as `frugal cost` and `frugal
 // simulate` take them with --fit FILE; and the rate of a gossip round's flows through a host's
-// NIC from a `frugal bench round --json` record (`frugal simulate --fit-round FILE`).
+// NIC from a `frugal bench round --json` record (`frugal simulate --fit-round FILE`); and the share
+// of a NIC's rate each direction keeps while both are busy, from a `frugal bench exchange --json`
+// record (`frugal simulate --fit-duplex FILE`).
 #pragma once
 
 #include <string>
@@ -32,5 +34,11 @@ struct RoundFit {
 // largest message. kNotFound when the file cannot be read; kInvalidArgument when no record
 // matches, its round rate is not finite and > 0, or its copy rate is not finite and >= 0.
 StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks);
+
+// The duplex share of the `frugal bench exchange` record of `path` with mode "both" and the largest
+// message: the slower one-way time over the time of both directions at once (its
+// both_over_one_way inverted), at most 1. kNotFound when the file cannot be read;
+// kInvalidArgument when no such record is there or its both_over_one_way is not finite and > 0.
+StatusOr<double> ReadDuplexFit(const std::string& path);
 
 }  // namespace frugal::apps

@@ -46,6 +46,7 @@ struct SimulateFlags {
   std::string fit;        // alpha and the NIC's rate from a `frugal bench allreduce --json` record
   std::string fit_round;  // gossip: the round rate from a `frugal bench round --json` record
   double duplex_share = 1;  // ps: each direction's share of the NIC when both are busy
+  std::string fit_duplex;   // ps: the duplex share from a `frugal bench exchange --json` record
   double host_gbit = 40;
   int ranks_per_host = 1;
   int hosts_per_rack = 0;
@@ -203,10 +204,14 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
         o.network.ranks_per_host = flags.ranks_per_host;
         o.network.hosts_per_rack = flags.hosts_per_rack;
         o.network.rack_bytes_per_s = flags.rack_gbit * 1e9 / 8;
-        if (flags.duplex_share != 1 && o.arch.kind != ArchKind::kParameterServer) {
-          return InvalidArgumentError("--duplex-share applies to --arch ps only");
+        if ((flags.duplex_share != 1 || !flags.fit_duplex.empty()) &&
+            o.arch.kind != ArchKind::kParameterServer) {
+          return InvalidArgumentError("--duplex-share and --fit-duplex apply to --arch ps only");
         }
         o.network.duplex_share = flags.duplex_share;
+        if (!flags.fit_duplex.empty()) {
+          FRUGAL_ASSIGN_OR_RETURN(o.network.duplex_share, ReadDuplexFit(flags.fit_duplex));
+        }
         if (!flags.fit_round.empty()) {
           if (o.arch.kind != ArchKind::kGossip) {
             return InvalidArgumentError("--fit-round applies to --arch gossip only");
@@ -315,11 +320,17 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
                   "round --json` record of the same graph and worker count, instead of the NIC's, "
                   "and its copy rate for the model's copies on the training thread")
       ->type_name("FILE");
-  cmd->add_option("--duplex-share", flags->duplex_share,
-                  "Parameter server: the share of the NIC's rate each direction of a NIC carries "
-                  "while it sends and receives at once, for every push and answer (e.g. the rate "
-                  "`frugal bench round` measures on a ring over the rate of --fit)")
-      ->capture_default_str();
+  CLI::Option* duplex =
+      cmd->add_option("--duplex-share", flags->duplex_share,
+                      "Parameter server: the share of the NIC's rate each direction of a NIC "
+                      "carries while it sends and receives at once, for every push and answer")
+          ->capture_default_str();
+  cmd->add_option("--fit-duplex", flags->fit_duplex,
+                  "Parameter server: the duplex share from a `frugal bench exchange --json` "
+                  "record (one way against both ways at once, its largest message) instead of "
+                  "--duplex-share")
+      ->type_name("FILE")
+      ->excludes(duplex);
   cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", flags->ranks_per_host, "Workers per host")

@@ -1,5 +1,6 @@
 // ReadNetworkFit: the alpha-beta-gamma record of `frugal bench allreduce --json` (--fit FILE);
 // ReadRoundFit: the round rate of `frugal bench round --json` (--fit-round FILE).
+// ReadDuplexFit: the duplex share of `frugal bench exchange --json` (--fit-duplex FILE).
 #include "network_fit.h"
 
 #include <gtest/gtest.h>
@@ -109,6 +110,47 @@ TEST(RoundFit, RefusesWhatDoesNotMatch) {
   EXPECT_NE(negative_copy.status().message().find("copy_bytes_per_s must be finite and >= 0"),
             std::string::npos)
       << negative_copy.status().message();
+}
+
+TEST(DuplexFit, InvertsBothOverOneWayOfTheLargestMessageAndCapsAtOne) {
+  const std::string path =
+      Write("duplex_ok.jsonl",
+            "{\"bench\":\"exchange\",\"bytes\":4194304,\"mode\":\"send\",\"seconds\":0.4}\n"
+            "{\"bench\":\"exchange\",\"bytes\":1048576,\"mode\":\"both\","
+            "\"both_over_one_way\":1.6}\n"
+            "{\"bench\":\"exchange\",\"bytes\":4194304,\"mode\":\"both\","
+            "\"both_over_one_way\":1.25}\n"
+            "{\"bench\":\"round\",\"bytes\":8388608,\"mode\":\"both\","
+            "\"both_over_one_way\":2}\n");
+  auto share = ReadDuplexFit(path);
+  ASSERT_TRUE(share.ok()) << share.status().ToString();
+  EXPECT_DOUBLE_EQ(*share, 0.8);  // 1 / 1.25, of the 4 MiB record
+  // Both ways faster than one (noise on a full-duplex link): each direction keeps the whole NIC.
+  auto faster = ReadDuplexFit(Write("duplex_faster.jsonl",
+                                    "{\"bench\":\"exchange\",\"bytes\":1000,\"mode\":\"both\","
+                                    "\"both_over_one_way\":0.9}\n"));
+  ASSERT_TRUE(faster.ok()) << faster.status().ToString();
+  EXPECT_DOUBLE_EQ(*faster, 1.0);
+}
+
+TEST(DuplexFit, RefusesWhatDoesNotMatch) {
+  auto missing = ReadDuplexFit((fs::path(::testing::TempDir()) / "no_such_duplex.jsonl").string());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  // Only one-way records (`--modes send`): nothing to compare with.
+  auto one_way = ReadDuplexFit(
+      Write("duplex_one_way.jsonl",
+            "{\"bench\":\"exchange\",\"bytes\":1000,\"mode\":\"send\",\"seconds\":0.1}\n"));
+  EXPECT_EQ(one_way.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(one_way.status().message().find("no record of both directions at once"),
+            std::string::npos)
+      << one_way.status().message();
+  auto zero = ReadDuplexFit(Write("duplex_zero.jsonl",
+                                  "{\"bench\":\"exchange\",\"bytes\":1000,\"mode\":\"both\","
+                                  "\"both_over_one_way\":0}\n"));
+  EXPECT_EQ(zero.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(zero.status().message().find("both_over_one_way must be finite and > 0"),
+            std::string::npos)
+      << zero.status().message();
 }
 
 }  // namespace
