@@ -1,0 +1,28 @@
+#!/bin/bash
+# Time to 88% on vgg, 4 emulated hosts at 100 Mbit/s, the settings of sweeps/tta_vgg.toml: the
+# methods named (sweeps/tta_vgg.toml's variant names, plus qsgd_prio05: QSGD with priority
+# scheduling and 0.5 MB partitions) against the compute-only bound (compute_only: one epoch with
+# --skip-comm, since dense reaches 88% in its first epoch). HOSTS=H from the environment runs H
+# workers on H hosts instead of 4 (records RUN_hH). Run in this directory, alone:
+#   run.sh FRUGAL_BINARY RUN...
+set -u
+frugal="$1"
+shift
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+hosts=${HOSTS:-4}
+suffix=${HOSTS:+_h$HOSTS}
+common=(--np "$hosts" --emulate hosts="$hosts",nic=100mbit --model vgg --lr 0.05 --progress none
+  --stop-at-accuracy 0.88)
+for run in "$@"; do
+  case $run in
+    compute_only) extra=(--epochs 1 --skip-comm) ;;
+    qsgd) extra=(--epochs 2 --compress qsgd) ;;
+    qsgd_prio05) extra=(--epochs 2 --compress qsgd --overlap priority --partition-mb 0.5) ;;
+    fp16) extra=(--epochs 2 --compress fp16) ;;
+    dense) extra=(--epochs 2) ;;
+    *) echo "unknown run '$run'" >&2; exit 2 ;;
+  esac
+  start=$(date +%s.%N)
+  "$frugal" train "${common[@]}" "${extra[@]}" --json "$run$suffix.jsonl" > "$run$suffix.txt" 2>&1
+  echo "$run$suffix rc=$? wall=$(echo "$(date +%s.%N) - $start" | bc) s" | tee -a wall.txt
+done
