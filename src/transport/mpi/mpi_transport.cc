@@ -24,8 +24,8 @@
 // its acknowledgement, a receive that gets one copies the region where the message belongs.
 //
 // Waits poll MPI_Test with the back-off of mpi_work.cc. How long they spin, yield and sleep
-// depends on whether this machine runs more ranks than the cores they may run on (counted once
-// by World(), see RanksOnThisMachine, and turned into a policy by WaitPolicyFor). On expiry Wait
+// depends on how many cores each rank of this machine has (ranks and cores counted once by
+// World(), see RanksOnThisMachine, and turned into a policy by WaitPolicyFor). On expiry Wait
 // returns kTimeout naming the peer.
 //
 // Split(color, key, timeout): MPI_Comm_split is a blocking collective with no timeout. To give
@@ -94,7 +94,8 @@ struct Shared {
 // the ranks that share memory (MPI_Comm_split_type) are counted instead, with this rank's mask.
 struct MachineShare {
   int ranks = 1;
-  int cores = 0;  // 0: unknown
+  int cores = 0;      // 0: unknown
+  int own_cores = 0;  // this rank's affinity mask; 0: unknown
 };
 MachineShare RanksOnThisMachine(MPI_Comm comm) {
   struct Entry {
@@ -106,6 +107,7 @@ MachineShare RanksOnThisMachine(MPI_Comm comm) {
   const bool have_mask = sched_getaffinity(0, sizeof(mine.cpus), &mine.cpus) == 0;
   MachineShare share;
   share.cores = have_mask ? CPU_COUNT(&mine.cpus) : 0;
+  share.own_cores = share.cores;
   int size = 1;
   MPI_Comm_size(comm, &size);
   std::vector<Entry> all(static_cast<size_t>(size));
@@ -589,7 +591,7 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   ranks_on_this_machine_ = machine.ranks;
   const int cores =
       machine.cores > 0 ? machine.cores : static_cast<int>(std::thread::hardware_concurrency());
-  shared->policy = mpi_internal::WaitPolicyFor(machine.ranks, cores);
+  shared->policy = mpi_internal::WaitPolicyFor(machine.ranks, cores, machine.own_cores);
   return std::unique_ptr<Transport>(std::make_unique<MpiTransport>(comm, control, shared));
 }
 

@@ -7,15 +7,20 @@
 // communication thread shares the cores with the training threads) and at most ~1/16 of extra
 // latency.
 //
-// WaitPolicyFor: a rank with a core of its own polls for kYieldTime like MPI's own blocking
+// WaitPolicyFor: a rank with two cores of its own polls for kYieldTime like MPI's own blocking
 // calls, because a yield on a busy machine can lose the core for a whole scheduler time slice
-// (milliseconds) while the answer is on its way. Where ranks outnumber the cores, a waiting rank
-// yields after kOversubscribedSpin so that the rank it waits for can run, and sleeps after
-// kOversubscribedYield: threads that call sched_yield stay runnable, and several of them on one
-// core hand it to each other, so a yield phase of milliseconds per wait made the engine threads of
-// 4 ranks on 2 cores (waiting on emulated 100 Mbit/s links) take a whole core from the training
-// threads (docs/performance.md, "Overlap"). kOversubscribedYield still covers the waits of a
-// shared-memory exchange, where the peer answers within a few hundred microseconds once it runs.
+// (milliseconds) while the answer is on its way. Two, because a training rank runs its compute
+// and the engine's waits at once: with one core per rank (2 ranks on 2 cores, or a rank bound to
+// one core) 5 ms of polling per wait on an emulated link made a step's compute 1.7-2x as long
+// while communication ran (docs/performance.md, "The wait policy with a core per rank"). Where
+// ranks have less than that, a waiting rank yields after kOversubscribedSpin so that the threads
+// it shares cores with can run, and sleeps after kOversubscribedYield: threads that call
+// sched_yield stay runnable, and several of them on one core hand it to each other, so a yield
+// phase of milliseconds per wait made the engine threads of 4 ranks on 2 cores (waiting on
+// emulated 100 Mbit/s links) take a whole core from the training threads (docs/performance.md,
+// "Overlap"). kOversubscribedYield still covers the waits of a shared-memory exchange, where the
+// peer answers within a few hundred microseconds once it runs; with nothing else runnable a yield
+// returns at once, so such waits poll as before.
 //
 // An MpiWork owns the memory MPI uses (Started::memory): the transport copies a send into a
 // staging buffer before MPI_Isend and receives into a staging buffer that is copied to the
@@ -99,8 +104,10 @@ Status MpiError(int error, std::string_view what) {
   }
 }
 
-WaitPolicy WaitPolicyFor(int ranks, int cores) {
-  if (cores > 0 && ranks > cores) return WaitPolicy{kOversubscribedSpin, kOversubscribedYield};
+WaitPolicy WaitPolicyFor(int ranks, int cores, int own_cores) {
+  if ((cores > 0 && 2 * ranks > cores) || own_cores == 1) {
+    return WaitPolicy{kOversubscribedSpin, kOversubscribedYield};
+  }
   return WaitPolicy{kYieldTime, kYieldTime};
 }
 

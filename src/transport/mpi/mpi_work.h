@@ -27,8 +27,9 @@ struct WaitPolicy {
   Clock::duration yield = std::chrono::milliseconds(5);
 };
 
-// The policy of a rank whose machine runs `ranks` ranks on `cores` cores (0: unknown).
-WaitPolicy WaitPolicyFor(int ranks, int cores);
+// The policy of a rank whose machine runs `ranks` ranks on `cores` cores (0: unknown) and which
+// may run on `own_cores` of them itself (its affinity mask; 0: unknown).
+WaitPolicy WaitPolicyFor(int ranks, int cores, int own_cores);
 
 // Sleeps or yields between polls according to how long the caller has waited already.
 void BackOff(const WaitPolicy& policy, Clock::duration waited);
