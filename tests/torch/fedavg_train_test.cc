@@ -311,8 +311,10 @@ TEST(FedAvgTraining, OverServersEqualsFedAvgOverAllreduce) {
             EXPECT_EQ(ps.parameters[r], allreduce.parameters[0]) << what << " rank " << r;
           } else {
             const double d = MaxAbsDifference(ps.parameters[r], ToDouble(allreduce.parameters[0]));
-            // Measured (deterministic): 1.1e-8 dense, 7.5e-7 with fp16 uploads.
-            EXPECT_LT(d, 1e-6) << what << " rank " << r;
+            // Measured (deterministic on one CPU): 1.1e-8 dense, 7.5e-7 with fp16 uploads on an
+            // AMD EPYC guest, 1.04e-6 on an Intel guest with AVX-512 (libtorch's kernels round
+            // differently); an aggregate off by one upload's weight is off by ~1e-2.
+            EXPECT_LT(d, 3e-6) << what << " rank " << r;
           }
           EXPECT_EQ(ps.parameters[r], ps.parameters[0]) << what << ": identical replicas";
         }
