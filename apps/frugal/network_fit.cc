@@ -97,7 +97,8 @@ StatusOr<double> ReadDuplexFit(const std::string& path) {
   if (largest < 0) {
     return InvalidArgumentError(fmt::format(
         "--fit-duplex {}: no record of both directions at once against one way (write one with "
-        "`frugal bench exchange --np 2 --modes send,recv,both --json FILE`)",
+        "`frugal bench exchange --np W+1 --modes send,recv,both --json FILE`, W the workers of "
+        "a server)",
         path));
   }
   if (!std::isfinite(both_over_one_way) || both_over_one_way <= 0) {

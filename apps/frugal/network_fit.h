@@ -36,8 +36,9 @@ struct RoundFit {
 StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks);
 
 // The duplex share of the `frugal bench exchange` record of `path` with mode "both" and the largest
-// message: the slower one-way time over the time of both directions at once (its
-// both_over_one_way inverted), at most 1. kNotFound when the file cannot be read;
+// message (whatever its rank count: a share measured with a server's W workers stands for any
+// W): the slower one-way time over the time of both directions at once (its both_over_one_way
+// inverted), at most 1. kNotFound when the file cannot be read;
 // kInvalidArgument when no such record is there or its both_over_one_way is not finite and > 0.
 StatusOr<double> ReadDuplexFit(const std::string& path);
 
