@@ -31,6 +31,13 @@ namespace {
 
 constexpr size_t kStagedExchangeBytes = size_t{1} << 20;
 
+// The machine's cores, read once: std::thread::hardware_concurrency reads /sys on every call, and
+// this is asked on every small all-reduce.
+unsigned MachineCores() {
+  static const unsigned cores = std::thread::hardware_concurrency();
+  return cores;
+}
+
 }  // namespace
 
 Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
@@ -60,7 +67,7 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
   }
   if (vr >= 0) {
     const bool staged = bytes.size() <= kStagedExchangeBytes && t.SharesMemoryWithPeers() &&
-                        static_cast<unsigned>(n) <= std::thread::hardware_concurrency();
+                        static_cast<unsigned>(n) <= MachineCores();
     const DataIo exchange_io = staged ? DataIo{} : io;
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = vr ^ mask;
