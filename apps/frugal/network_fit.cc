@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace frugal::apps {
 
@@ -38,33 +40,51 @@ StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
       path));
 }
 
-StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks) {
+namespace {
+
+// The record of `path` (a JSON object per line) that `matches` accepts and has the most "bytes",
+// the one least swayed by per-message costs; nothing when none matches. `flag` names the option in
+// the message when the file cannot be read.
+StatusOr<std::optional<nlohmann::json>> LargestMatchingRecord(
+    const std::string& path, const std::string& flag,
+    const std::function<bool(const nlohmann::json&)>& matches) {
   std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("--fit-round {}: cannot read the file", path));
+  if (!in) return NotFoundError(fmt::format("{} {}: cannot read the file", flag, path));
   std::string line;
-  RoundFit fit;
-  double largest = -1;
+  std::optional<nlohmann::json> best;
   while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("bench", "") != "round" || j.value("topology", "") != topology ||
-        j.value("ranks", 0) != ranks || j.value("lockstep", false) || !j.contains("bytes") ||
-        !j["bytes"].is_number() || !j.contains("round_bytes_per_s") ||
-        !j["round_bytes_per_s"].is_number()) {
-      continue;
-    }
-    if (j["bytes"].get<double>() > largest) {
-      largest = j["bytes"].get<double>();
-      fit.round_bytes_per_s = j["round_bytes_per_s"].get<double>();
-      const auto copy = j.find("copy_bytes_per_s");
-      fit.copy_bytes_per_s = copy != j.end() && copy->is_number() ? copy->get<double>() : 0.0;
-    }
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("bytes") || !j["bytes"].is_number() || !matches(j)) continue;
+    if (!best || j["bytes"].get<double>() > (*best)["bytes"].get<double>()) best = std::move(j);
   }
-  if (largest < 0) {
+  return best;
+}
+
+bool IsNumber(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number();
+}
+
+}  // namespace
+
+StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks) {
+  FRUGAL_ASSIGN_OR_RETURN(const std::optional<nlohmann::json> record,
+                          LargestMatchingRecord(path, "--fit-round", [&](const nlohmann::json& j) {
+                            return j.value("bench", "") == "round" &&
+                                   j.value("topology", "") == topology &&
+                                   j.value("ranks", 0) == ranks && !j.value("lockstep", false) &&
+                                   IsNumber(j, "round_bytes_per_s");
+                          }));
+  if (!record) {
     return InvalidArgumentError(fmt::format(
         "--fit-round {}: no record of topology {} over {} ranks (write one with `frugal bench "
         "round --np {} --topology {} --json FILE`)",
         path, topology, ranks, ranks, topology));
   }
+  RoundFit fit;
+  fit.round_bytes_per_s = (*record)["round_bytes_per_s"].get<double>();
+  fit.copy_bytes_per_s =
+      IsNumber(*record, "copy_bytes_per_s") ? (*record)["copy_bytes_per_s"].get<double>() : 0.0;
   if (!std::isfinite(fit.round_bytes_per_s) || fit.round_bytes_per_s <= 0) {
     return InvalidArgumentError(
         fmt::format("--fit-round {}: round_bytes_per_s must be finite and > 0", path));
@@ -77,30 +97,20 @@ StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topo
 }
 
 StatusOr<double> ReadDuplexFit(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("--fit-duplex {}: cannot read the file", path));
-  std::string line;
-  double largest = -1;
-  double both_over_one_way = 0;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("bench", "") != "exchange" || j.value("mode", "") != "both" ||
-        !j.contains("bytes") || !j["bytes"].is_number() || !j.contains("both_over_one_way") ||
-        !j["both_over_one_way"].is_number()) {
-      continue;
-    }
-    if (j["bytes"].get<double>() > largest) {
-      largest = j["bytes"].get<double>();
-      both_over_one_way = j["both_over_one_way"].get<double>();
-    }
-  }
-  if (largest < 0) {
+  FRUGAL_ASSIGN_OR_RETURN(const std::optional<nlohmann::json> record,
+                          LargestMatchingRecord(path, "--fit-duplex", [](const nlohmann::json& j) {
+                            return j.value("bench", "") == "exchange" &&
+                                   j.value("mode", "") == "both" &&
+                                   IsNumber(j, "both_over_one_way");
+                          }));
+  if (!record) {
     return InvalidArgumentError(fmt::format(
         "--fit-duplex {}: no record of both directions at once against one way (write one with "
         "`frugal bench exchange --np W+1 --modes send,recv,both --json FILE`, W the workers of "
         "a server)",
         path));
   }
+  const double both_over_one_way = (*record)["both_over_one_way"].get<double>();
   if (!std::isfinite(both_over_one_way) || both_over_one_way <= 0) {
     return InvalidArgumentError(
         fmt::format("--fit-duplex {}: both_over_one_way must be finite and > 0", path));

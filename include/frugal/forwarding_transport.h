@@ -39,6 +39,7 @@ class ForwardingTransport : public Transport {
   }
   SharedBytes NewShared(size_t bytes) override { return inner_.NewShared(bytes); }
   bool SharesMemoryWithPeers() const override { return inner_.SharesMemoryWithPeers(); }
+  bool CoreForEachRank() const override { return inner_.CoreForEachRank(); }
   std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
     return inner_.RegionOf(bytes);
   }

@@ -131,6 +131,12 @@ class Transport {
   // kernel, one network namespace, and a probe block each rank could map; the in-process
   // transport when all its ranks are on one host). The default: false.
   virtual bool SharesMemoryWithPeers() const { return false; }
+  // Whether the ranks running on this machine (of the whole job, not only of this transport's
+  // group) have at least a core each, so a rank's copies and sums do not wait for another rank's
+  // turn on a core. The MPI transport counts ranks by the kernel's boot id and cores by their
+  // affinity masks when it is made; the in-process transport counts its threads against the
+  // machine's cores. The default: false (unknown).
+  virtual bool CoreForEachRank() const { return false; }
   // Where `bytes`, which must lie in one block from this transport's NewShared, can be mapped by a
   // peer; nothing when it is not such memory (the default).
   virtual std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const;

@@ -22,21 +22,12 @@
 // Determinism: both partners of an exchange add the same two partial sums; IEEE addition is
 // commutative (a + b == b + a bit for bit), so after each step the two hold identical bits, and
 // at the end all ranks do. Average scales the identical sums by the same 1/n on every rank.
-#include <thread>
-
 #include "collectives/internal.h"
 
 namespace frugal::coll {
 namespace {
 
 constexpr size_t kStagedExchangeBytes = size_t{1} << 20;
-
-// The machine's cores, read once: std::thread::hardware_concurrency reads /sys on every call, and
-// this is asked on every small all-reduce.
-unsigned MachineCores() {
-  static const unsigned cores = std::thread::hardware_concurrency();
-  return cores;
-}
 
 }  // namespace
 
@@ -66,8 +57,8 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
     }
   }
   if (vr >= 0) {
-    const bool staged = bytes.size() <= kStagedExchangeBytes && t.SharesMemoryWithPeers() &&
-                        static_cast<unsigned>(n) <= MachineCores();
+    const bool staged =
+        bytes.size() <= kStagedExchangeBytes && t.SharesMemoryWithPeers() && t.CoreForEachRank();
     const DataIo exchange_io = staged ? DataIo{} : io;
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = vr ^ mask;

@@ -1,5 +1,6 @@
 // Tier 2: the MPI transport across real processes (run under `mpirun -np 4`).
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,20 @@ TEST(MpiTransport, RankSizeAndHostname) {
   EXPECT_EQ(t->hostname(), std::string(host.data()));
   // ... so every rank counts all of them as sharing its cores.
   EXPECT_EQ(mpitest::Runtime().ranks_on_this_machine(), t->size());
+  // A core for each of them when the job has no more ranks than the cores its ranks may run on
+  // (mpirun binds nothing when it oversubscribes, so those are the machine's cores); a group split
+  // off alone answers for the whole machine, not for its one rank.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  const bool expected = t->size() <= static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(t->CoreForEachRank(), expected)
+      << t->size() << " ranks, " << std::thread::hardware_concurrency() << " cores, "
+      << CPU_COUNT(&mask) << " in this rank's mask";
+  auto alone = t->Split(t->rank(), 0, kTransportTimeout);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ((*alone)->size(), 1);
+  EXPECT_EQ((*alone)->CoreForEachRank(), expected);
 }
 
 // Every rank sends to its right neighbour and receives from its left one, for sizes from 0

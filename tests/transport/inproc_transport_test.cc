@@ -64,6 +64,17 @@ TEST(InProcTransport, SizeRankAndHostnames) {
   EXPECT_EQ(t->hostname(), "inproc0");
 }
 
+// The ranks are threads of one process: a core each while there are no more of them than the
+// machine's cores, whatever the emulated hosts.
+TEST(InProcTransport, CoreForEachRankCountsTheWorldsThreads) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  ASSERT_GT(cores, 0);
+  InProcWorld fits(cores, InProcOptions{.ranks_per_host = 1});
+  EXPECT_TRUE(fits.Connect(0)->CoreForEachRank());
+  InProcWorld too_many(cores + 1);
+  EXPECT_FALSE(too_many.Connect(cores)->CoreForEachRank());
+}
+
 TEST(InProcTransport, BadArgumentsThrow) {
   InProcWorld world(2);
   auto t = world.Connect(0);

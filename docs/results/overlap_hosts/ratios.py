@@ -2,17 +2,10 @@
 # For each MODEL_hHOSTS group of runs beside this script: compute per step (the skip run's median
 # step), communication per step (the none run's comm_seconds / steps), every overlapped run's
 # median step and its ratio to max(compute, communication), and the share of communication hidden.
-import glob, json, os, re
+import glob, os, re, sys
 here = os.path.dirname(os.path.abspath(__file__))
-
-
-def summary(path):
-    for line in open(path):
-        record = json.loads(line)
-        if record.get('event') == 'summary':
-            return record
-    raise SystemExit(f'{path}: no summary')
-
+sys.path.insert(0, os.path.join(here, *['..'] * 3, 'scripts'))
+from frugal_results import summary  # noqa: E402
 
 print('| model | hosts | compute | communication | run | median step | / max(compute, comm) | comm hidden |')
 print('| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |')

@@ -1,19 +1,12 @@
 #!/usr/bin/env python3
 # Compute per step (the skip run's median step), communication per step (the none run's
 # comm_seconds / steps), the none and priority runs' median steps, priority / max(compute, comm).
-import json, os
+import os, sys
 here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, *['..'] * 3, 'scripts'))
+from frugal_results import summary  # noqa: E402
 
-
-def summary(name):
-    for line in open(os.path.join(here, f'vgg_{name}.jsonl')):
-        record = json.loads(line)
-        if record.get('event') == 'summary':
-            return record
-    raise SystemExit(f'vgg_{name}.jsonl: no summary')
-
-
-skip, none, prio = summary('skip'), summary('none'), summary('priority')
+skip, none, prio = (summary(os.path.join(here, f'vgg_{name}.jsonl')) for name in ('skip', 'none', 'priority'))
 compute = skip['step_seconds_median'] * 1e3
 comm = none['comm_seconds'] / none['steps'] * 1e3
 step = prio['step_seconds_median'] * 1e3

@@ -2,16 +2,9 @@
 # Usage: ratios.py DIR...  For each directory written by run.sh: compute per step (the skip-comm
 # run's median step), communication per step (the none run's comm_seconds / steps), the median
 # steps of the none and priority runs, and the priority step over max(compute, communication).
-import json, os, sys
-
-
-def summary(path):
-    for line in open(path):
-        record = json.loads(line)
-        if record.get('event') == 'summary':
-            return record
-    raise SystemExit(f'{path}: no summary')
-
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *['..'] * 3, 'scripts'))
+from frugal_results import summary  # noqa: E402
 
 print('| build | compute | communication | none | priority 0.25 MB | priority / max(compute, comm) |')
 print('| --- | ---: | ---: | ---: | ---: | ---: |')

@@ -4,17 +4,13 @@
 Without --epochs: step time, bytes and the servers' NIC per run (the net, compress and keys parts;
 the NIC's rate is NIC_MBIT from the environment, 100 by default, 0 for runs on one machine).
 With --epochs: per epoch test accuracy, samples/s and the time to 88% (straggler and many)."""
-import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *['..'] * 3, 'scripts'))
+from frugal_results import epochs, summary  # noqa: E402
+
 NIC = float(os.environ.get("NIC_MBIT", "100")) * 1e6 / 8  # bytes per second of the emulated NIC
-
-
-def summary(name):
-    with open(name + ".jsonl") as f:
-        records = [json.loads(line) for line in f if line.strip()]
-    return [r for r in records if r.get("event") == "epoch"], records[-1]
 
 
 def epochs_table(names):
@@ -22,16 +18,16 @@ def epochs_table(names):
           "pushes applied / dropped / skipped | staleness median / p95 / max |")
     print("| --- | ---: | --- | ---: | --- | ---: | ---: | ---: |")
     for name in names:
-        epochs, s = summary(name)
-        reached = [e for e in epochs if e["test_accuracy"] >= 0.88]
+        per_epoch, s = epochs(name + ".jsonl"), summary(name + ".jsonl")
+        reached = [e for e in per_epoch if e["test_accuracy"] >= 0.88]
         tta = f"{reached[0]['wall_seconds']:.0f}" if reached else "not reached"
-        accs = ", ".join(f"{e['test_accuracy']:.4f}" for e in epochs)
-        times = ", ".join(f"{e['epoch_seconds']:.0f}" for e in epochs)
+        accs = ", ".join(f"{e['test_accuracy']:.4f}" for e in per_epoch)
+        times = ", ".join(f"{e['epoch_seconds']:.0f}" for e in per_epoch)
         counts = (f"{s.get('ps_pushes_applied', 0):.0f} / {s.get('ps_pushes_dropped', 0):.0f} / "
                   f"{s.get('ps_pushes_skipped', 0):.0f}")
         stale = (f"{s.get('staleness_median', 0):.0f} / {s.get('staleness_p95', 0):.0f} / "
                  f"{s.get('staleness_max', 0):.0f}")
-        print(f"| {name} | {len(epochs)} | {accs} | {s['samples_per_second']:.0f} | {times} | "
+        print(f"| {name} | {len(per_epoch)} | {accs} | {s['samples_per_second']:.0f} | {times} | "
               f"{tta} | {counts} | {stale} |")
 
 
@@ -43,7 +39,7 @@ print("| run | workers + servers | median step (ms) | MB sent per worker and ste
       "server MB in / out per step | server NIC busy | samples/s | test acc. |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for name in sys.argv[1:]:
-    _, s = summary(name)
+    s = summary(name + ".jsonl")
     steps = s["steps"]
     step = s["step_seconds_median"]
     servers = [k for k in s if k.startswith("server") and k.endswith("_bytes_in")]

@@ -3,12 +3,10 @@
 # 4 MB shared-memory all-reduces (ring, rabenseifner, dbtree) as multiples of MPI_Allreduce's
 # throughput, each as the median over the rounds with the range in parentheses:
 #   table.py yield500us yield50us
-import glob, json, os, statistics, sys
+import glob, os, statistics, sys
 here = os.path.dirname(os.path.abspath(__file__))
-
-
-def records(path):
-    return [json.loads(l) for l in open(path) if l.strip()]
+sys.path.insert(0, os.path.join(here, *['..'] * 3, 'scripts'))
+from frugal_results import records, summary  # noqa: E402
 
 
 def cell(values, fmt):
@@ -22,7 +20,7 @@ print('| --- | ---: | ---: | ' + ' | '.join('---:' for _ in cols) + ' |')
 for name in sys.argv[1:]:
     steps = []
     for path in sorted(glob.glob(os.path.join(here, f'cnn_{name}_r*.jsonl'))):
-        steps += [r['step_seconds_median'] * 1e3 for r in records(path) if r.get('event') == 'summary']
+        steps.append(summary(path)['step_seconds_median'] * 1e3)
     ratios = {c: [] for c in cols}
     for path in sorted(glob.glob(os.path.join(here, f'shm_{name}_r*.jsonl'))):
         t = {(r['bytes'], r['algorithm']): r['time_us'] for r in records(path)}

@@ -541,6 +541,10 @@ class InProcTransport : public Transport {
     }
     return true;
   }
+  // Every rank of the world is a thread of this process, on this machine's cores.
+  bool CoreForEachRank() const override {
+    return world_->size <= static_cast<int>(std::thread::hardware_concurrency());
+  }
   std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
     return PeerRegion{0, 0, reinterpret_cast<uintptr_t>(bytes.data()), bytes.size()};
   }

@@ -79,6 +79,7 @@ struct Shared {
   std::atomic<uint64_t> bytes_sent{0};
   std::atomic<uint64_t> messages_sent{0};
   WaitPolicy policy;
+  bool core_for_each_rank = false;  // RanksOnThisMachine's count, for CoreForEachRank
   std::shared_ptr<StagingPool> pool = std::make_shared<StagingPool>();
   // NewShared's memory: blocks the ranks on this machine can map (peer_memory.h).
   std::shared_ptr<StagingPool> shared_pool = std::make_shared<StagingPool>(/*mappable=*/true);
@@ -222,6 +223,7 @@ class MpiTransport : public Transport {
   }
 
   bool SharesMemoryWithPeers() const override { return copy_->maps().all_mapped(); }
+  bool CoreForEachRank() const override { return shared_->core_for_each_rank; }
   std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
     return shared_->shared_pool->RegionOf(bytes);
   }
@@ -592,6 +594,7 @@ StatusOr<std::unique_ptr<Transport>> MpiRuntime::World() {
   const int cores =
       machine.cores > 0 ? machine.cores : static_cast<int>(std::thread::hardware_concurrency());
   shared->policy = mpi_internal::WaitPolicyFor(machine.ranks, cores, machine.own_cores);
+  shared->core_for_each_rank = cores > 0 && machine.ranks <= cores;
   return std::unique_ptr<Transport>(std::make_unique<MpiTransport>(comm, control, shared));
 }
 
