@@ -78,7 +78,8 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
                           RanksOfHosts(job.spec, job.np, job.alone));
   auto deadline = steady_clock::now() + job.timeout;
   HeldSignals held;
-  FRUGAL_ASSIGN_OR_RETURN(auto network, EmulatedNetwork::Create(NicRates(job.spec), logger));
+  FRUGAL_ASSIGN_OR_RETURN(auto network,
+                          EmulatedNetwork::Create(NicRates(job.spec), logger, job.spec.mtu));
   auto interrupted = [&](int sig) {
     logger.Warning(fmt::format("interrupted by {}; the emulated network {} was removed",
                                strsignal(sig), network->tag()));
@@ -91,8 +92,9 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(fs::path hostfile, network->WriteHostfile(ranks_of_hosts));
   FRUGAL_ASSIGN_OR_RETURN(fs::path agent, network->WriteRshAgent());
   std::vector<std::string> cmd = BuildMpirunCommand(job, hostfile, agent, ranks_of_hosts);
-  logger.Info(fmt::format("emulating {} hosts, rank(s) per host {}, NIC {} each way ({}): {}",
+  logger.Info(fmt::format("emulating {} hosts, rank(s) per host {}, NIC {} each way{} ({}): {}",
                           job.spec.hosts, fmt::join(ranks_of_hosts, "/"), FormatNicRates(job.spec),
+                          job.spec.mtu > 0 ? fmt::format(", MTU {}", job.spec.mtu) : "",
                           network->tag(), ShellQuote(cmd)));
   SpawnOptions spawn;
   spawn.netns_path = EmulatedNetwork::NamespacePath(network->control_namespace());

@@ -95,7 +95,7 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   std::string s(text);
   if (Trim(s).empty()) {
     return InvalidArgumentError(
-        "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R] (e.g. "
+        "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R][,mtu=BYTES] (e.g. "
         "hosts=4,nic=100mbit)");
   }
   size_t start = 0;
@@ -107,7 +107,7 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) {
       return InvalidArgumentError(fmt::format(
-          "--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host)", item));
+          "--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host, mtu)", item));
     }
     std::string key = Trim(item.substr(0, eq));
     std::string value = Trim(item.substr(eq + 1));
@@ -135,9 +135,12 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
     } else if (key == "ranks-per-host") {
       FRUGAL_ASSIGN_OR_RETURN(long long v, ParseInt(key, value, 1, 256));
       spec.ranks_per_host = static_cast<int>(v);
+    } else if (key == "mtu") {
+      FRUGAL_ASSIGN_OR_RETURN(long long v, ParseInt(key, value, kMinEmulatedMtu, kMaxEmulatedMtu));
+      spec.mtu = static_cast<int>(v);
     } else {
       return InvalidArgumentError(fmt::format(
-          "--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host)", key));
+          "--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host, mtu)", key));
     }
   }
   if (spec.hosts == 0) return InvalidArgumentError("--emulate: hosts=H is missing");
@@ -217,10 +220,12 @@ StatusOr<std::vector<int>> RanksOfHosts(const EmulateSpec& spec, int np, int alo
   return out;
 }
 
-TbfParameters TbfFor(std::uint64_t bits_per_second) {
+TbfParameters TbfFor(std::uint64_t bits_per_second, int mtu) {
   std::uint64_t bytes_per_second = bits_per_second / 8;
+  // An Ethernet header and a VLAN tag beyond the MTU.
+  const std::uint64_t frame = static_cast<std::uint64_t>(std::max(mtu, 0)) + 18;
   return TbfParameters{
-      .burst_bytes = std::max<std::uint64_t>(16 * 1024, bytes_per_second / 1000),
+      .burst_bytes = std::max({std::uint64_t{16 * 1024}, bytes_per_second / 1000, frame}),
       .limit_bytes = std::max<std::uint64_t>(64 * 1024, bytes_per_second / 50),
   };
 }

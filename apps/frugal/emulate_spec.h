@@ -1,6 +1,6 @@
-// `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R]`: what the flag says, how the
-// ranks spread over the emulated hosts and how a NIC rate becomes token-bucket parameters. Pure
-// functions; the network itself is emulated_network.h, running a job on it emulate_job.h.
+// `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R][,mtu=BYTES]`: what the flag says,
+// how the ranks spread over the emulated hosts and how a NIC rate becomes token-bucket parameters.
+// Pure functions; the network itself is emulated_network.h, running a job on it emulate_job.h.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,9 @@ namespace frugal::apps {
 inline constexpr int kMaxEmulatedHosts = 64;
 inline constexpr std::uint64_t kMinNicBitsPerSecond = 1'000'000;        // 1 mbit
 inline constexpr std::uint64_t kMaxNicBitsPerSecond = 100'000'000'000;  // 100 gbit
+// The emulated NICs' MTU: IPv4's minimum to what a veth pair carries.
+inline constexpr int kMinEmulatedMtu = 576;
+inline constexpr int kMaxEmulatedMtu = 65535;
 
 struct EmulateSpec {
   int hosts = 0;
@@ -22,6 +25,10 @@ struct EmulateSpec {
   int ranks_per_host = 0;                 // 0: the number of ranks divided by hosts
   // The NIC rate of each host (hosts values) when they differ; empty: all nic_bits_per_second.
   std::vector<std::uint64_t> host_nic_bits_per_second{};
+  // The MTU of every emulated NIC (mtu=BYTES); 0: the kernel's default for a veth (1500). Jumbo
+  // frames (9000) carry the same bytes in a sixth of the packets, and the token buckets release
+  // packet by packet: a timer interrupt each, on the cores the ranks compute on.
+  int mtu = 0;
 };
 
 // The NIC rate of every host (spec.hosts values).
@@ -29,11 +36,11 @@ std::vector<std::uint64_t> NicRates(const EmulateSpec& spec);
 // "100mbit" when every host has it, otherwise "1gbit, host 3: 100mbit, ...".
 std::string FormatNicRates(const EmulateSpec& spec);
 
-// Parses "hosts=4,nic=100mbit,ranks-per-host=2". Rates take tc's units: bit, kbit, mbit, gbit
-// (decimal, per second), optionally with a fraction ("2.5gbit"). Hosts may differ: "nic.I=RATE"
-// gives host I (0-based) its own rate, or "nic=R0/R1/.../R(H-1)" lists one rate per host. Unknown
-// keys, repeated keys, missing hosts or nic, a host index out of range, a list that does not
-// have one rate per host and out-of-range values are kInvalidArgument.
+// Parses "hosts=4,nic=100mbit,ranks-per-host=2" (and mtu=BYTES). Rates take tc's units: bit, kbit,
+// mbit, gbit (decimal, per second), optionally with a fraction ("2.5gbit"). Hosts may differ:
+// "nic.I=RATE" gives host I (0-based) its own rate, or "nic=R0/R1/.../R(H-1)" lists one rate per
+// host. Unknown keys, repeated keys, missing hosts or nic, a host index out of range, a list that
+// does not have one rate per host and out-of-range values are kInvalidArgument.
 StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text);
 
 // Parses one rate ("100mbit") into bits per second.
@@ -60,6 +67,7 @@ struct TbfParameters {
   std::uint64_t burst_bytes;
   std::uint64_t limit_bytes;
 };
-TbfParameters TbfFor(std::uint64_t bits_per_second);
+// The bucket holds at least one packet of `mtu` bytes (a larger packet would never pass).
+TbfParameters TbfFor(std::uint64_t bits_per_second, int mtu = 0);
 
 }  // namespace frugal::apps

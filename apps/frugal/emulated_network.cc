@@ -64,11 +64,12 @@ Status CheckEmulationSupport() {
   return support;
 }
 
-EmulatedNetwork::EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates,
+EmulatedNetwork::EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates, int mtu,
                                  const Logger& logger)
     : tag_(std::move(tag)),
       control_(tag_ + "-c"),
       rates_(std::move(rates)),
+      mtu_(mtu),
       state_dir_(fs::path(kEmulateStateRoot) / tag_),
       logger_(logger) {}
 
@@ -85,7 +86,7 @@ StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
 }
 
 StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
-    const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger) {
+    const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger, int mtu) {
   const int hosts = static_cast<int>(nic_bits_per_second.size());
   FRUGAL_CHECK(hosts >= 1 && hosts <= kMaxEmulatedHosts, "hosts = ", hosts);
   for (std::uint64_t rate : nic_bits_per_second) {
@@ -104,7 +105,9 @@ StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
       break;
     }
   }
-  std::unique_ptr<EmulatedNetwork> network(new EmulatedNetwork(tag, nic_bits_per_second, logger));
+  FRUGAL_CHECK(mtu == 0 || (mtu >= kMinEmulatedMtu && mtu <= kMaxEmulatedMtu), "mtu = ", mtu);
+  std::unique_ptr<EmulatedNetwork> network(
+      new EmulatedNetwork(tag, nic_bits_per_second, mtu, logger));
   std::error_code ec;
   fs::create_directories(network->state_dir_, ec);
   if (ec) {
@@ -137,7 +140,7 @@ Status EmulatedNetwork::Build() {
   FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", "br0", "up"}));
 
   for (int i = 0; i < hosts; ++i) {
-    const TbfParameters tbf = TbfFor(rates_[static_cast<size_t>(i)]);
+    const TbfParameters tbf = TbfFor(rates_[static_cast<size_t>(i)], mtu_);
     const std::string rate = fmt::format("{}bit", rates_[static_cast<size_t>(i)]);
     const std::string burst = fmt::format("{}b", tbf.burst_bytes);
     const std::string limit = fmt::format("{}b", tbf.limit_bytes);
@@ -148,6 +151,13 @@ Status EmulatedNetwork::Build() {
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", host.name, "link", "set", "lo", "up"}));
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "add", port, "type", "veth", "peer",
                                        "name", "eth0", "netns", host.name}));
+    if (mtu_ > 0) {
+      // Both ends, before the port joins the bridge (which takes the smallest MTU of its ports).
+      const std::string mtu = std::to_string(mtu_);
+      FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", port, "mtu", mtu}));
+      FRUGAL_RETURN_IF_ERROR(
+          RunChecked({"ip", "-n", host.name, "link", "set", "eth0", "mtu", mtu}));
+    }
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", port, "master", "br0"}));
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", port, "up"}));
     FRUGAL_RETURN_IF_ERROR(

@@ -60,6 +60,11 @@ TEST(ParseEmulateSpec, AcceptsTheDocumentedForms) {
   EXPECT_EQ(spec->hosts, 8);
   EXPECT_EQ(spec->nic_bits_per_second, 1'000'000'000u);
   EXPECT_EQ(spec->ranks_per_host, 2);
+  EXPECT_EQ(spec->mtu, 0);
+
+  spec = ParseEmulateSpec("hosts=2,nic=100mbit,mtu=9000");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->mtu, 9000);
 }
 
 TEST(ParseEmulateSpec, HostsMayHaveTheirOwnRates) {
@@ -89,13 +94,19 @@ TEST(ParseEmulateSpec, RejectsBadSpecsWithAClearMessage) {
     const char* says;
   };
   for (const Case& c :
-       {Case{"", "empty"}, Case{"hosts=4", "nic=RATE is missing"},
+       {Case{"", "empty"},
+        Case{"hosts=4", "nic=RATE is missing"},
         Case{"nic=1gbit", "hosts=H is missing"},
         Case{"hosts=4,nic=1gbit,latency=5ms", "unknown key 'latency'"},
-        Case{"hosts=4,hosts=2,nic=1gbit", "given twice"}, Case{"hosts=0,nic=1gbit", "out of range"},
+        Case{"hosts=4,hosts=2,nic=1gbit", "given twice"},
+        Case{"hosts=0,nic=1gbit", "out of range"},
         Case{"hosts=65,nic=1gbit", "out of range"},
-        Case{"hosts=four,nic=1gbit", "not a whole number"}, Case{"hosts=4,nic=fast", "not a rate"},
+        Case{"hosts=four,nic=1gbit", "not a whole number"},
+        Case{"hosts=4,nic=fast", "not a rate"},
         Case{"hosts=4,nic=1gbit,ranks-per-host=0", "out of range"},
+        Case{"hosts=4,nic=1gbit,mtu=575", "out of range"},
+        Case{"hosts=4,nic=1gbit,mtu=65536", "out of range"},
+        Case{"hosts=4,nic=1gbit,mtu=jumbo", "not a whole number"},
         Case{"hosts4,nic=1gbit", "not key=value"},
         Case{"hosts=4,nic=1gbit,nic.4=10mbit", "nic.4 names host 4, but hosts are 0 to 3"},
         Case{"hosts=4,nic=1gbit,nic.1=10mbit,nic.1=20mbit", "given twice"},
@@ -165,6 +176,10 @@ TEST(TbfFor, BucketAndQueueGrowWithTheRate) {
   TbfParameters fast = TbfFor(10'000'000'000);
   EXPECT_EQ(fast.burst_bytes, 1'250'000u);   // 1 ms at 10 gbit
   EXPECT_EQ(fast.limit_bytes, 25'000'000u);  // 20 ms
+  // The bucket holds a whole frame of the MTU (with its Ethernet header), or no frame passes.
+  EXPECT_EQ(TbfFor(10'000'000, 9000).burst_bytes, 16u * 1024);
+  EXPECT_EQ(TbfFor(10'000'000, 65535).burst_bytes, 65535u + 18);
+  EXPECT_EQ(TbfFor(10'000'000'000, 65535).burst_bytes, 1'250'000u);
 }
 
 TEST(Tags, NameTheRunAndItsOwner) {

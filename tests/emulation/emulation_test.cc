@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -236,6 +238,38 @@ INSTANTIATE_TEST_SUITE_P(Nic, BulkTransfer,
                          ::testing::Values(RateCase{"100mbit", 12'500'000},
                                            RateCase{"1gbit", 110'000'000}),
                          [](const auto& info) { return std::string(info.param.nic); });
+
+// mtu=BYTES: both ends of every host's veth carry it, and the buckets let frames of that size
+// through at the NIC's rate (a bucket smaller than a frame would pass nothing).
+TEST(EmulatedNetwork, JumboFramesPassAtTheRate) {
+  SKIP_WITHOUT_EMULATION();
+  const std::uint64_t rate = 100'000'000;
+  int port = 5230;
+  for (const int mtu : {9000, 65535}) {
+    auto network = EmulatedNetwork::Create({rate, rate}, Quiet(), mtu);
+    ASSERT_TRUE(network.ok()) << network.status().ToString();
+    const auto& hosts = (*network)->hosts();
+    for (const auto& host : hosts) {
+      const std::string command = "ip -n " + host.name + " -o link show eth0";
+      FILE* pipe = ::popen(command.c_str(), "r");
+      ASSERT_NE(pipe, nullptr);
+      std::array<char, 512> line{};
+      const bool read = std::fgets(line.data(), line.size(), pipe) != nullptr;
+      ::pclose(pipe);
+      ASSERT_TRUE(read) << command;
+      EXPECT_THAT(std::string(line.data()), HasSubstr("mtu " + std::to_string(mtu) + " "))
+          << host.name;
+    }
+    Receiver receiver = StartReceiver(hosts[1].name, hosts[1].address, port, 1);
+    pid_t sender = StartSender(hosts[0].name, hosts[1].address, port, 12'500'000);
+    const double fraction = ReadRate(receiver) / static_cast<double>(rate);
+    EXPECT_EQ(WaitChild(sender, std::chrono::seconds(30)), 0);
+    std::printf("mtu %d: %.3f of the NIC rate\n", mtu, fraction);
+    EXPECT_GE(fraction, 0.80) << "mtu " << mtu;
+    EXPECT_LE(fraction, 1.05) << "mtu " << mtu;
+    ++port;
+  }
+}
 
 // Two senders into one receiver: the receiver's downstream bucket (on the bridge side) must hold
 // the sum to the NIC rate, not twice it.
