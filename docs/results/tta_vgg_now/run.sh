@@ -3,7 +3,8 @@
 # methods named (sweeps/tta_vgg.toml's variant names, plus qsgd_prio05: QSGD with priority
 # scheduling and 0.5 MB partitions) against the compute-only bound (compute_only: one epoch with
 # --skip-comm, since dense reaches 88% in its first epoch). HOSTS=H from the environment runs H
-# workers on H hosts instead of 4 (records RUN_hH); TAG=T ends the records' names in _T. Run in
+# workers on H hosts instead of 4 (records RUN_hH); MTU=M gives the emulated NICs that MTU (records
+# RUN_mtuM); TAG=T ends the records' names in _T. Run in
 # this directory, alone:
 #   run.sh FRUGAL_BINARY RUN...
 set -u
@@ -11,8 +12,8 @@ frugal="$1"
 shift
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 hosts=${HOSTS:-4}
-suffix=${HOSTS:+_h$HOSTS}${TAG:+_$TAG}
-common=(--np "$hosts" --emulate hosts="$hosts",nic=100mbit --model vgg --lr 0.05 --progress none
+suffix=${HOSTS:+_h$HOSTS}${MTU:+_mtu$MTU}${TAG:+_$TAG}
+common=(--np "$hosts" --emulate hosts="$hosts",nic=100mbit${MTU:+,mtu=$MTU} --model vgg --lr 0.05 --progress none
   --stop-at-accuracy 0.88)
 for run in "$@"; do
   case $run in
