@@ -6,10 +6,9 @@
 // machine's own network and concurrent emulations do not see each other. Both directions of each
 // NIC are shaped with a token bucket (`tc qdisc ... tbf`, TbfFor) at that host's rate (hosts may
 // have different rates): egress of the host's eth0 (what the host sends) and egress of the
-// bridge-side veth (what the host receives). The kernel has no
-// netem, so latency is not emulated: only bandwidth. Every NIC has the MTU given (mtu=BYTES; the
-// kernel's 1500 otherwise). Names, state files and the removal of what
-// killed runs left behind: emulate_state.h.
+// bridge-side veth (what the host receives). The kernel has no netem, so latency is not
+// emulated: only bandwidth. Every NIC has the MTU given (mtu=BYTES; the kernel's 1500 otherwise).
+// Names, state files and the removal of what killed runs left behind: emulate_state.h.
 //
 // Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip`, `tc` and `unshare`. Not thread safe.
 #pragma once

@@ -541,9 +541,11 @@ class InProcTransport : public Transport {
     }
     return true;
   }
-  // Every rank of the world is a thread of this process, on this machine's cores.
+  // Every rank of the world is a thread of this process, on this machine's cores (read once:
+  // hardware_concurrency reads /sys, and recursive doubling asks on every small all-reduce).
   bool CoreForEachRank() const override {
-    return world_->size <= static_cast<int>(std::thread::hardware_concurrency());
+    static const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    return world_->size <= cores;
   }
   std::optional<PeerRegion> RegionOf(std::span<const std::byte> bytes) const override {
     return PeerRegion{0, 0, reinterpret_cast<uintptr_t>(bytes.data()), bytes.size()};
