@@ -12,7 +12,11 @@ plot 'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_0.dat' using 1:2 with
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_2.dat' using 1:2 with linespoints lw 2 pt 3 title 'local_4', \
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_3.dat' using 1:2 with linespoints lw 2 pt 4 title 'local_8', \
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_4.dat' using 1:2 with linespoints lw 2 pt 5 title 'local_16', \
-     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_5.dat' using 1:2 with linespoints lw 2 pt 6 title 'fedavg'
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_5.dat' using 1:2 with linespoints lw 2 pt 6 title 'fedavg', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_6.dat' using 1:2 with linespoints lw 2 pt 7 title 'asp_ps', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_7.dat' using 1:2 with linespoints lw 2 pt 8 title 'dpsgd', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_8.dat' using 1:2 with linespoints lw 2 pt 9 title 'dcd_psgd', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_9.dat' using 1:2 with linespoints lw 2 pt 10 title 'choco_sgd'
 set output 'docs/results/study_sync_4w/accuracy_vs_time_np_4_lr_0_05_seed_2.png'
 set title 'study_sync_4w, np=4 lr=0.05 seed=2, each at its best model'
 set xlabel 'wall time (s)'
@@ -22,7 +26,11 @@ plot 'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_0.dat' using 3:2 with
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_2.dat' using 3:2 with linespoints lw 2 pt 3 title 'local_4', \
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_3.dat' using 3:2 with linespoints lw 2 pt 4 title 'local_8', \
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_4.dat' using 3:2 with linespoints lw 2 pt 5 title 'local_16', \
-     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_5.dat' using 3:2 with linespoints lw 2 pt 6 title 'fedavg'
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_5.dat' using 3:2 with linespoints lw 2 pt 6 title 'fedavg', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_6.dat' using 3:2 with linespoints lw 2 pt 7 title 'asp_ps', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_7.dat' using 3:2 with linespoints lw 2 pt 8 title 'dpsgd', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_8.dat' using 3:2 with linespoints lw 2 pt 9 title 'dcd_psgd', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_9.dat' using 3:2 with linespoints lw 2 pt 10 title 'choco_sgd'
 set output 'docs/results/study_sync_4w/accuracy_vs_bytes_np_4_lr_0_05_seed_2.png'
 set title 'study_sync_4w, np=4 lr=0.05 seed=2, each at its best model'
 set xlabel 'MB sent per worker'
@@ -32,4 +40,8 @@ plot 'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_0.dat' using 4:2 with
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_2.dat' using 4:2 with linespoints lw 2 pt 3 title 'local_4', \
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_3.dat' using 4:2 with linespoints lw 2 pt 4 title 'local_8', \
      'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_4.dat' using 4:2 with linespoints lw 2 pt 5 title 'local_16', \
-     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_5.dat' using 4:2 with linespoints lw 2 pt 6 title 'fedavg'
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_5.dat' using 4:2 with linespoints lw 2 pt 6 title 'fedavg', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_6.dat' using 4:2 with linespoints lw 2 pt 7 title 'asp_ps', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_7.dat' using 4:2 with linespoints lw 2 pt 8 title 'dpsgd', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_8.dat' using 4:2 with linespoints lw 2 pt 9 title 'dcd_psgd', \
+     'docs/results/study_sync_4w/plots/np_4_lr_0_05_seed_2_9.dat' using 4:2 with linespoints lw 2 pt 10 title 'choco_sgd'
