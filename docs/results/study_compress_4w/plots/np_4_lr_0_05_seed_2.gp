@@ -1,0 +1,32 @@
+set terminal pngcairo noenhanced size 900,560 font 'DejaVu Sans,11'
+set datafile missing '?'
+set grid
+set key bottom right
+set ylabel 'test accuracy (%)'
+set output 'docs/results/study_compress_4w/accuracy_vs_epoch_np_4_lr_0_05_seed_2.png'
+set title 'study_compress_4w, np=4 lr=0.05 seed=2, each at its best model'
+set xlabel 'epoch'
+unset logscale x
+plot 'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_0.dat' using 1:2 with linespoints lw 2 pt 1 title 'dense', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_1.dat' using 1:2 with linespoints lw 2 pt 2 title 'fp16_2x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_2.dat' using 1:2 with linespoints lw 2 pt 3 title 'qsgd_16x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_3.dat' using 1:2 with linespoints lw 2 pt 4 title 'topk_10x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_4.dat' using 1:2 with linespoints lw 2 pt 5 title 'topk_10x_ef'
+set output 'docs/results/study_compress_4w/accuracy_vs_time_np_4_lr_0_05_seed_2.png'
+set title 'study_compress_4w, np=4 lr=0.05 seed=2, each at its best model'
+set xlabel 'wall time (s)'
+unset logscale x
+plot 'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_0.dat' using 3:2 with linespoints lw 2 pt 1 title 'dense', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_1.dat' using 3:2 with linespoints lw 2 pt 2 title 'fp16_2x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_2.dat' using 3:2 with linespoints lw 2 pt 3 title 'qsgd_16x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_3.dat' using 3:2 with linespoints lw 2 pt 4 title 'topk_10x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_4.dat' using 3:2 with linespoints lw 2 pt 5 title 'topk_10x_ef'
+set output 'docs/results/study_compress_4w/accuracy_vs_bytes_np_4_lr_0_05_seed_2.png'
+set title 'study_compress_4w, np=4 lr=0.05 seed=2, each at its best model'
+set xlabel 'MB sent per worker'
+unset logscale x
+plot 'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_0.dat' using 4:2 with linespoints lw 2 pt 1 title 'dense', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_1.dat' using 4:2 with linespoints lw 2 pt 2 title 'fp16_2x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_2.dat' using 4:2 with linespoints lw 2 pt 3 title 'qsgd_16x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_3.dat' using 4:2 with linespoints lw 2 pt 4 title 'topk_10x', \
+     'docs/results/study_compress_4w/plots/np_4_lr_0_05_seed_2_4.dat' using 4:2 with linespoints lw 2 pt 5 title 'topk_10x_ef'
