@@ -11,36 +11,12 @@
 
 namespace frugal::apps {
 
-StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("--fit {}: cannot read the file", path));
-  std::string line;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("alpha_us") || !j.contains("beta_s_per_byte") ||
-        !j["alpha_us"].is_number() || !j["beta_s_per_byte"].is_number()) {
-      continue;
-    }
-    NetworkFit fit;
-    fit.alpha_s = j["alpha_us"].get<double>() * 1e-6;
-    fit.beta_s_per_byte = j["beta_s_per_byte"].get<double>();
-    const auto gamma = j.find("gamma_s_per_byte");
-    if (gamma != j.end() && gamma->is_number()) fit.gamma_s_per_byte = gamma->get<double>();
-    if (!std::isfinite(fit.alpha_s) || fit.alpha_s < 0 || !std::isfinite(fit.beta_s_per_byte) ||
-        fit.beta_s_per_byte <= 0 || !std::isfinite(fit.gamma_s_per_byte) ||
-        fit.gamma_s_per_byte < 0) {
-      return InvalidArgumentError(fmt::format(
-          "--fit {}: alpha_us and gamma_s_per_byte must be >= 0 and beta_s_per_byte > 0", path));
-    }
-    return fit;
-  }
-  return InvalidArgumentError(fmt::format(
-      "--fit {}: no record with alpha_us and beta_s_per_byte (write one with `frugal bench "
-      "allreduce --json FILE`)",
-      path));
-}
-
 namespace {
+
+bool IsNumber(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number();
+}
 
 // The record of `path` (a JSON object per line) that `matches` accepts and has the most "bytes",
 // the one least swayed by per-message costs; nothing when none matches. `flag` names the option in
@@ -54,18 +30,38 @@ StatusOr<std::optional<nlohmann::json>> LargestMatchingRecord(
   std::optional<nlohmann::json> best;
   while (std::getline(in, line)) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("bytes") || !j["bytes"].is_number() || !matches(j)) continue;
+    if (!j.is_object() || !IsNumber(j, "bytes") || !matches(j)) continue;
     if (!best || j["bytes"].get<double>() > (*best)["bytes"].get<double>()) best = std::move(j);
   }
   return best;
 }
 
-bool IsNumber(const nlohmann::json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number();
-}
-
 }  // namespace
+
+StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("--fit {}: cannot read the file", path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !IsNumber(j, "alpha_us") || !IsNumber(j, "beta_s_per_byte")) continue;
+    NetworkFit fit;
+    fit.alpha_s = j["alpha_us"].get<double>() * 1e-6;
+    fit.beta_s_per_byte = j["beta_s_per_byte"].get<double>();
+    if (IsNumber(j, "gamma_s_per_byte")) fit.gamma_s_per_byte = j["gamma_s_per_byte"].get<double>();
+    if (!std::isfinite(fit.alpha_s) || fit.alpha_s < 0 || !std::isfinite(fit.beta_s_per_byte) ||
+        fit.beta_s_per_byte <= 0 || !std::isfinite(fit.gamma_s_per_byte) ||
+        fit.gamma_s_per_byte < 0) {
+      return InvalidArgumentError(fmt::format(
+          "--fit {}: alpha_us and gamma_s_per_byte must be >= 0 and beta_s_per_byte > 0", path));
+    }
+    return fit;
+  }
+  return InvalidArgumentError(fmt::format(
+      "--fit {}: no record with alpha_us and beta_s_per_byte (write one with `frugal bench "
+      "allreduce --json FILE`)",
+      path));
+}
 
 StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks) {
   FRUGAL_ASSIGN_OR_RETURN(const std::optional<nlohmann::json> record,

@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +26,7 @@
 #include <thread>
 #include <utility>
 
+#include "child_process.h"
 #include "emulate_job.h"
 #include "emulate_state.h"
 #include "emulated_network.h"
@@ -250,15 +250,10 @@ TEST(EmulatedNetwork, JumboFramesPassAtTheRate) {
     ASSERT_TRUE(network.ok()) << network.status().ToString();
     const auto& hosts = (*network)->hosts();
     for (const auto& host : hosts) {
-      const std::string command = "ip -n " + host.name + " -o link show eth0";
-      FILE* pipe = ::popen(command.c_str(), "r");
-      ASSERT_NE(pipe, nullptr);
-      std::array<char, 512> line{};
-      const bool read = std::fgets(line.data(), line.size(), pipe) != nullptr;
-      ::pclose(pipe);
-      ASSERT_TRUE(read) << command;
-      EXPECT_THAT(std::string(line.data()), HasSubstr("mtu " + std::to_string(mtu) + " "))
-          << host.name;
+      auto shown = RunCommand({"ip", "-n", host.name, "-o", "link", "show", "eth0"});
+      ASSERT_TRUE(shown.ok()) << shown.status().ToString();
+      EXPECT_EQ(shown->exit_code, 0) << shown->output;
+      EXPECT_THAT(shown->output, HasSubstr("mtu " + std::to_string(mtu) + " ")) << host.name;
     }
     Receiver receiver = StartReceiver(hosts[1].name, hosts[1].address, port, 1);
     pid_t sender = StartSender(hosts[0].name, hosts[1].address, port, 12'500'000);
