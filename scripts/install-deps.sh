@@ -19,7 +19,7 @@ packages=(
   # the Python package (frugal.torch) and its tests: Debian's python3 and the same LibTorch
   python3-dev python3-torch pybind11-dev python3-pytest python3-numpy python3-mpi4py
   # network emulation and plots
-  iproute2 util-linux gnuplot-nox
+  iproute2 util-linux procps gnuplot-nox
   # an optimised BLAS for LibTorch (without it Debian's libtorch runs on the reference BLAS), and
   # tcmalloc for the processes that train (LibTorch's tensors on glibc's malloc are fresh mappings,
   # faulted in page by page, each time they are allocated)

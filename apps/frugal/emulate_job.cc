@@ -79,7 +79,7 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
   auto deadline = steady_clock::now() + job.timeout;
   HeldSignals held;
   FRUGAL_ASSIGN_OR_RETURN(auto network,
-                          EmulatedNetwork::Create(NicRates(job.spec), logger, job.spec.mtu));
+                          EmulatedNetwork::Create(NicRates(job.spec), logger, job.spec.links));
   auto interrupted = [&](int sig) {
     logger.Warning(fmt::format("interrupted by {}; the emulated network {} was removed",
                                strsignal(sig), network->tag()));
@@ -92,10 +92,11 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(fs::path hostfile, network->WriteHostfile(ranks_of_hosts));
   FRUGAL_ASSIGN_OR_RETURN(fs::path agent, network->WriteRshAgent());
   std::vector<std::string> cmd = BuildMpirunCommand(job, hostfile, agent, ranks_of_hosts);
-  logger.Info(fmt::format("emulating {} hosts, rank(s) per host {}, NIC {} each way{} ({}): {}",
-                          job.spec.hosts, fmt::join(ranks_of_hosts, "/"), FormatNicRates(job.spec),
-                          job.spec.mtu > 0 ? fmt::format(", MTU {}", job.spec.mtu) : "",
-                          network->tag(), ShellQuote(cmd)));
+  logger.Info(
+      fmt::format("emulating {} hosts, rank(s) per host {}, NIC {} each way{}, TCP {} ({}): {}",
+                  job.spec.hosts, fmt::join(ranks_of_hosts, "/"), FormatNicRates(job.spec),
+                  job.spec.links.mtu > 0 ? fmt::format(", MTU {}", job.spec.links.mtu) : "",
+                  job.spec.links.tcp, network->tag(), ShellQuote(cmd)));
   SpawnOptions spawn;
   spawn.netns_path = EmulatedNetwork::NamespacePath(network->control_namespace());
   spawn.extra_env = job.extra_env;

@@ -95,7 +95,8 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   std::string s(text);
   if (Trim(s).empty()) {
     return InvalidArgumentError(
-        "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R][,mtu=BYTES] (e.g. "
+        "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME] "
+        "(e.g. "
         "hosts=4,nic=100mbit)");
   }
   size_t start = 0;
@@ -107,7 +108,8 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) {
       return InvalidArgumentError(fmt::format(
-          "--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host, mtu)", item));
+          "--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host, mtu, tcp)",
+          item));
     }
     std::string key = Trim(item.substr(0, eq));
     std::string value = Trim(item.substr(eq + 1));
@@ -137,10 +139,24 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
       spec.ranks_per_host = static_cast<int>(v);
     } else if (key == "mtu") {
       FRUGAL_ASSIGN_OR_RETURN(long long v, ParseInt(key, value, kMinEmulatedMtu, kMaxEmulatedMtu));
-      spec.mtu = static_cast<int>(v);
+      spec.links.mtu = static_cast<int>(v);
+    } else if (key == "tcp") {
+      // The kernel's names (TCP_CA_NAME_MAX - 1 characters at most): letters, digits, '_', '-'.
+      const bool name_like =
+          !value.empty() && value.size() <= 15 &&
+          std::all_of(value.begin(), value.end(), [](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+          });
+      if (!name_like) {
+        return InvalidArgumentError(fmt::format(
+            "--emulate: tcp='{}' is not a congestion control's name (e.g. cubic, reno, bbr)",
+            value));
+      }
+      spec.links.tcp = value;
     } else {
       return InvalidArgumentError(fmt::format(
-          "--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host, mtu)", key));
+          "--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host, mtu, tcp)",
+          key));
     }
   }
   if (spec.hosts == 0) return InvalidArgumentError("--emulate: hosts=H is missing");

@@ -1,4 +1,5 @@
-// `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R][,mtu=BYTES]`: what the flag says,
+// `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]`: what the
+// flag says,
 // how the ranks spread over the emulated hosts and how a NIC rate becomes token-bucket parameters.
 // Pure functions; the network itself is emulated_network.h, running a job on it emulate_job.h.
 #pragma once
@@ -18,6 +19,20 @@ inline constexpr std::uint64_t kMaxNicBitsPerSecond = 100'000'000'000;  // 100 g
 // The emulated NICs' MTU: IPv4's minimum to what a veth pair carries.
 inline constexpr int kMinEmulatedMtu = 576;
 inline constexpr int kMaxEmulatedMtu = 65535;
+// The TCP congestion control of the emulated hosts unless tcp=NAME says otherwise: Linux's own
+// default, so that emulated figures do not depend on what the machine's sysctl chose (a network
+// namespace starts with the machine's).
+inline constexpr std::string_view kDefaultEmulatedTcp = "cubic";
+
+// What every emulated NIC and host's TCP share.
+struct EmulatedLinks {
+  // The MTU of every emulated NIC (mtu=BYTES); 0: the kernel's default for a veth (1500). Jumbo
+  // frames (9000) carry the same bytes in a sixth of the packets, and the token buckets release
+  // packet by packet: a timer interrupt each, on the cores the ranks compute on.
+  int mtu = 0;
+  // net.ipv4.tcp_congestion_control in every namespace of the network (tcp=NAME).
+  std::string tcp{kDefaultEmulatedTcp};
+};
 
 struct EmulateSpec {
   int hosts = 0;
@@ -25,10 +40,7 @@ struct EmulateSpec {
   int ranks_per_host = 0;                 // 0: the number of ranks divided by hosts
   // The NIC rate of each host (hosts values) when they differ; empty: all nic_bits_per_second.
   std::vector<std::uint64_t> host_nic_bits_per_second{};
-  // The MTU of every emulated NIC (mtu=BYTES); 0: the kernel's default for a veth (1500). Jumbo
-  // frames (9000) carry the same bytes in a sixth of the packets, and the token buckets release
-  // packet by packet: a timer interrupt each, on the cores the ranks compute on.
-  int mtu = 0;
+  EmulatedLinks links{};
 };
 
 // The NIC rate of every host (spec.hosts values).
@@ -36,11 +48,13 @@ std::vector<std::uint64_t> NicRates(const EmulateSpec& spec);
 // "100mbit" when every host has it, otherwise "1gbit, host 3: 100mbit, ...".
 std::string FormatNicRates(const EmulateSpec& spec);
 
-// Parses "hosts=4,nic=100mbit,ranks-per-host=2" (and mtu=BYTES). Rates take tc's units: bit, kbit,
-// mbit, gbit (decimal, per second), optionally with a fraction ("2.5gbit"). Hosts may differ:
-// "nic.I=RATE" gives host I (0-based) its own rate, or "nic=R0/R1/.../R(H-1)" lists one rate per
-// host. Unknown keys, repeated keys, missing hosts or nic, a host index out of range, a list that
-// does not have one rate per host and out-of-range values are kInvalidArgument.
+// Parses "hosts=4,nic=100mbit,ranks-per-host=2" (and mtu=BYTES, tcp=NAME: a congestion control
+// the kernel knows, e.g. cubic, reno, bbr; its name is checked here only for its characters). Rates
+// take tc's units: bit, kbit, mbit, gbit (decimal, per second), optionally with a fraction
+// ("2.5gbit"). Hosts may differ: "nic.I=RATE" gives host I (0-based) its own rate, or
+// "nic=R0/R1/.../R(H-1)" lists one rate per host. Unknown keys, repeated keys, missing hosts or
+// nic, a host index out of range, a list that does not have one rate per host and out-of-range
+// values are kInvalidArgument.
 StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text);
 
 // Parses one rate ("100mbit") into bits per second.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "child_process.h"
@@ -64,12 +66,12 @@ Status CheckEmulationSupport() {
   return support;
 }
 
-EmulatedNetwork::EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates, int mtu,
-                                 const Logger& logger)
+EmulatedNetwork::EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates,
+                                 EmulatedLinks links, const Logger& logger)
     : tag_(std::move(tag)),
       control_(tag_ + "-c"),
       rates_(std::move(rates)),
-      mtu_(mtu),
+      links_(std::move(links)),
       state_dir_(fs::path(kEmulateStateRoot) / tag_),
       logger_(logger) {}
 
@@ -86,7 +88,8 @@ StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
 }
 
 StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
-    const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger, int mtu) {
+    const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger,
+    const EmulatedLinks& links) {
   const int hosts = static_cast<int>(nic_bits_per_second.size());
   FRUGAL_CHECK(hosts >= 1 && hosts <= kMaxEmulatedHosts, "hosts = ", hosts);
   for (std::uint64_t rate : nic_bits_per_second) {
@@ -105,9 +108,10 @@ StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
       break;
     }
   }
-  FRUGAL_CHECK(mtu == 0 || (mtu >= kMinEmulatedMtu && mtu <= kMaxEmulatedMtu), "mtu = ", mtu);
+  FRUGAL_CHECK(links.mtu == 0 || (links.mtu >= kMinEmulatedMtu && links.mtu <= kMaxEmulatedMtu),
+               "mtu = ", links.mtu);
   std::unique_ptr<EmulatedNetwork> network(
-      new EmulatedNetwork(tag, nic_bits_per_second, mtu, logger));
+      new EmulatedNetwork(tag, nic_bits_per_second, links, logger));
   std::error_code ec;
   fs::create_directories(network->state_dir_, ec);
   if (ec) {
@@ -138,9 +142,10 @@ Status EmulatedNetwork::Build() {
   FRUGAL_RETURN_IF_ERROR(
       RunChecked({"ip", "-n", c, "addr", "add", control_address() + "/24", "dev", "br0"}));
   FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", "br0", "up"}));
+  FRUGAL_RETURN_IF_ERROR(SetTcp(c));
 
   for (int i = 0; i < hosts; ++i) {
-    const TbfParameters tbf = TbfFor(rates_[static_cast<size_t>(i)], mtu_);
+    const TbfParameters tbf = TbfFor(rates_[static_cast<size_t>(i)], links_.mtu);
     const std::string rate = fmt::format("{}bit", rates_[static_cast<size_t>(i)]);
     const std::string burst = fmt::format("{}b", tbf.burst_bytes);
     const std::string limit = fmt::format("{}b", tbf.limit_bytes);
@@ -149,11 +154,12 @@ Status EmulatedNetwork::Build() {
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "netns", "add", host.name}));
     namespaces_.push_back(host.name);
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", host.name, "link", "set", "lo", "up"}));
+    FRUGAL_RETURN_IF_ERROR(SetTcp(host.name));
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "add", port, "type", "veth", "peer",
                                        "name", "eth0", "netns", host.name}));
-    if (mtu_ > 0) {
+    if (links_.mtu > 0) {
       // Both ends, before the port joins the bridge (which takes the smallest MTU of its ports).
-      const std::string mtu = std::to_string(mtu_);
+      const std::string mtu = std::to_string(links_.mtu);
       FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", port, "mtu", mtu}));
       FRUGAL_RETURN_IF_ERROR(
           RunChecked({"ip", "-n", host.name, "link", "set", "eth0", "mtu", mtu}));
@@ -173,6 +179,28 @@ Status EmulatedNetwork::Build() {
       }
     }
     hosts_.push_back(std::move(host));
+  }
+  return Status::Ok();
+}
+
+Status EmulatedNetwork::SetTcp(const std::string& ns) const {
+  // A namespace's net.* sysctls are those of the namespace of whoever opens them: sysctl runs
+  // inside it. The kernel loads a congestion control's module on demand (root may).
+  RunCommandOptions options;
+  options.netns_path = NamespacePath(ns);
+  const std::string key = "net.ipv4.tcp_congestion_control";
+  StatusOr<CommandResult> set = RunCommand({"sysctl", "-qw", key + "=" + links_.tcp}, options);
+  if (!set.ok()) {
+    return FailedPreconditionError(fmt::format(
+        "--emulate needs 'sysctl' (Debian package procps): {}", set.status().message()));
+  }
+  if (set->exit_code != 0) {
+    std::string available = "unknown";
+    std::ifstream listed("/proc/sys/net/ipv4/tcp_available_congestion_control");
+    std::getline(listed, available);
+    return InvalidArgumentError(
+        fmt::format("tcp={}: this kernel has no such TCP congestion control (available: {})",
+                    links_.tcp, available));
   }
   return Status::Ok();
 }

@@ -7,7 +7,8 @@
 // NIC are shaped with a token bucket (`tc qdisc ... tbf`, TbfFor) at that host's rate (hosts may
 // have different rates): egress of the host's eth0 (what the host sends) and egress of the
 // bridge-side veth (what the host receives). The kernel has no netem, so latency is not
-// emulated: only bandwidth. Every NIC has the MTU given (mtu=BYTES; the kernel's 1500 otherwise).
+// emulated: only bandwidth. Every NIC has the MTU given (mtu=BYTES; the kernel's 1500 otherwise),
+// every namespace the TCP congestion control given (tcp=NAME; cubic otherwise).
 // Names, state files and the removal of what killed runs left behind: emulate_state.h.
 //
 // Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip`, `tc` and `unshare`. Not thread safe.
@@ -44,10 +45,11 @@ class EmulatedNetwork {
   static StatusOr<std::unique_ptr<EmulatedNetwork>> Create(int hosts,
                                                            std::uint64_t nic_bits_per_second,
                                                            const Logger& logger);
-  // The same with one NIC rate per host (rates.size() hosts), and every NIC's MTU (0: the
-  // kernel's default).
+  // The same with one NIC rate per host (rates.size() hosts), every NIC's MTU and every
+  // namespace's TCP congestion control (a name the kernel does not know: kInvalidArgument).
   static StatusOr<std::unique_ptr<EmulatedNetwork>> Create(
-      const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger, int mtu = 0);
+      const std::vector<std::uint64_t>& nic_bits_per_second, const Logger& logger,
+      const EmulatedLinks& links = {});
   ~EmulatedNetwork();  // Destroy(), errors logged
   EmulatedNetwork(const EmulatedNetwork&) = delete;
   EmulatedNetwork& operator=(const EmulatedNetwork&) = delete;
@@ -70,13 +72,16 @@ class EmulatedNetwork {
   StatusOr<std::filesystem::path> WriteRshAgent() const;
 
  private:
-  EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates, int mtu, const Logger& logger);
+  EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates, EmulatedLinks links,
+                  const Logger& logger);
+  // Sets the links' TCP congestion control in namespace `ns`.
+  Status SetTcp(const std::string& ns) const;
   Status Build();
 
   std::string tag_;
   std::string control_;
   std::vector<std::uint64_t> rates_;  // per host
-  int mtu_;                           // 0: the kernel's default
+  EmulatedLinks links_;
   std::filesystem::path state_dir_;
   std::vector<EmulatedHost> hosts_;
   std::vector<std::string> namespaces_;  // created so far, control first

@@ -60,11 +60,13 @@ TEST(ParseEmulateSpec, AcceptsTheDocumentedForms) {
   EXPECT_EQ(spec->hosts, 8);
   EXPECT_EQ(spec->nic_bits_per_second, 1'000'000'000u);
   EXPECT_EQ(spec->ranks_per_host, 2);
-  EXPECT_EQ(spec->mtu, 0);
+  EXPECT_EQ(spec->links.mtu, 0);
+  EXPECT_EQ(spec->links.tcp, "cubic");
 
-  spec = ParseEmulateSpec("hosts=2,nic=100mbit,mtu=9000");
+  spec = ParseEmulateSpec("hosts=2,nic=100mbit,mtu=9000,tcp=bbr");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  EXPECT_EQ(spec->mtu, 9000);
+  EXPECT_EQ(spec->links.mtu, 9000);
+  EXPECT_EQ(spec->links.tcp, "bbr");
 }
 
 TEST(ParseEmulateSpec, HostsMayHaveTheirOwnRates) {
@@ -107,6 +109,10 @@ TEST(ParseEmulateSpec, RejectsBadSpecsWithAClearMessage) {
         Case{"hosts=4,nic=1gbit,mtu=575", "out of range"},
         Case{"hosts=4,nic=1gbit,mtu=65536", "out of range"},
         Case{"hosts=4,nic=1gbit,mtu=jumbo", "not a whole number"},
+        Case{"hosts=4,nic=1gbit,tcp=", "tcp='' is not a congestion control's name"},
+        Case{"hosts=4,nic=1gbit,tcp=cubic;reboot", "is not a congestion control's name"},
+        Case{"hosts=4,nic=1gbit,tcp=averyveryverylongname", "is not a congestion control's name"},
+        Case{"hosts=4,nic=1gbit,tcp=reno,tcp=cubic", "given twice"},
         Case{"hosts4,nic=1gbit", "not key=value"},
         Case{"hosts=4,nic=1gbit,nic.4=10mbit", "nic.4 names host 4, but hosts are 0 to 3"},
         Case{"hosts=4,nic=1gbit,nic.1=10mbit,nic.1=20mbit", "given twice"},

@@ -246,7 +246,7 @@ TEST(EmulatedNetwork, JumboFramesPassAtTheRate) {
   const std::uint64_t rate = 100'000'000;
   int port = 5230;
   for (const int mtu : {9000, 65535}) {
-    auto network = EmulatedNetwork::Create({rate, rate}, Quiet(), mtu);
+    auto network = EmulatedNetwork::Create({rate, rate}, Quiet(), EmulatedLinks{.mtu = mtu});
     ASSERT_TRUE(network.ok()) << network.status().ToString();
     const auto& hosts = (*network)->hosts();
     for (const auto& host : hosts) {
@@ -264,6 +264,49 @@ TEST(EmulatedNetwork, JumboFramesPassAtTheRate) {
     EXPECT_LE(fraction, 1.05) << "mtu " << mtu;
     ++port;
   }
+}
+
+// tcp=NAME: every namespace of the network (control and hosts) runs that congestion control,
+// whatever the machine's own is, which stays as it was; a name the kernel does not know fails
+// the creation with one line naming it, and leaves nothing behind.
+TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
+  SKIP_WITHOUT_EMULATION();
+  auto machine_tcp = [] {
+    std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+    std::string name;
+    std::getline(in, name);
+    return name;
+  };
+  const std::string before = machine_tcp();
+  ASSERT_FALSE(before.empty());
+  // reno is built into every kernel; pick the other of reno and cubic than the machine's.
+  const std::string wanted = before == "reno" ? "cubic" : "reno";
+  auto network =
+      EmulatedNetwork::Create({100'000'000, 100'000'000}, Quiet(), EmulatedLinks{.tcp = wanted});
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  std::vector<std::string> namespaces = {(*network)->control_namespace()};
+  for (const auto& host : (*network)->hosts()) namespaces.push_back(host.name);
+  for (const std::string& ns : namespaces) {
+    RunCommandOptions in_ns;
+    in_ns.netns_path = EmulatedNetwork::NamespacePath(ns);
+    auto shown = RunCommand({"sysctl", "-n", "net.ipv4.tcp_congestion_control"}, in_ns);
+    ASSERT_TRUE(shown.ok()) << shown.status().ToString();
+    EXPECT_EQ(shown->exit_code, 0) << shown->output;
+    EXPECT_EQ(shown->output, wanted + "\n") << ns;
+  }
+  EXPECT_EQ(machine_tcp(), before);
+  ASSERT_TRUE((*network)->Destroy().ok());
+
+  auto refused = EmulatedNetwork::Create({100'000'000}, Quiet(), EmulatedLinks{.tcp = "nosuchcc"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      refused.status().message(),
+      HasSubstr("tcp=nosuchcc: this kernel has no such TCP congestion control (available: "));
+  EXPECT_THAT(refused.status().message(), HasSubstr("reno"));
+  // This process's networks are frg-<pid>-<k>: none is left.
+  EXPECT_THAT(NamespacesOf(fmt::format("frg-{}", ::getpid())), ::testing::IsEmpty());
+  EXPECT_EQ(machine_tcp(), before);
 }
 
 // Two senders into one receiver: the receiver's downstream bucket (on the bridge side) must hold
