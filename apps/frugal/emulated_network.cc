@@ -40,14 +40,14 @@ Status ProbeEmulationSupport() {
     return FailedPreconditionError(
         "--emulate needs root: it creates network namespaces, veth pairs and tc qdiscs");
   }
-  for (const char* tool : {"ip", "tc", "unshare"}) {
+  for (const char* tool : {"ip", "tc", "unshare", "sysctl"}) {
     RunCommandOptions options;
     options.timeout = std::chrono::milliseconds(5000);
     auto r = RunCommand({tool, "-V"}, options);
     if (!r.ok()) {
       return FailedPreconditionError(
-          fmt::format("--emulate needs '{}' (Debian packages iproute2, util-linux): {}", tool,
-                      r.status().message()));
+          fmt::format("--emulate needs '{}' (Debian packages iproute2, util-linux, procps): {}",
+                      tool, r.status().message()));
     }
   }
   if (!fs::exists("/proc/self/ns/net") || !fs::exists("/proc/self/ns/uts")) {
@@ -189,18 +189,19 @@ Status EmulatedNetwork::SetTcp(const std::string& ns) const {
   RunCommandOptions options;
   options.netns_path = NamespacePath(ns);
   const std::string key = "net.ipv4.tcp_congestion_control";
-  StatusOr<CommandResult> set = RunCommand({"sysctl", "-qw", key + "=" + links_.tcp}, options);
-  if (!set.ok()) {
-    return FailedPreconditionError(fmt::format(
-        "--emulate needs 'sysctl' (Debian package procps): {}", set.status().message()));
+  const Status set = RunChecked({"sysctl", "-qw", key + "=" + links_.tcp}, options);
+  if (set.code() == StatusCode::kNotFound) {
+    return FailedPreconditionError(
+        fmt::format("--emulate needs 'sysctl' (Debian package procps): {}", set.message()));
   }
-  if (set->exit_code != 0) {
+  if (!set.ok()) {
+    // Most often a name the kernel has no module for ("No such file or directory").
     std::string available = "unknown";
     std::ifstream listed("/proc/sys/net/ipv4/tcp_available_congestion_control");
     std::getline(listed, available);
     return InvalidArgumentError(
-        fmt::format("tcp={}: this kernel has no such TCP congestion control (available: {})",
-                    links_.tcp, available));
+        fmt::format("tcp={}: the kernel refused it as TCP congestion control ({}; available: {})",
+                    links_.tcp, set.message(), available));
   }
   return Status::Ok();
 }

@@ -227,7 +227,7 @@ int Main(int argc, char** argv) {
                     : RelaunchUnderMpirun(global.launch, argc, argv, logger);
     if (!code.ok()) {
       PrintError(code.status().ToString());
-      return kExitFailure;
+      return ExitCodeFor(code.status());  // 2 for what the command line asked wrongly
     }
     return *code;
   }

@@ -300,9 +300,9 @@ TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
   auto refused = EmulatedNetwork::Create({100'000'000}, Quiet(), EmulatedLinks{.tcp = "nosuchcc"});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(
-      refused.status().message(),
-      HasSubstr("tcp=nosuchcc: this kernel has no such TCP congestion control (available: "));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("tcp=nosuchcc: the kernel refused it as TCP congestion control ("));
+  EXPECT_THAT(refused.status().message(), HasSubstr("; available: "));
   EXPECT_THAT(refused.status().message(), HasSubstr("reno"));
   // This process's networks are frg-<pid>-<k>: none is left.
   EXPECT_THAT(NamespacesOf(fmt::format("frg-{}", ::getpid())), ::testing::IsEmpty());
