@@ -96,8 +96,7 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   if (Trim(s).empty()) {
     return InvalidArgumentError(
         "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME] "
-        "(e.g. "
-        "hosts=4,nic=100mbit)");
+        "(e.g. hosts=4,nic=100mbit)");
   }
   size_t start = 0;
   while (start <= s.size()) {

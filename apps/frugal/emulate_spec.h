@@ -1,6 +1,6 @@
 // `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]`: what the
-// flag says,
-// how the ranks spread over the emulated hosts and how a NIC rate becomes token-bucket parameters.
+// flag says, how the ranks spread over the emulated hosts and how a NIC rate becomes token-bucket
+// parameters.
 // Pure functions; the network itself is emulated_network.h, running a job on it emulate_job.h.
 #pragma once
 

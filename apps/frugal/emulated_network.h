@@ -11,7 +11,7 @@
 // every namespace the TCP congestion control given (tcp=NAME; cubic otherwise).
 // Names, state files and the removal of what killed runs left behind: emulate_state.h.
 //
-// Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip`, `tc` and `unshare`. Not thread safe.
+// Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip`, `tc`, `unshare` and `sysctl`. Not thread safe.
 #pragma once
 
 #include <cstdint>
