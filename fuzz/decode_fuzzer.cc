@@ -6,7 +6,8 @@
 //           zero-padded to the size the compressor expects (exercises the body checks);
 //   mode 2: as 1 without fitting the size (exercises the length checks behind a valid header).
 // One more byte picks the matrix view (rows) for compressors that use the shape. The decoder must
-// return OK or kMalformed and, on kMalformed, leave the output untouched; anything else aborts.
+// return OK or kMalformed and, on kMalformed, leave the output untouched; DecodeOverwrite must
+// return the same and write what Decode adds into zeros; anything else aborts.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -81,6 +82,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!status.ok()) {
     Check(status.code() == frugal::StatusCode::kMalformed, "an error other than kMalformed");
     for (float v : output) Check(v == 0.25f, "output written by a failed decode");
+  }
+  // DecodeOverwrite agrees with Decode on the payload and writes what Decode adds into zeros.
+  std::vector<float> written(numel, 0.25f);
+  frugal::Status overwritten = c.DecodeOverwrite(payload, tensor, ctx, written);
+  Check(overwritten.code() == status.code(), "DecodeOverwrite and Decode disagree on the payload");
+  if (status.ok()) {
+    std::vector<float> added(numel, 0.0f);
+    Check(c.Decode(payload, tensor, ctx, added).ok(), "a second Decode of the payload failed");
+    Check(std::memcmp(added.data(), written.data(), numel * sizeof(float)) == 0,
+          "DecodeOverwrite wrote other values than Decode into zeros");
+  } else {
+    for (float v : written) Check(v == 0.25f || v == 0.0f, "a failed DecodeOverwrite wrote values");
   }
   (void)c.EntropyCodedBits(payload);
   return 0;

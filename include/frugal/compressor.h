@@ -298,6 +298,13 @@ class Compressor {
   virtual Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor,
                         CompressContext& ctx, std::span<float> output) const = 0;
 
+  // Decode that WRITES the decoded values into `output` instead of adding them: bit for bit what
+  // zeroing `output` and calling Decode gives, which is what the default does. A compressor
+  // overrides it to spare the pass that zeroes. Errors as Decode's; after an error `output` holds
+  // zeros or is unchanged.
+  virtual Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                                 CompressContext& ctx, std::span<float> output) const;
+
   // Compressors with traits().custom_aggregate move their own data over `t`. Called on every rank
   // in the same order. `data` holds this rank's input on entry and the aggregate (sum, or average
   // for ReduceOp::kAverage) on return. If `residual` is not empty (size numel) it receives

@@ -41,8 +41,7 @@ Status ComputeResidual(const Compressor& compressor, std::span<const std::byte> 
                        std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
                        std::span<float> residual) {
   FRUGAL_CHECK_EQ(residual.size(), input.size());
-  std::fill(residual.begin(), residual.end(), 0.0f);
-  FRUGAL_RETURN_IF_ERROR(compressor.Decode(payload, tensor, ctx, residual));
+  FRUGAL_RETURN_IF_ERROR(compressor.DecodeOverwrite(payload, tensor, ctx, residual));
   for (size_t i = 0; i < residual.size(); ++i) residual[i] = input[i] - residual[i];
   return Status::Ok();
 }
@@ -59,14 +58,15 @@ void Scale(std::span<float> data, ReduceOp op, int n) {
 Status DecodeSum(const Compressor& compressor, std::span<const std::byte> all,
                  const std::vector<size_t>& sizes, const TensorInfo& tensor, CompressContext& ctx,
                  std::span<float> data) {
-  std::fill(data.begin(), data.end(), 0.0f);
   size_t offset = 0;
   for (size_t r = 0; r < sizes.size(); ++r) {
     if (sizes[r] == 0) {
       return MalformedError(fmt::format(
           "rank {} sent no payload for tensor '{}' (its encoder failed)", r, tensor.name));
     }
-    Status s = compressor.Decode(all.subspan(offset, sizes[r]), tensor, ctx, data);
+    std::span<const std::byte> payload = all.subspan(offset, sizes[r]);
+    Status s = r == 0 ? compressor.DecodeOverwrite(payload, tensor, ctx, data)
+                      : compressor.Decode(payload, tensor, ctx, data);
     if (!s.ok()) return s.Annotate(fmt::format("payload of rank {}", r));
     offset += sizes[r];
   }
@@ -133,8 +133,7 @@ Status AllreducePath(Transport& t, const Compressor& c, std::span<float> data,
         fmt::format("the encoder failed on {} rank(s) for tensor '{}'", sum[floats], tensor.name));
   }
   if (floats > 0) std::memcpy(payload.data() + kWireHeaderBytes, sum.data(), 4 * floats);
-  std::fill(data.begin(), data.end(), 0.0f);
-  FRUGAL_RETURN_IF_ERROR(c.Decode(payload, tensor, ctx, data).Annotate("summed payload"));
+  FRUGAL_RETURN_IF_ERROR(c.DecodeOverwrite(payload, tensor, ctx, data).Annotate("summed payload"));
   Scale(data, options.op, t.size());
   return Status::Ok();
 }
@@ -236,14 +235,15 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
   // Decode and sum this rank's chunk in rank order.
   const Block own = chunks[me].block;
   TensorInfo own_info = ChunkInfo(tensor, me, n, chunks[me], false);
-  std::vector<float> partial(own.count, 0.0f);
+  std::vector<float> partial(own.count);
   for (int k = 0; k < n; ++k) {
     const std::vector<std::byte>& p = k == me ? mine[me] : theirs[k];
     if (p.empty()) {
       return MalformedError(fmt::format(
           "rank {} sent no payload for tensor '{}' (its encoder failed)", k, tensor.name));
     }
-    Status s = c.Decode(p, own_info, ctx, partial);
+    Status s =
+        k == 0 ? c.DecodeOverwrite(p, own_info, ctx, partial) : c.Decode(p, own_info, ctx, partial);
     if (!s.ok()) return s.Annotate(fmt::format("two-phase payload of rank {}", k));
   }
   Scale(partial, options.op, n);
@@ -262,7 +262,7 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
                  CollectiveOptions{.timeout = options.timeout, .check_lengths = false})
           .Annotate("two-phase allgather"));
   FRUGAL_RETURN_IF_ERROR(reenc);
-  std::fill(data.begin(), data.end(), 0.0f);
+  // The chunks partition `data`: each is written once.
   size_t offset = 0;
   for (int j = 0; j < n; ++j) {
     if (sizes[j] == 0) {
@@ -270,8 +270,8 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
           "rank {} sent no re-encoded chunk for tensor '{}' (its encoder failed)", j, tensor.name));
     }
     TensorInfo info = ChunkInfo(tensor, j, n, chunks[j], true);
-    Status s = c.Decode(std::span<const std::byte>(all).subspan(offset, sizes[j]), info, ctx,
-                        data.subspan(chunks[j].block.offset, chunks[j].block.count));
+    Status s = c.DecodeOverwrite(std::span<const std::byte>(all).subspan(offset, sizes[j]), info,
+                                 ctx, data.subspan(chunks[j].block.offset, chunks[j].block.count));
     if (!s.ok()) return s.Annotate(fmt::format("two-phase chunk of rank {}", j));
     offset += sizes[j];
   }

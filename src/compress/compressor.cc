@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "frugal/compress_wire.h"
 
 namespace frugal {
@@ -115,6 +117,12 @@ StatusOr<AggregationPath> ParseAggregationPath(std::string_view name) {
       fmt::format("unknown aggregation path '{}' (accepted: auto, allreduce, allgather, "
                   "twophase, vote, custom)",
                   name));
+}
+
+Status Compressor::DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                                   CompressContext& ctx, std::span<float> output) const {
+  std::fill(output.begin(), output.end(), 0.0f);
+  return Decode(payload, tensor, ctx, output);
 }
 
 Status Compressor::Aggregate(Transport& t, std::span<float> data, std::span<float> residual,

@@ -33,8 +33,7 @@ Status EncodeWithFeedback(const Compressor& inner, std::span<const float> input,
   float* p = state.compensated.data();
   for (size_t i = 0; i < n; ++i) p[i] = input[i] + e[i];
   FRUGAL_RETURN_IF_ERROR(inner.Encode(state.compensated, tensor, ctx, out));
-  std::fill(state.residual.begin(), state.residual.end(), 0.0f);
-  Status decoded = inner.Decode(out, tensor, ctx, state.residual);
+  Status decoded = inner.DecodeOverwrite(out, tensor, ctx, state.residual);
   FRUGAL_INTERNAL_ASSERT(decoded.ok(), inner.spec(),
                          " cannot decode its own payload: ", decoded.ToString());
   for (size_t i = 0; i < n; ++i) e[i] = p[i] - e[i];
@@ -96,6 +95,10 @@ class ErrorFeedbackCompressor final : public Compressor {
   Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
                 std::span<float> output) const override {
     return inner_->Decode(payload, tensor, ctx, output);
+  }
+  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                         CompressContext& ctx, std::span<float> output) const override {
+    return inner_->DecodeOverwrite(payload, tensor, ctx, output);
   }
 
   Status Aggregate(Transport& t, std::span<float> data, std::span<float> residual,

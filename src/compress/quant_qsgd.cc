@@ -56,7 +56,7 @@ FRUGAL_INLINE void LevelsBody(const float* x, size_t n, float scale, float max_l
   }
 }
 
-// out[i] += +-unit * level for byte codes; returns nonzero if a code is invalid.
+// Returns nonzero if a byte code is invalid.
 FRUGAL_INLINE uint32_t CheckCodesBody(const uint8_t* codes, size_t n, uint32_t level_mask,
                                       uint32_t max_level) {
   uint32_t bad = 0;
@@ -68,13 +68,21 @@ FRUGAL_INLINE uint32_t CheckCodesBody(const uint8_t* codes, size_t n, uint32_t l
   return bad;
 }
 
+// out[i] += +-unit * level for byte codes (kAdd), or out[i] = +-unit * level.
+template <bool kAdd>
 FRUGAL_INLINE void AddLevelsBody(const uint8_t* codes, size_t n, uint32_t level_mask,
                                  int level_bits, float unit, float* out) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t c = codes[i];
     float v = static_cast<float>(static_cast<int32_t>(c & level_mask)) * unit;
     uint32_t sign = (c >> level_bits) << 31;
-    out[i] += std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ sign);
+    float decoded = std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ sign);
+    if constexpr (kAdd) {
+      out[i] += decoded;
+    } else {
+      // 0 + decoded, as Decode into zeros gives (-0.0f becomes +0.0f).
+      out[i] = 0.0f + decoded;
+    }
   }
 }
 
@@ -87,8 +95,9 @@ void LevelsGeneric(const float* x, size_t n, float scale, float max_level, const
 uint32_t CheckCodesGeneric(const uint8_t* c, size_t n, uint32_t mask, uint32_t max_level) {
   return CheckCodesBody(c, n, mask, max_level);
 }
+template <bool kAdd>
 void AddLevelsGeneric(const uint8_t* c, size_t n, uint32_t mask, int bits, float unit, float* out) {
-  AddLevelsBody(c, n, mask, bits, unit, out);
+  AddLevelsBody<kAdd>(c, n, mask, bits, unit, out);
 }
 #if defined(FRUGAL_X86)
 FRUGAL_TARGET_V3 double SumSquaresV3(const float* x, size_t n) { return SumSquaresBody(x, n); }
@@ -127,9 +136,10 @@ FRUGAL_TARGET_V3 uint32_t CheckCodesV3(const uint8_t* c, size_t n, uint32_t mask
                                        uint32_t max_level) {
   return CheckCodesBody(c, n, mask, max_level);
 }
+template <bool kAdd>
 FRUGAL_TARGET_V3 void AddLevelsV3(const uint8_t* c, size_t n, uint32_t mask, int bits, float unit,
                                   float* out) {
-  AddLevelsBody(c, n, mask, bits, unit, out);
+  AddLevelsBody<kAdd>(c, n, mask, bits, unit, out);
 }
 #endif
 
@@ -270,6 +280,18 @@ class QsgdCompressor final : public QuantizerBase {
 
   Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
                 std::span<float> output) const override {
+    return DecodeInto<true>(payload, tensor, output);
+  }
+
+  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                         CompressContext& ctx, std::span<float> output) const override {
+    return DecodeInto<false>(payload, tensor, output);
+  }
+
+  // Decode (kAdd) or DecodeOverwrite: validates everything before it writes anything.
+  template <bool kAdd>
+  Status DecodeInto(std::span<const std::byte> payload, const TensorInfo& tensor,
+                    std::span<float> output) const {
     CheckInput(output.size(), tensor);
     FRUGAL_ASSIGN_OR_RETURN(std::span<const std::byte> body, OpenPayload(payload, *this, tensor));
     const size_t n = tensor.numel;
@@ -291,13 +313,13 @@ class QsgdCompressor final : public QuantizerBase {
           float unit = LoadF32(body.data() + 4 * b) / static_cast<float>(levels_);
 #if defined(FRUGAL_X86)
           if (v3) {
-            AddLevelsV3(codes.data() + off, len, level_mask, level_bits_, unit,
-                        output.data() + begin + off);
+            AddLevelsV3<kAdd>(codes.data() + off, len, level_mask, level_bits_, unit,
+                              output.data() + begin + off);
             continue;
           }
 #endif
-          AddLevelsGeneric(codes.data() + off, len, level_mask, level_bits_, unit,
-                           output.data() + begin + off);
+          AddLevelsGeneric<kAdd>(codes.data() + off, len, level_mask, level_bits_, unit,
+                                 output.data() + begin + off);
         }
       }
       return Status::Ok();
@@ -312,7 +334,12 @@ class QsgdCompressor final : public QuantizerBase {
       for (size_t i = 0; i < len; ++i) {
         uint32_t code = unpacker.Get(width_);
         float v = static_cast<float>(static_cast<int32_t>(code & level_mask)) * unit;
-        o[i] += (code & sign_bit) ? -v : v;
+        float decoded = (code & sign_bit) ? -v : v;
+        if constexpr (kAdd) {
+          o[i] += decoded;
+        } else {
+          o[i] = 0.0f + decoded;
+        }
       }
     }
     return Status::Ok();

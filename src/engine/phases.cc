@@ -1,8 +1,9 @@
 // Timed compressors for the engine's timeline.
 //
-// TimedCompressor forwards every method of Compressor to the compressor it wraps; Encode, Decode
-// and the fused error-feedback encoder (EncodeWithResidual) also record [begin, end) with the
-// tensor's name in the PhaseRecorder, so a timed compressor takes the same paths as an untimed one.
+// TimedCompressor forwards every method of Compressor to the compressor it wraps; Encode, Decode,
+// DecodeOverwrite and the fused error-feedback encoder (EncodeWithResidual) also record
+// [begin, end) with the tensor's name in the PhaseRecorder, so a timed compressor takes the same
+// paths as an untimed one.
 // WithPhaseTiming copies every entry of a registry with its factory wrapped so that the compressor
 // it builds is wrapped in a TimedCompressor; CompressorRegistry::Create then adds error feedback
 // around it (the timed compressor has no inner(), exactly like the compressor it wraps), so the
@@ -38,6 +39,13 @@ class TimedCompressor final : public Compressor {
                 std::span<float> output) const override {
     const auto begin = Clock::now();
     Status status = inner_->Decode(payload, tensor, ctx, output);
+    recorder_.Record("decompress", tensor.name, begin, Clock::now());
+    return status;
+  }
+  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                         CompressContext& ctx, std::span<float> output) const override {
+    const auto begin = Clock::now();
+    Status status = inner_->DecodeOverwrite(payload, tensor, ctx, output);
     recorder_.Record("decompress", tensor.name, begin, Clock::now());
     return status;
   }

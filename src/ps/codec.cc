@@ -95,8 +95,7 @@ Status PushDecoder::Decode(const KeyPart& part, int worker, uint64_t step,
                            std::span<const std::byte> payload, std::span<float> out) {
   CompressContext& ctx = ctx_[static_cast<size_t>(worker)];
   ctx.set_step(step);
-  std::fill(out.begin(), out.end(), 0.0f);
-  return compressor_->Decode(payload, KeyTensor(part), ctx, out)
+  return compressor_->DecodeOverwrite(payload, KeyTensor(part), ctx, out)
       .Annotate(fmt::format("the compressed push of key '{}'", part.name));
 }
 

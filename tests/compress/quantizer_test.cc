@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -24,6 +25,7 @@ const char* const kQuantizerSpecs[] = {"none",
                                        "minmax8:chunk=7,rounding=stochastic",
                                        "qsgd",
                                        "qsgd:levels=2,bucket=5",
+                                       "qsgd:levels=500,bucket=8",
                                        "terngrad",
                                        "terngrad:clip=0",
                                        "onebit",
@@ -75,6 +77,29 @@ TEST_P(QuantizerTest, DeterministicFromTheSeed) {
     EXPECT_NE(encode(1, 2, 3), encode(2, 2, 3));
     EXPECT_NE(encode(1, 2, 3), encode(1, 1, 3));
     EXPECT_NE(encode(1, 2, 3), encode(1, 2, 4));
+  }
+}
+
+// DecodeOverwrite writes what Decode adds into zeros, bit for bit, whatever the output held; a
+// truncated payload leaves the output unchanged or zero.
+TEST_P(QuantizerTest, DecodeOverwriteIsDecodeIntoZeros) {
+  auto c = Make(GetParam());
+  for (size_t n : {1, 7, 300, 4097}) {
+    TensorInfo t("t", n);
+    CompressContext ctx(11, 0, 1);
+    std::vector<float> x = Gaussian(t.numel, 9);
+    x[0] = 0.0f;
+    std::vector<std::byte> p = EncodeOrDie(*c, x, t, ctx);
+    std::vector<float> added(t.numel, 0.0f), written(t.numel, -3.5f);
+    ASSERT_TRUE(c->Decode(p, t, ctx, added).ok());
+    ASSERT_TRUE(c->DecodeOverwrite(p, t, ctx, written).ok());
+    EXPECT_EQ(std::memcmp(added.data(), written.data(), 4 * n), 0) << GetParam() << " n=" << n;
+    std::vector<float> before(t.numel, -3.5f), after = before;
+    p.resize(p.size() - 1);
+    ASSERT_FALSE(c->DecodeOverwrite(p, t, ctx, after).ok()) << GetParam();
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(after[i] == before[i] || after[i] == 0.0f) << GetParam() << " " << i;
+    }
   }
 }
 

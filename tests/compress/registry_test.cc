@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -211,6 +214,36 @@ TEST(CompressorRegistry, ErrorFeedbackWrapping) {
   EXPECT_EQ(Make("efsign:ef=0")->inner(), nullptr);
   EXPECT_EQ(Make("efsign:ef=0")->spec(), "efsign:ef=0");
   EXPECT_THROW(WithErrorFeedback(Make("efsign")), CheckError);
+}
+
+// DecodeOverwrite writes what Decode adds into zeros, bit for bit, for every compressor with its
+// defaults and with error feedback: over a buffer of garbage, and after a truncated payload it
+// returns Decode's error.
+TEST(CompressorRegistry, DecodeOverwriteIsDecodeIntoZeros) {
+  CompressorRegistry registry = DefaultCompressorRegistry();
+  TensorInfo t("w", 48 * 40, {48, 40});
+  std::vector<float> x(t.numel);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) - 0.1f;
+  size_t checked = 0;
+  for (const std::string& name : registry.Names()) {
+    for (const std::string& spec : std::vector<std::string>{name, name + ":ef=1"}) {
+      auto c = registry.Create(spec);
+      if (!c.ok()) continue;  // a compressor with error feedback built in
+      CompressContext ctx(5, 0, 1);
+      std::vector<std::byte> payload;
+      ASSERT_TRUE((*c)->Encode(x, t, ctx, payload).ok()) << spec;
+      std::vector<float> added(t.numel, 0.0f);
+      std::vector<float> written(t.numel, std::numeric_limits<float>::quiet_NaN());
+      ASSERT_TRUE((*c)->Decode(payload, t, ctx, added).ok()) << spec;
+      ASSERT_TRUE((*c)->DecodeOverwrite(payload, t, ctx, written).ok()) << spec;
+      EXPECT_EQ(std::memcmp(added.data(), written.data(), 4 * t.numel), 0) << spec;
+      std::vector<std::byte> truncated(payload.begin(), payload.end() - 1);
+      Status refused = (*c)->DecodeOverwrite(truncated, t, ctx, written);
+      EXPECT_EQ(refused.code(), StatusCode::kMalformed) << spec << ": " << refused.ToString();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, AllCompressorNames().size());
 }
 
 TEST(AggregationPathNames, ParseAndPrint) {
