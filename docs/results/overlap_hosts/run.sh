@@ -4,8 +4,10 @@
 # partitions of P MB when given). cnn runs 80 steps, vgg 24. Run from the source tree, alone on
 # the machine, one configuration per command:
 #   docs/results/overlap_hosts/run.sh FRUGAL cnn|vgg HOSTS skip|none|priority [P]
-# Writes MODEL_hHOSTS[mMTU]_CONFIG[_pP][_rREP].{jsonl,txt} beside this script (ratios.py reads
-# them); REP (environment) names a repeat, MTU (environment) gives the emulated NICs that MTU.
+# Writes MODEL_hHOSTS[mMTU][tTCP]_CONFIG[_pP][_rREP].{jsonl,txt} beside this script (ratios.py
+# reads them); REP (environment) names a repeat, MTU (environment) gives the emulated NICs that
+# MTU, TCP (environment) the hosts' TCP congestion control (the default: cubic since 9769cc6, the
+# machine's own before it).
 set -e
 frugal=$1 model=$2 hosts=$3 config=$4 partition=$5
 out=$(dirname "$0")
@@ -20,12 +22,12 @@ case $config in
   priority) flags="--overlap priority" ;;
   *) echo "unknown configuration '$config' (known: skip, none, priority)" >&2; exit 2 ;;
 esac
-name=${model}_h${hosts}${MTU:+m$MTU}_$config
+name=${model}_h${hosts}${MTU:+m$MTU}${TCP:+t$TCP}_$config
 if [ -n "$partition" ]; then
   flags="$flags --partition-mb $partition"
   name=${name}_p$partition
 fi
 if [ -n "$REP" ]; then name=${name}_r$REP; fi
-"$frugal" train --np "$hosts" --emulate hosts="$hosts",nic=100mbit${MTU:+,mtu=$MTU} --progress none --seed 1 \
+"$frugal" train --np "$hosts" --emulate hosts="$hosts",nic=100mbit${MTU:+,mtu=$MTU}${TCP:+,tcp=$TCP} --progress none --seed 1 \
   --test-samples 500 --model "$model" --max-steps "$steps" $flags \
   --json "$out/$name.jsonl" > "$out/$name.txt"
