@@ -65,8 +65,18 @@ FRUGAL_INLINE void QuantizeBody(const float* x, size_t n, float lo, float inv, c
   }
 }
 
+// out[i] += lo + q[i] * step (kAdd), or out[i] = 0 + (lo + q[i] * step): what adding into zeros
+// gives, -0.0f included.
+template <bool kAdd>
 FRUGAL_INLINE void DequantizeBody(const uint8_t* q, size_t n, float lo, float step, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] += lo + static_cast<float>(q[i]) * step;
+  for (size_t i = 0; i < n; ++i) {
+    float v = lo + static_cast<float>(q[i]) * step;
+    if constexpr (kAdd) {
+      out[i] += v;
+    } else {
+      out[i] = 0.0f + v;
+    }
+  }
 }
 
 ChunkRange RangeGeneric(const float* x, size_t n) { return RangeBody(x, n); }
@@ -74,8 +84,9 @@ void QuantizeGeneric(const float* x, size_t n, float lo, float inv, const float*
                      uint8_t* q) {
   QuantizeBody(x, n, lo, inv, offset, fo, q);
 }
+template <bool kAdd>
 void DequantizeGeneric(const uint8_t* q, size_t n, float lo, float step, float* out) {
-  DequantizeBody(q, n, lo, step, out);
+  DequantizeBody<kAdd>(q, n, lo, step, out);
 }
 #if defined(FRUGAL_X86)
 // RangeBody with AVX2 (eight lanes, as there).
@@ -127,8 +138,9 @@ FRUGAL_TARGET_V3 void QuantizeV3(const float* x, size_t n, float lo, float inv, 
   QuantizeBody(x + i, n - i, lo, inv, offset != nullptr ? offset + i : nullptr, fixed_offset,
                q + i);
 }
+template <bool kAdd>
 FRUGAL_TARGET_V3 void DequantizeV3(const uint8_t* q, size_t n, float lo, float step, float* out) {
-  DequantizeBody(q, n, lo, step, out);
+  DequantizeBody<kAdd>(q, n, lo, step, out);
 }
 #endif
 
@@ -203,6 +215,19 @@ class MinMax8Compressor final : public QuantizerBase {
 
   Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
                 std::span<float> output) const override {
+    return DecodeInto<true>(payload, tensor, output);
+  }
+
+  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                         CompressContext& ctx, std::span<float> output) const override {
+    return DecodeInto<false>(payload, tensor, output);
+  }
+
+ private:
+  // Decode (kAdd) or DecodeOverwrite: validates every range before it writes anything.
+  template <bool kAdd>
+  Status DecodeInto(std::span<const std::byte> payload, const TensorInfo& tensor,
+                    std::span<float> output) const {
     CheckInput(output.size(), tensor);
     FRUGAL_ASSIGN_OR_RETURN(std::span<const std::byte> body, OpenPayload(payload, *this, tensor));
     const size_t n = tensor.numel;
@@ -228,16 +253,15 @@ class MinMax8Compressor final : public QuantizerBase {
       size_t len = std::min(chunk_, n - c * chunk_);
 #if defined(FRUGAL_X86)
       if (v3) {
-        DequantizeV3(q + c * chunk_, len, lo, step, output.data() + c * chunk_);
+        DequantizeV3<kAdd>(q + c * chunk_, len, lo, step, output.data() + c * chunk_);
         continue;
       }
 #endif
-      DequantizeGeneric(q + c * chunk_, len, lo, step, output.data() + c * chunk_);
+      DequantizeGeneric<kAdd>(q + c * chunk_, len, lo, step, output.data() + c * chunk_);
     }
     return Status::Ok();
   }
 
- private:
   size_t chunk_;
   bool stochastic_;
 };

@@ -1,11 +1,11 @@
 #!/bin/bash
 # Time to 88% on vgg, 4 emulated hosts at 100 Mbit/s, the settings of sweeps/tta_vgg.toml: the
 # methods named (sweeps/tta_vgg.toml's variant names, plus qsgd_prio05: QSGD with priority
-# scheduling and 0.5 MB partitions) against the compute-only bound (compute_only: one epoch with
-# --skip-comm, since dense reaches 88% in its first epoch). HOSTS=H from the environment runs H
-# workers on H hosts instead of 4 (records RUN_hH); MTU=M gives the emulated NICs that MTU (records
-# RUN_mtuM); TAG=T ends the records' names in _T. Run in
-# this directory, alone:
+# scheduling and 0.5 MB partitions, and minmax8: 8-bit min-max quantization) against the
+# compute-only bound (compute_only: one epoch with --skip-comm, since dense reaches 88% in its
+# first epoch). HOSTS=H from the environment runs H workers on H hosts instead of 4 (records
+# RUN_hH); MTU=M gives the emulated NICs that MTU (records RUN_mtuM); TAG=T ends the records'
+# names in _T. Run in this directory, alone:
 #   run.sh FRUGAL_BINARY RUN...
 set -u
 frugal="$1"
@@ -20,6 +20,7 @@ for run in "$@"; do
     compute_only) extra=(--epochs 1 --skip-comm) ;;
     qsgd) extra=(--epochs 2 --compress qsgd) ;;
     qsgd_prio05) extra=(--epochs 2 --compress qsgd --overlap priority --partition-mb 0.5) ;;
+    minmax8) extra=(--epochs 2 --compress minmax8) ;;
     fp16) extra=(--epochs 2 --compress fp16) ;;
     dense) extra=(--epochs 2) ;;
     *) echo "unknown run '$run'" >&2; exit 2 ;;
