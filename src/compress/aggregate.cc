@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "compress/aggregate_util.h"
 #include "frugal/compress_wire.h"
@@ -235,7 +236,9 @@ Status TwoPhasePath(Transport& t, const Compressor& c, std::span<float> data,
   // Decode and sum this rank's chunk in rank order.
   const Block own = chunks[me].block;
   TensorInfo own_info = ChunkInfo(tensor, me, n, chunks[me], false);
-  std::vector<float> partial(own.count);
+  // Written by the first decode: no pass that zeroes it.
+  std::unique_ptr<float[]> partial_memory = std::make_unique_for_overwrite<float[]>(own.count);
+  std::span<float> partial(partial_memory.get(), own.count);
   for (int k = 0; k < n; ++k) {
     const std::vector<std::byte>& p = k == me ? mine[me] : theirs[k];
     if (p.empty()) {
