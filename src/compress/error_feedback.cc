@@ -33,10 +33,9 @@ Status EncodeWithFeedback(const Compressor& inner, std::span<const float> input,
   float* p = state.compensated.data();
   for (size_t i = 0; i < n; ++i) p[i] = input[i] + e[i];
   FRUGAL_RETURN_IF_ERROR(inner.Encode(state.compensated, tensor, ctx, out));
-  Status decoded = inner.DecodeOverwrite(out, tensor, ctx, state.residual);
+  Status decoded = ComputeResidual(inner, out, state.compensated, tensor, ctx, state.residual);
   FRUGAL_INTERNAL_ASSERT(decoded.ok(), inner.spec(),
                          " cannot decode its own payload: ", decoded.ToString());
-  for (size_t i = 0; i < n; ++i) e[i] = p[i] - e[i];
   return Status::Ok();
 }
 

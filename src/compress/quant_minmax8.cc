@@ -65,18 +65,10 @@ FRUGAL_INLINE void QuantizeBody(const float* x, size_t n, float lo, float inv, c
   }
 }
 
-// out[i] += lo + q[i] * step (kAdd), or out[i] = 0 + (lo + q[i] * step): what adding into zeros
-// gives, -0.0f included.
+// out[i] += lo + q[i] * step (kAdd), or out[i] = lo + q[i] * step (AddOrWrite).
 template <bool kAdd>
 FRUGAL_INLINE void DequantizeBody(const uint8_t* q, size_t n, float lo, float step, float* out) {
-  for (size_t i = 0; i < n; ++i) {
-    float v = lo + static_cast<float>(q[i]) * step;
-    if constexpr (kAdd) {
-      out[i] += v;
-    } else {
-      out[i] = 0.0f + v;
-    }
-  }
+  for (size_t i = 0; i < n; ++i) AddOrWrite<kAdd>(out[i], lo + static_cast<float>(q[i]) * step);
 }
 
 ChunkRange RangeGeneric(const float* x, size_t n) { return RangeBody(x, n); }

@@ -68,7 +68,7 @@ FRUGAL_INLINE uint32_t CheckCodesBody(const uint8_t* codes, size_t n, uint32_t l
   return bad;
 }
 
-// out[i] += +-unit * level for byte codes (kAdd), or out[i] = +-unit * level.
+// out[i] += +-unit * level for byte codes (kAdd), or out[i] = +-unit * level (AddOrWrite).
 template <bool kAdd>
 FRUGAL_INLINE void AddLevelsBody(const uint8_t* codes, size_t n, uint32_t level_mask,
                                  int level_bits, float unit, float* out) {
@@ -76,13 +76,7 @@ FRUGAL_INLINE void AddLevelsBody(const uint8_t* codes, size_t n, uint32_t level_
     uint32_t c = codes[i];
     float v = static_cast<float>(static_cast<int32_t>(c & level_mask)) * unit;
     uint32_t sign = (c >> level_bits) << 31;
-    float decoded = std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ sign);
-    if constexpr (kAdd) {
-      out[i] += decoded;
-    } else {
-      // 0 + decoded, as Decode into zeros gives (-0.0f becomes +0.0f).
-      out[i] = 0.0f + decoded;
-    }
+    AddOrWrite<kAdd>(out[i], std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ sign));
   }
 }
 
@@ -334,12 +328,7 @@ class QsgdCompressor final : public QuantizerBase {
       for (size_t i = 0; i < len; ++i) {
         uint32_t code = unpacker.Get(width_);
         float v = static_cast<float>(static_cast<int32_t>(code & level_mask)) * unit;
-        float decoded = (code & sign_bit) ? -v : v;
-        if constexpr (kAdd) {
-          o[i] += decoded;
-        } else {
-          o[i] = 0.0f + decoded;
-        }
+        AddOrWrite<kAdd>(o[i], (code & sign_bit) ? -v : v);
       }
     }
     return Status::Ok();

@@ -46,6 +46,17 @@ bool UseV3(Kernels k);
 // Kernel bodies written once and instantiated for the baseline ISA and for FRUGAL_TARGET_V3.
 #define FRUGAL_INLINE inline __attribute__((always_inline))
 
+// The store of a decoder body instantiated for Decode (kAdd: out += v) and for DecodeOverwrite
+// (out = 0.0f + v: what adding v into a zeroed output gives, bit for bit; -0.0f becomes +0.0f).
+template <bool kAdd>
+FRUGAL_INLINE void AddOrWrite(float& out, float v) {
+  if constexpr (kAdd) {
+    out += v;
+  } else {
+    out = 0.0f + v;
+  }
+}
+
 #if defined(FRUGAL_X86)
 // Stores the low bytes of eight 32-bit lanes (each in [0, 255]) as 8 consecutive bytes.
 FRUGAL_TARGET_V3 inline void StoreLowBytes(__m256i lanes, void* out) {
