@@ -81,13 +81,14 @@ Status MessageCodec::Decode(const FlatLayout& layout, uint64_t round, int source
     at += bytes;
   }
   if (at != message.size()) return malformed("bytes after the last payload");
-  std::fill(out.begin(), out.end(), 0.0f);
+  // FlatLayout::Add lays the tensors end to end, so their decodes write every element of `out`
+  // once: no zeroing first. On an error `out` is partly written; the callers discard it.
   CompressContext context(seed_, source, world_size_);
   context.set_step(round);
   for (size_t k = 0; k < count; ++k) {
     const TensorInfo& tensor = layout.tensors[k];
-    Status status = For(tensor).Decode(payloads[k], tensor, context,
-                                       out.subspan(layout.offsets[k], tensor.numel));
+    Status status = For(tensor).DecodeOverwrite(payloads[k], tensor, context,
+                                                out.subspan(layout.offsets[k], tensor.numel));
     if (!status.ok()) return status.Annotate(fmt::format("gossip message of rank {}", source));
   }
   return Status::Ok();
