@@ -6,6 +6,8 @@
 # first epoch). HOSTS=H from the environment runs H workers on H hosts instead of 4 (records
 # RUN_hH); MTU=M gives the emulated NICs that MTU (records RUN_mtuM); TAG=T ends the records'
 # names in _T. Run in this directory, alone:
+# localH_qsgd runs Local SGD with period H (2, 4 or 8) and QSGD-compressed model deltas, each rank's
+# own model evaluated on 500 test images (the averaged model on all).
 #   run.sh FRUGAL_BINARY RUN...
 set -u
 frugal="$1"
@@ -21,6 +23,9 @@ for run in "$@"; do
     qsgd) extra=(--epochs 2 --compress qsgd) ;;
     qsgd_prio05) extra=(--epochs 2 --compress qsgd --overlap priority --partition-mb 0.5) ;;
     minmax8) extra=(--epochs 2 --compress minmax8) ;;
+    local2_qsgd) extra=(--epochs 2 --sync local:period=2 --compress qsgd --replica-eval-samples 500) ;;
+    local4_qsgd) extra=(--epochs 2 --sync local:period=4 --compress qsgd --replica-eval-samples 500) ;;
+    local8_qsgd) extra=(--epochs 2 --sync local:period=8 --compress qsgd --replica-eval-samples 500) ;;
     fp16) extra=(--epochs 2 --compress fp16) ;;
     dense) extra=(--epochs 2) ;;
     *) echo "unknown run '$run'" >&2; exit 2 ;;
