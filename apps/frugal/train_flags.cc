@@ -187,9 +187,10 @@ void AddTrainFlags(CLI::App& cmd, TrainFlags& flags) {
                  "update averages the first W-B gradients, the late ones are dropped), "
                  "lag[:window=D][,xi=X][,max-skip=C] (ps: a worker uploads only a gradient that "
                  "changed enough), "
-                 "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1] "
-                 "(Local SGD: average the models every H local steps; post-local SGD from epoch "
-                 "E; hierarchical: within each host every h steps), "
+                 "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]"
+                 "[,overlap=0|1] (Local SGD: average the models every H local steps; post-local "
+                 "SGD from epoch E; hierarchical: within each host every h steps; overlap: each "
+                 "average runs beside the next H local steps and lands one period late), "
                  "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M] "
                  "(FedAvg: K clients simulated on the ranks, C of them per round; --epochs gives "
                  "the rounds)")

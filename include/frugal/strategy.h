@@ -261,6 +261,10 @@ struct SyncSpec {
   int64_t intra_period = 0;
   bool average_buffers = true;   // batch-norm statistics averaged with the parameters
   bool average_momenta = false;  // the optimizer's momentum buffers averaged too
+  // kLocal over all-reduce: the average of the model taken at local step kH runs while the
+  // workers compute local steps kH+1 .. (k+1)H, and is applied at (k+1)H as x = avg + (x - x_kH)
+  // (CoCoD-SGD, Shen et al. 2019; Overlap Local SGD, Wang et al. 2020).
+  bool overlap = false;
   // kFedAvg (include/frugal/fedavg.h): `clients` simulated clients, max(1, round(fraction x
   // clients)) of them sampled per round, each training `local_epochs` epochs of its shard, or
   // exactly `local_steps` steps when local_steps > 0; a partition must give every client at least
@@ -280,7 +284,8 @@ struct SyncSpec {
 // "allreduce", "allreduce:ALGO", "gossip[:ITEMS]" (frugal/gossip.h) or
 // "ps:servers=S[,shard-mb=M]". kInvalidArgument naming what is accepted.
 StatusOr<ArchSpec> ParseArchSpec(std::string_view spec);
-// "bsp" | "asp" | "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1]" |
+// "bsp" | "asp" |
+// "local:period=H[,start-epoch=E][,intra-period=h][,buffers=0|1][,momenta=0|1][,overlap=0|1]" |
 // "fedavg:clients=K[,fraction=C][,local-epochs=E|,local-steps=S][,min-samples=M]" |
 // "ssp:staleness=S" | "backup:workers=B" | "lag[:window=D][,xi=X][,max-skip=C]".
 // kInvalidArgument naming what is accepted.

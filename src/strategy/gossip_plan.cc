@@ -101,10 +101,11 @@ Status CheckGossipPlan(const StrategyOptions& options, StrategyPlan& plan) {
                         "algorithm={} does not apply",
                         sync, GossipAlgorithmName(gossip.algorithm)));
       }
-      if (plan.sync.start_epoch > 0 || plan.sync.intra_period > 0 || plan.sync.average_momenta) {
+      if (plan.sync.start_epoch > 0 || plan.sync.intra_period > 0 || plan.sync.average_momenta ||
+          plan.sync.overlap) {
         return InvalidArgumentError(fmt::format(
-            "--sync {}: start-epoch, intra-period and momenta=1 need a global all-reduce, which "
-            "--arch gossip does not have",
+            "--sync {}: start-epoch, intra-period, momenta=1 and overlap=1 need a global "
+            "all-reduce, which --arch gossip does not have",
             sync));
       }
       break;

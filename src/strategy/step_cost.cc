@@ -332,7 +332,10 @@ StatusOr<StepCost> ComputeStepCost(const StepCostInput& in, const CompressorRegi
       cost.terms =
           CostTerms{p.terms.latency_terms / sync.period, p.terms.bandwidth_bytes / sync.period,
                     p.terms.compute_bytes / sync.period};
-      cost.pattern = fmt::format("every {} steps: {}", sync.period, pattern);
+      cost.pattern = sync.overlap
+                         ? fmt::format("every {0} steps, beside the next {0} local steps: {1}",
+                                       sync.period, pattern)
+                         : fmt::format("every {} steps: {}", sync.period, pattern);
       break;
     }
     case SyncKind::kAsp:  // asynchronous gossip or a parameter server: modelled above

@@ -249,10 +249,12 @@ Status CheckParameterServer(const StrategyOptions& options, const StrategyPlan& 
     }
   }
   if (plan.sync.kind == SyncKind::kLocal &&
-      (plan.sync.start_epoch > 0 || plan.sync.intra_period > 0 || plan.sync.average_momenta)) {
+      (plan.sync.start_epoch > 0 || plan.sync.intra_period > 0 || plan.sync.average_momenta ||
+       plan.sync.overlap)) {
     return InvalidArgumentError(fmt::format(
-        "--sync {} over --arch {}: start-epoch, intra-period and momenta=1 do not apply (the "
-        "servers average the workers' models, every period local steps, and run no optimizer)",
+        "--sync {} over --arch {}: start-epoch, intra-period, momenta=1 and overlap=1 do not "
+        "apply (the servers average the workers' models, every period local steps, and run no "
+        "optimizer)",
         SyncSpecName(plan.sync), arch));
   }
   if (plan.sync.kind == SyncKind::kBackup && options.workers > 0 &&

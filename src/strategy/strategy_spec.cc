@@ -118,16 +118,23 @@ StatusOr<SyncSpec> ParseSyncSpec(std::string_view spec) {
     sync.kind = SyncKind::kLocal;
     FRUGAL_RETURN_IF_ERROR(Require(params, "--sync", spec, "period=H",
                                    "local:period=H[,start-epoch=E][,intra-period=h]"
-                                   "[,buffers=0|1][,momenta=0|1]"));
+                                   "[,buffers=0|1][,momenta=0|1][,overlap=0|1]"));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("period", 1, 1, kMaxInt), sync.period));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("start-epoch", 0, 0, kMaxInt), sync.start_epoch));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Int("intra-period", 0, 0, kMaxInt), sync.intra_period));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Bool("buffers", true), sync.average_buffers));
     FRUGAL_RETURN_IF_ERROR(Assign(params.Bool("momenta", false), sync.average_momenta));
+    FRUGAL_RETURN_IF_ERROR(Assign(params.Bool("overlap", false), sync.overlap));
     if (sync.intra_period > 0 &&
         (sync.intra_period >= sync.period || sync.period % sync.intra_period != 0)) {
       return InvalidArgumentError(
           fmt::format("--sync '{}': intra-period must divide period and be smaller than it", spec));
+    }
+    if (sync.overlap && sync.intra_period > 0) {
+      return InvalidArgumentError(fmt::format(
+          "--sync '{}': overlap=1 overlaps the global average only; it does not combine with "
+          "intra-period",
+          spec));
     }
   } else if (params.name() == "fedavg") {
     sync.kind = SyncKind::kFedAvg;
@@ -190,6 +197,7 @@ std::string SyncSpecName(const SyncSpec& spec) {
       if (spec.intra_period > 0) name += fmt::format(",intra-period={}", spec.intra_period);
       if (!spec.average_buffers) name += ",buffers=0";
       if (spec.average_momenta) name += ",momenta=1";
+      if (spec.overlap) name += ",overlap=1";
       return name;
     }
     case SyncKind::kFedAvg: {

@@ -20,11 +20,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <future>
-#include <optional>
 
 #include "frugal/check.h"
 #include "frugal/random.h"
+#include "strategy/thread_runner.h"
 
 namespace frugal::gossip_test {
 namespace {
@@ -283,53 +282,6 @@ StatusOr<StrategyPlan> PlanOf(const ReferenceConfig& config, int workers) {
   return PlanStrategy(options);
 }
 
-namespace {
-
-// A background call on a thread of its own; the strategy never uses the transport from two
-// threads at once (it ends the background call before its next exchange).
-class ThreadWork final : public Work {
- public:
-  ThreadWork(Transport& t, std::function<Status(Transport&)> fn)
-      : result_(std::async(std::launch::async, [&t, fn = std::move(fn)] { return fn(t); })) {}
-  Status Wait(Duration timeout) override {
-    if (result_.wait_for(timeout) != std::future_status::ready) {
-      return TimeoutError("background call still running");
-    }
-    if (!status_) status_ = result_.get();
-    return *status_;
-  }
-  bool IsCompleted() override {
-    return status_ || result_.wait_for(Duration(0)) == std::future_status::ready;
-  }
-  int peer() const override { return -1; }
-  size_t bytes() const override { return 0; }
-
- private:
-  std::future<Status> result_;
-  std::optional<Status> status_;
-};
-
-// Runs the strategy's calls on the rank's thread, its background calls on a thread of their own
-// (as the engine's thread runs them while the training thread computes).
-class DirectRunner final : public TransportRunner {
- public:
-  explicit DirectRunner(Transport& t) : t_(t) {}
-  Status Run(std::string_view, const std::function<Status(Transport&)>& fn) override {
-    return fn(t_);
-  }
-  std::unique_ptr<Work> RunInBackground(std::string_view,
-                                        std::function<Status(Transport&)> fn) override {
-    ++background_calls;
-    return std::make_unique<ThreadWork>(t_, std::move(fn));
-  }
-  int background_calls = 0;
-
- private:
-  Transport& t_;
-};
-
-}  // namespace
-
 StatusOr<std::vector<float>> RunStrategy(
     const ReferenceConfig& config, Transport& t, int steps,
     std::vector<std::pair<std::string, std::vector<float>>>* state,
@@ -343,7 +295,7 @@ StatusOr<std::vector<float>> RunStrategy(
   ModelBuffers model;
   model.parameters = {{"w", all.subspan(0, kW)}, {"b", all.subspan(kW, kB)}};
   model.buffers = {{"bn", all.subspan(kW + kB, kBn)}};
-  DirectRunner runner(t);
+  strategy_test::ThreadRunner runner(t);
   FRUGAL_RETURN_IF_ERROR(strategy->Begin(model));
   for (int s = 0; s < steps; ++s) {
     StepPoint p;

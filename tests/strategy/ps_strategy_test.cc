@@ -91,10 +91,10 @@ TEST(ParameterServerSpec, RefusesWhatDoesNotRunOverIt) {
   EXPECT_EQ(fedavg->arch.servers, 1);
   // Local SGD runs over the servers as plain periodic averaging only.
   for (const char* sync : {"local:period=4,start-epoch=1", "local:period=4,intra-period=2",
-                           "local:period=4,momenta=1"}) {
+                           "local:period=4,momenta=1", "local:period=4,overlap=1"}) {
     o = OverServers();
     o.sync = sync;
-    ExpectRefused(o, "start-epoch, intra-period and momenta=1 do not apply");
+    ExpectRefused(o, "start-epoch, intra-period, momenta=1 and overlap=1 do not apply");
   }
   o = OverServers();
   o.sync = "local:period=4";

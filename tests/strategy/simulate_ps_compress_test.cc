@@ -73,8 +73,7 @@ TEST(SimulatePsCompress, OneKeyByHand) {
 // A model of four tensors, from a bias to one of 409600 floats (cnn's largest: 1.6 MB, one key
 // under the default shard-mb=4), on 4 workers.
 std::vector<SimLayer> Model() {
-  return {SimLayer{"conv1.weight", 800, {}, 2e-3, 4e-3},
-          SimLayer{"conv1.bias", 32, {}, 0, 0},
+  return {SimLayer{"conv1.weight", 800, {}, 2e-3, 4e-3}, SimLayer{"conv1.bias", 32, {}, 0, 0},
           SimLayer{"fc1.weight", 409600, {}, 3e-3, 6e-3},
           SimLayer{"fc2.weight", 5120, {}, 1e-3, 2e-3}};
 }

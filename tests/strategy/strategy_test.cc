@@ -323,32 +323,9 @@ TEST(LocalSgdSchedule, AveragesAfterEveryPeriodOfLocalSteps) {
   EXPECT_EQ(hier.exchange_steps, (std::set<uint64_t>{1, 3, 5, 7, 9, 11}));
 }
 
-// A model of two parameters and one buffer whose values are set per rank.
-struct RankModel {
-  std::vector<float> a;
-  std::vector<float> b;
-  std::vector<float> stats;
-  std::vector<float> momentum;
-  ModelBuffers View() {
-    ModelBuffers m;
-    m.parameters = {{"a", a}, {"b", b}};
-    m.buffers = {{"bn.running_mean", stats}};
-    m.momenta = {{"a/momentum", momentum}};
-    return m;
-  }
-};
-
-// Above the compressed reducer's 64 KB minimum, so that compressors see it.
-constexpr size_t kA = 20000;
-
-RankModel ModelOfRank(int rank) {
-  RankModel m;
-  m.a.assign(kA, static_cast<float>(rank));
-  m.b.assign(7, static_cast<float>(2 * rank));
-  m.stats.assign(3, static_cast<float>(10 * rank));
-  m.momentum.assign(kA, static_cast<float>(rank));
-  return m;
-}
+using strategy_test::kA;
+using strategy_test::ModelOfRank;
+using strategy_test::RankModel;
 
 TEST(LocalSgdAveraging, ParametersSetToTheRankBecomeTheirMean) {
   for (int n : {1, 2, 3, 4, 5}) {
@@ -358,14 +335,10 @@ TEST(LocalSgdAveraging, ParametersSetToTheRankBecomeTheirMean) {
       std::vector<uint64_t> bytes(static_cast<size_t>(n));
       ExpectAllOk(RunRanks(n, [&](Transport& t) -> Status {
         RankModel& m = models[static_cast<size_t>(t.rank())];
-        m = ModelOfRank(0);
+        FRUGAL_ASSIGN_OR_RETURN(strategy_test::BegunStrategy begun,
+                                strategy_test::BeginDrifted(plan, t, m));
+        Strategy* strategy = begun.strategy.get();
         ModelBuffers view = m.View();
-        FRUGAL_ASSIGN_OR_RETURN(auto reducer,
-                                MakeStrategyReducer(plan, t, 10, DefaultCompressorRegistry()));
-        FRUGAL_ASSIGN_OR_RETURN(auto strategy, MakeStrategy(plan, t, *reducer));
-        FRUGAL_RETURN_IF_ERROR(strategy->Begin(view));
-        m = ModelOfRank(t.rank());  // the ranks drifted apart
-        view = m.View();
         DirectRunner runner(t);
         StepPoint p;
         p.steps_per_epoch = 10;
@@ -409,10 +382,9 @@ TEST(LocalSgdAveraging, CompressedDeltasKeepEveryReplicaEqualAndSendLess) {
       RankModel& m = models[static_cast<size_t>(t.rank())];
       m = ModelOfRank(1);
       ModelBuffers view = m.View();
-      FRUGAL_ASSIGN_OR_RETURN(auto reducer,
-                              MakeStrategyReducer(*plan, t, 10, DefaultCompressorRegistry()));
-      FRUGAL_ASSIGN_OR_RETURN(auto strategy, MakeStrategy(*plan, t, *reducer));
-      FRUGAL_RETURN_IF_ERROR(strategy->Begin(view));
+      FRUGAL_ASSIGN_OR_RETURN(strategy_test::BegunStrategy begun,
+                              strategy_test::BeginStrategy(*plan, t, view));
+      Strategy* strategy = begun.strategy.get();
       DirectRunner runner(t);
       for (uint64_t s = 0; s < 5; ++s) {
         // Every rank moves its parameters by a different, uneven amount.
@@ -448,14 +420,11 @@ TEST(LocalSgdAveraging, HierarchicalAveragesWithinHostsThenAcross) {
   std::vector<RankModel> after_host(n);
   std::vector<RankModel> after_global(n);
   ExpectAllOk(RunRanks(n, [&](Transport& t) -> Status {
-    RankModel m = ModelOfRank(0);
+    RankModel m;
+    FRUGAL_ASSIGN_OR_RETURN(strategy_test::BegunStrategy begun,
+                            strategy_test::BeginDrifted(plan, t, m));
+    Strategy* strategy = begun.strategy.get();
     ModelBuffers view = m.View();
-    FRUGAL_ASSIGN_OR_RETURN(auto reducer,
-                            MakeStrategyReducer(plan, t, 10, DefaultCompressorRegistry()));
-    FRUGAL_ASSIGN_OR_RETURN(auto strategy, MakeStrategy(plan, t, *reducer));
-    FRUGAL_RETURN_IF_ERROR(strategy->Begin(view));
-    m = ModelOfRank(t.rank());
-    view = m.View();
     DirectRunner runner(t);
     StepPoint p;
     p.steps_per_epoch = 10;

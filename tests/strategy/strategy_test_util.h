@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,57 @@ inline StrategyPlan Plan(const std::string& sync, const std::string& compress = 
   StatusOr<StrategyPlan> plan = PlanStrategy(options);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   return plan.value();
+}
+
+// A model of two parameters and one buffer whose values are set per rank.
+struct RankModel {
+  std::vector<float> a;
+  std::vector<float> b;
+  std::vector<float> stats;
+  std::vector<float> momentum;
+  ModelBuffers View() {
+    ModelBuffers m;
+    m.parameters = {{"a", a}, {"b", b}};
+    m.buffers = {{"bn.running_mean", stats}};
+    m.momenta = {{"a/momentum", momentum}};
+    return m;
+  }
+};
+
+// Above the compressed reducer's 64 KB minimum, so that compressors see it.
+inline constexpr size_t kA = 20000;
+
+inline RankModel ModelOfRank(int rank) {
+  RankModel m;
+  m.a.assign(kA, static_cast<float>(rank));
+  m.b.assign(7, static_cast<float>(2 * rank));
+  m.stats.assign(3, static_cast<float>(10 * rank));
+  m.momentum.assign(kA, static_cast<float>(rank));
+  return m;
+}
+
+// A strategy of `plan` on `t` (steps of epochs of 10) with its reducer, begun on `model`.
+struct BegunStrategy {
+  std::unique_ptr<GradientReducer> reducer;  // outlives the strategy: declared first
+  std::unique_ptr<Strategy> strategy;
+};
+inline StatusOr<BegunStrategy> BeginStrategy(const StrategyPlan& plan, Transport& t,
+                                             ModelBuffers model) {
+  BegunStrategy begun;
+  FRUGAL_ASSIGN_OR_RETURN(begun.reducer,
+                          MakeStrategyReducer(plan, t, 10, DefaultCompressorRegistry()));
+  FRUGAL_ASSIGN_OR_RETURN(begun.strategy, MakeStrategy(plan, t, *begun.reducer));
+  FRUGAL_RETURN_IF_ERROR(begun.strategy->Begin(model));
+  return begun;
+}
+
+// Every rank begins the strategy on rank 0's model, then its model drifts to its own values:
+// `m` ends as ModelOfRank(t.rank()).
+inline StatusOr<BegunStrategy> BeginDrifted(const StrategyPlan& plan, Transport& t, RankModel& m) {
+  m = ModelOfRank(0);
+  FRUGAL_ASSIGN_OR_RETURN(BegunStrategy begun, BeginStrategy(plan, t, m.View()));
+  m = ModelOfRank(t.rank());
+  return begun;
 }
 
 // The simulated step time in ms (-1 when the simulation fails, which the test reports).
