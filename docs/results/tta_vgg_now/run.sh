@@ -7,7 +7,8 @@
 # RUN_hH); MTU=M gives the emulated NICs that MTU (records RUN_mtuM); TAG=T ends the records'
 # names in _T. Run in this directory, alone:
 # localH_qsgd runs Local SGD with period H (2, 4 or 8) and QSGD-compressed model deltas, each rank's
-# own model evaluated on 500 test images (the averaged model on all).
+# own model evaluated on 500 test images (the averaged model on all); localH_qsgd_ov the same with
+# overlap=1 (each average runs beside the next H local steps).
 #   run.sh FRUGAL_BINARY RUN...
 set -u
 frugal="$1"
@@ -26,6 +27,9 @@ for run in "$@"; do
     local2_qsgd) extra=(--epochs 2 --sync local:period=2 --compress qsgd --replica-eval-samples 500) ;;
     local4_qsgd) extra=(--epochs 2 --sync local:period=4 --compress qsgd --replica-eval-samples 500) ;;
     local8_qsgd) extra=(--epochs 2 --sync local:period=8 --compress qsgd --replica-eval-samples 500) ;;
+    local2_qsgd_ov) extra=(--epochs 2 --sync local:period=2,overlap=1 --compress qsgd --replica-eval-samples 500) ;;
+    local4_qsgd_ov) extra=(--epochs 2 --sync local:period=4,overlap=1 --compress qsgd --replica-eval-samples 500) ;;
+    local8_qsgd_ov) extra=(--epochs 2 --sync local:period=8,overlap=1 --compress qsgd --replica-eval-samples 500) ;;
     fp16) extra=(--epochs 2 --compress fp16) ;;
     dense) extra=(--epochs 2) ;;
     *) echo "unknown run '$run'" >&2; exit 2 ;;
