@@ -49,27 +49,26 @@ Status OverlappedAverage::Start(uint64_t step, const ModelBuffers& model, Transp
   FRUGAL_CHECK_EQ(from.size(), to.size());
   Pack(from, taken_);
   Unpack(taken_, to);
-  in_flight_ = true;
   auto fn = [this, step](Transport& t) -> Status { return average_(t, step, copy_); };
   work_ = runner.RunInBackground("local model average", fn);
-  if (!work_) done_ = runner.Run("local model average", fn);
+  // Without a thread of its own the runner averages now; a failure is this step's.
+  if (!work_) FRUGAL_RETURN_IF_ERROR(runner.Run("local model average", fn));
+  in_flight_ = true;
   return Status::Ok();
 }
 
 Status OverlappedAverage::Complete(ModelBuffers& model) {
   if (!in_flight_) return Status::Ok();
   in_flight_ = false;
-  Status status = done_;
   if (work_) {
-    status = work_->Wait(2 * timeout_ + std::chrono::seconds(1));
+    const Status status = work_->Wait(2 * timeout_ + std::chrono::seconds(1));
+    // Still running: keep the Work, so that the destructor waits for it again.
     if (!status.ok() && !work_->IsCompleted()) {
-      // Still running: keep the Work, so that the destructor waits for it again.
       return status.Annotate("the overlapped model average");
     }
     work_.reset();
+    FRUGAL_RETURN_IF_ERROR(status);
   }
-  done_ = Status::Ok();
-  FRUGAL_RETURN_IF_ERROR(status);
   // x = avg + (x - x_k), part by part.
   const std::vector<NamedBuffer> now = Averaged(model);
   const std::vector<NamedBuffer> avg = Averaged(copy_);

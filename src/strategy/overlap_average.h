@@ -49,7 +49,6 @@ class OverlappedAverage {
   ModelBuffers copy_;                        // views of storage_, named as the model's
   std::vector<float> taken_;                 // x_k, packed, as Start found it
   std::unique_ptr<Work> work_;               // the background average, if one runs
-  Status done_;                              // the average's status when it ran at Start
   bool in_flight_ = false;
 };
 
