@@ -10,7 +10,9 @@ unset logscale x
 plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 1:2 with linespoints lw 2 pt 1 title 'bsp', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_1.dat' using 1:2 with linespoints lw 2 pt 2 title 'qsgd_16x', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_2.dat' using 1:2 with linespoints lw 2 pt 3 title 'topk_10x', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_3.dat' using 1:2 with linespoints lw 2 pt 4 title 'topk_10x_ef'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_3.dat' using 1:2 with linespoints lw 2 pt 4 title 'topk_10x_ef', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_4.dat' using 1:2 with linespoints lw 2 pt 5 title 'topk_100x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_5.dat' using 1:2 with linespoints lw 2 pt 6 title 'topk_100x_ef'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_time_np_32_lr_1_0_seed_1.png'
 set title 'study_32w_3epochs, np=32 lr=1.0 seed=1, each at its best model'
 set xlabel 'wall time (s)'
@@ -18,7 +20,9 @@ unset logscale x
 plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 3:2 with linespoints lw 2 pt 1 title 'bsp', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_1.dat' using 3:2 with linespoints lw 2 pt 2 title 'qsgd_16x', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_2.dat' using 3:2 with linespoints lw 2 pt 3 title 'topk_10x', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_3.dat' using 3:2 with linespoints lw 2 pt 4 title 'topk_10x_ef'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_3.dat' using 3:2 with linespoints lw 2 pt 4 title 'topk_10x_ef', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_4.dat' using 3:2 with linespoints lw 2 pt 5 title 'topk_100x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_5.dat' using 3:2 with linespoints lw 2 pt 6 title 'topk_100x_ef'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_bytes_np_32_lr_1_0_seed_1.png'
 set title 'study_32w_3epochs, np=32 lr=1.0 seed=1, each at its best model'
 set xlabel 'MB sent per worker'
@@ -26,4 +30,6 @@ set logscale x
 plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 4:2 with linespoints lw 2 pt 1 title 'bsp', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_1.dat' using 4:2 with linespoints lw 2 pt 2 title 'qsgd_16x', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_2.dat' using 4:2 with linespoints lw 2 pt 3 title 'topk_10x', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_3.dat' using 4:2 with linespoints lw 2 pt 4 title 'topk_10x_ef'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_3.dat' using 4:2 with linespoints lw 2 pt 4 title 'topk_10x_ef', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_4.dat' using 4:2 with linespoints lw 2 pt 5 title 'topk_100x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_5.dat' using 4:2 with linespoints lw 2 pt 6 title 'topk_100x_ef'
