@@ -150,10 +150,7 @@ class LocalSgdStrategy final : public Strategy {
       FRUGAL_ASSIGN_OR_RETURN(
           host_group_, t.Split(host[static_cast<size_t>(t.rank())], t.rank(), plan_.timeout));
     }
-    std::vector<NamedBuffer> all = model.parameters;
-    if (parts.buffers) all.insert(all.end(), model.buffers.begin(), model.buffers.end());
-    if (parts.momenta) all.insert(all.end(), model.momenta.begin(), model.momenta.end());
-    return AverageExactly(*host_group_, all, plan_.timeout);
+    return AverageExactly(*host_group_, AveragedBuffers(model, parts), plan_.timeout);
   }
 
   StrategyPlan plan_;

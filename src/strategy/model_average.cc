@@ -42,15 +42,16 @@ BucketInfo BucketOf(std::string name, std::span<const NamedBuffer> buffers, uint
   return bucket;
 }
 
-std::vector<NamedBuffer> Parts(const ModelBuffers& model, AverageParts parts, bool parameters) {
+}  // namespace
+
+std::vector<NamedBuffer> AveragedBuffers(const ModelBuffers& model, AverageParts parts,
+                                         bool parameters) {
   std::vector<NamedBuffer> out;
   if (parameters) out = model.parameters;
   if (parts.buffers) out.insert(out.end(), model.buffers.begin(), model.buffers.end());
   if (parts.momenta) out.insert(out.end(), model.momenta.begin(), model.momenta.end());
   return out;
 }
-
-}  // namespace
 
 Status AverageExactly(Transport& t, std::span<const NamedBuffer> buffers, Duration timeout) {
   if (t.size() == 1) return Status::Ok();
@@ -67,12 +68,11 @@ Status AverageExactly(Transport& t, std::span<const NamedBuffer> buffers, Durati
 
 Status ModelAverager::Average(Transport& t, uint64_t step, ModelBuffers& model, AverageParts parts,
                               Duration timeout) {
-  return deltas_ ? AverageDeltas(t, step, model, parts, timeout)
-                 : AverageDense(step, model, parts);
+  return deltas_ ? AverageDeltas(t, step, model, parts, timeout) : AverageDense(step, model, parts);
 }
 
 Status ModelAverager::AverageDense(uint64_t step, ModelBuffers& model, AverageParts parts) {
-  const std::vector<NamedBuffer> all = Parts(model, parts, /*parameters=*/true);
+  const std::vector<NamedBuffer> all = AveragedBuffers(model, parts, /*parameters=*/true);
   Pack(all, flat_);
   if (flat_.empty()) return Status::Ok();
   const BucketInfo bucket = BucketOf("model", all, step);
@@ -90,7 +90,7 @@ Status ModelAverager::AverageDeltas(Transport& t, uint64_t step, ModelBuffers& m
   FRUGAL_RETURN_IF_ERROR(reducer_.Reduce(bucket, flat_));
   for (size_t i = 0; i < flat_.size(); ++i) anchor_[i] += flat_[i];
   Unpack(anchor_, model.parameters);
-  const std::vector<NamedBuffer> rest = Parts(model, parts, /*parameters=*/false);
+  const std::vector<NamedBuffer> rest = AveragedBuffers(model, parts, /*parameters=*/false);
   return AverageExactly(t, rest, timeout);
 }
 

@@ -53,6 +53,11 @@ class ModelAverager {
   std::vector<float> anchor_;
 };
 
+// The buffers an average covers, in this order: the parameters (unless parameters = false), then
+// the float buffers and the momenta that `parts` names.
+std::vector<NamedBuffer> AveragedBuffers(const ModelBuffers& model, AverageParts parts,
+                                         bool parameters = true);
+
 // Averages `buffers` exactly (frugal's ring all-reduce, one fused message) over `t`.
 Status AverageExactly(Transport& t, std::span<const NamedBuffer> buffers, Duration timeout);
 

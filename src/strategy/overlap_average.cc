@@ -20,13 +20,6 @@ OverlappedAverage::~OverlappedAverage() {
   if (work_) (void)work_->Wait(2 * timeout_ + std::chrono::seconds(1));
 }
 
-std::vector<NamedBuffer> OverlappedAverage::Averaged(const ModelBuffers& model) const {
-  std::vector<NamedBuffer> out = model.parameters;
-  if (parts_.buffers) out.insert(out.end(), model.buffers.begin(), model.buffers.end());
-  if (parts_.momenta) out.insert(out.end(), model.momenta.begin(), model.momenta.end());
-  return out;
-}
-
 void OverlappedAverage::Shape(const ModelBuffers& model) {
   storage_.clear();
   copy_ = ModelBuffers{};
@@ -44,8 +37,8 @@ void OverlappedAverage::Shape(const ModelBuffers& model) {
 
 Status OverlappedAverage::Start(uint64_t step, const ModelBuffers& model, TransportRunner& runner) {
   FRUGAL_INTERNAL_ASSERT(!in_flight_, "an overlapped average is already in flight");
-  const std::vector<NamedBuffer> from = Averaged(model);
-  const std::vector<NamedBuffer> to = Averaged(copy_);
+  const std::vector<NamedBuffer> from = AveragedBuffers(model, parts_);
+  const std::vector<NamedBuffer> to = AveragedBuffers(copy_, parts_);
   FRUGAL_CHECK_EQ(from.size(), to.size());
   Pack(from, taken_);
   Unpack(taken_, to);
@@ -70,8 +63,8 @@ Status OverlappedAverage::Complete(ModelBuffers& model) {
     FRUGAL_RETURN_IF_ERROR(status);
   }
   // x = avg + (x - x_k), part by part.
-  const std::vector<NamedBuffer> now = Averaged(model);
-  const std::vector<NamedBuffer> avg = Averaged(copy_);
+  const std::vector<NamedBuffer> now = AveragedBuffers(model, parts_);
+  const std::vector<NamedBuffer> avg = AveragedBuffers(copy_, parts_);
   size_t offset = 0;
   for (size_t k = 0; k < now.size(); ++k) {
     std::span<float> x = now[k].data;

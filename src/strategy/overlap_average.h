@@ -37,11 +37,8 @@ class OverlappedAverage {
   Status Start(uint64_t step, const ModelBuffers& model, TransportRunner& runner);
   // Nothing to do when no round is in flight.
   Status Complete(ModelBuffers& model);
-  bool in_flight() const { return in_flight_; }
 
  private:
-  std::vector<NamedBuffer> Averaged(const ModelBuffers& model) const;
-
   AverageParts parts_;
   Duration timeout_;
   AverageFn average_;

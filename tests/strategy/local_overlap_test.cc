@@ -90,7 +90,7 @@ TEST(LocalSgdOverlap, AppliesEachAverageOnePeriodLaterBesideTheOwnProgress) {
         EXPECT_EQ(s.settled.stats, seen[0].settled.stats) << where;
         // Two fused ring all-reduces of a, b and the statistics: 2 (n - 1) / n of their floats
         // each, per rank, within the rounding of the block partition.
-        const double one = 2.0 * (n - 1) / n * 4 * (20000 + 7 + 3);
+        const double one = 2.0 * (n - 1) / n * 4 * (strategy_test::kA + 7 + 3);
         EXPECT_NEAR(static_cast<double>(s.bytes), 2 * one, 16.0 * n) << where;
         EXPECT_EQ(s.background_calls, background ? 2 : 0) << where;
       }
