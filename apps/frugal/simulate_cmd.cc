@@ -351,7 +351,8 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
                   "allreduce (its ring), ps:servers=S[,shard-mb=M] or gossip[:...] (as frugal "
                   "train)")
       ->capture_default_str();
-  cmd->add_option("--sync", flags->sync, "bsp, or local:period=H over gossip")
+  cmd->add_option("--sync", flags->sync,
+                  "bsp, or local:period=H[,overlap=1] (over all-reduce or gossip)")
       ->capture_default_str();
   cmd->add_option("--compress", flags->compress,
                   "A method: compressor SPEC, or none (dense); repeatable")

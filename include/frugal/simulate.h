@@ -29,6 +29,14 @@
 //    min(NIC, rack uplink) - a rack's uplink carries one edge. B_a2a of the two-phase scatter:
 //    each host sends L (n - L) / n of every rank's chunks through its NIC (L ranks per host).
 //
+// Local SGD over all-reduce (sync local:period=H[,overlap=1], simulate_local.cc): no gradient
+// leaves a worker; after every H-th step's compute the workers average their models as
+// ModelAverager does: dense, one ring all-reduce of all the layers' floats; compressed, each
+// layer's change since the last average as one unit above (the tensor whole). The next step
+// starts when the average ends, or with overlap=1 at once: the average runs beside the next H
+// local steps and the next averaging step waits for it. The layers are the model (no buffers);
+// start-epoch, intra-period and momenta=1 are refused.
+//
 // Other architectures (arch; sync bsp, and local:period=H over gossip):
 //  - ps:servers=S (simulate_ps.cc): the keys of the servers' sharding (PlanShards of the layers'
 //    gradients, S servers, shard-mb), each server on a host of its own. A key becomes ready with
@@ -126,8 +134,8 @@ struct SimOptions {
   double copy_bytes_per_s = 0;
   double straggler_factor = 1;  // compute of the slowest worker, relative
   int steps = 4;
-  // The architecture (all-reduce: its ring), and the synchronization (bsp; over gossip also
-  // local:period=H), as PlanStrategy parses them.
+  // The architecture (all-reduce: its ring), and the synchronization (bsp; over all-reduce and
+  // gossip also local:period=H), as PlanStrategy parses them.
   ArchSpec arch;
   SyncSpec sync;
   uint64_t seed = 0;  // gossip: random-regular graphs

@@ -22,6 +22,9 @@
 namespace frugal {
 namespace {
 
+using strategy_internal::RingAllreduceSeconds;
+using strategy_internal::RingBandwidth;
+
 struct Unit {
   int layer = 0;
   int step = 0;
@@ -29,25 +32,6 @@ struct Unit {
   double ready = 0;  // when its gradient exists
   double done = -1;  // when its reduction ends
 };
-
-// Bandwidth of the ring's busiest link.
-double RingBandwidth(const SimOptions& o) {
-  const SimNetwork& net = o.network;
-  const int l = std::max(1, net.ranks_per_host);
-  if (o.workers <= l) return net.host_bytes_per_s;
-  double b = net.nic_bytes_per_s;
-  const int hosts = (o.workers + l - 1) / l;
-  if (net.hosts_per_rack > 0 && hosts > net.hosts_per_rack && net.rack_bytes_per_s > 0) {
-    b = std::min(b, net.rack_bytes_per_s);
-  }
-  return b;
-}
-
-double RingAllreduce(const SimOptions& o, double bytes) {
-  const int n = o.workers;
-  if (n <= 1) return 0;
-  return 2.0 * (n - 1) * (o.network.alpha_s + bytes / n / RingBandwidth(o));
-}
 
 // The payload (top-k: its bound, every index in the fixed-width code).
 uint64_t Wire(const Compressor& c, const TensorInfo& t) {
@@ -71,7 +55,7 @@ StatusOr<double> UnitSeconds(const SimOptions& o, const CompressorRegistry& regi
   if (n <= 1) return 0.0;
   const double dense_bytes = 4.0 * static_cast<double>(floats);
   if (!o.compressed.has_value() || dense_bytes < static_cast<double>(o.compressed->min_bytes)) {
-    return RingAllreduce(o, dense_bytes);
+    return RingAllreduceSeconds(o, dense_bytes);
   }
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> c, registry.Create(o.compressed->spec));
   if (o.compressed->error_feedback && c->inner() == nullptr) c = WithErrorFeedback(std::move(c));
@@ -93,12 +77,12 @@ StatusOr<double> UnitSeconds(const SimOptions& o, const CompressorRegistry& regi
       double seconds = encode + decode_one;
       const std::vector<uint64_t> allreduces =
           *c->AggregateAllreduceFloats(tensor, strategy_internal::kSteadyStep);
-      for (const uint64_t f : allreduces) seconds += RingAllreduce(o, 4.0 * double(f));
+      for (const uint64_t f : allreduces) seconds += RingAllreduceSeconds(o, 4.0 * double(f));
       return seconds;
     }
     case AggregationPath::kAllreduce: {
       const double body = static_cast<double>(Wire(*c, tensor) - kWireHeaderBytes) + 4;
-      return encode + RingAllreduce(o, body) + decode_one;
+      return encode + RingAllreduceSeconds(o, body) + decode_one;
     }
     case AggregationPath::kTwoPhase: {
       double chunks = 0;
@@ -132,15 +116,18 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
   if (!(o.network.duplex_share > 0 && o.network.duplex_share <= 1)) {
     return InvalidArgumentError("--duplex-share must be in (0, 1]");
   }
-  if (o.arch.kind != ArchKind::kGossip && o.sync.kind != SyncKind::kBsp) {
-    return InvalidArgumentError(
-        fmt::format("frugal simulate: --sync {} is not simulated (bsp; local:period=H over gossip)",
-                    SyncSpecName(o.sync)));
+  if (o.sync.kind != SyncKind::kBsp &&
+      (o.arch.kind == ArchKind::kParameterServer || o.sync.kind != SyncKind::kLocal)) {
+    return InvalidArgumentError(fmt::format(
+        "frugal simulate: --sync {} is not simulated (bsp; local:period=H over all-reduce or "
+        "gossip)",
+        SyncSpecName(o.sync)));
   }
   if (o.arch.kind == ArchKind::kParameterServer) {
     return strategy_internal::SimulateParameterServer(o);
   }
   if (o.arch.kind == ArchKind::kGossip) return strategy_internal::SimulateGossip(o, registry);
+  if (o.sync.kind == SyncKind::kLocal) return strategy_internal::SimulateLocalAverage(o, registry);
   const int layers = static_cast<int>(o.layers.size());
   const double f = o.straggler_factor;
 
@@ -218,7 +205,7 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
       for (const BucketInfo& b : PlanBuckets(specs, o.bucket_cap_bytes)) {
         double bucket_seconds = 0;
         if (!o.compressed.has_value()) {
-          bucket_seconds = RingAllreduce(o, 4.0 * static_cast<double>(b.count));
+          bucket_seconds = RingAllreduceSeconds(o, 4.0 * static_cast<double>(b.count));
           next += b.entries.size();
         } else {
           for (size_t e = 0; e < b.entries.size(); ++e) bucket_seconds += seconds[order[next++]];
@@ -262,7 +249,7 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
       if (o.overlap == SimOverlap::kFusion && take.size() > 1 && !o.compressed.has_value()) {
         size_t floats = 0;
         for (size_t k : take) floats += units[k].floats;
-        message = RingAllreduce(o, 4.0 * static_cast<double>(floats));
+        message = RingAllreduceSeconds(o, 4.0 * static_cast<double>(floats));
       } else {
         for (size_t k : take) message += seconds[k];
       }
@@ -285,18 +272,38 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
     if (o.overlap != SimOverlap::kPriority) now = all_done;
     step_end[static_cast<size_t>(s)] = all_done;
   }
-  return strategy_internal::SummarizeSteps(o, step_end, busy);
+  return strategy_internal::SummarizeSteps(o, step_end, busy / o.steps);
 }
 
 namespace strategy_internal {
 
-SimResult SummarizeSteps(const SimOptions& o, const std::vector<double>& step_end, double busy) {
+// Bandwidth of the ring's busiest link.
+double RingBandwidth(const SimOptions& o) {
+  const SimNetwork& net = o.network;
+  const int l = std::max(1, net.ranks_per_host);
+  if (o.workers <= l) return net.host_bytes_per_s;
+  double b = net.nic_bytes_per_s;
+  const int hosts = (o.workers + l - 1) / l;
+  if (net.hosts_per_rack > 0 && hosts > net.hosts_per_rack && net.rack_bytes_per_s > 0) {
+    b = std::min(b, net.rack_bytes_per_s);
+  }
+  return b;
+}
+
+double RingAllreduceSeconds(const SimOptions& o, double bytes) {
+  const int n = o.workers;
+  if (n <= 1) return 0;
+  return 2.0 * (n - 1) * (o.network.alpha_s + bytes / n / RingBandwidth(o));
+}
+
+SimResult SummarizeSteps(const SimOptions& o, const std::vector<double>& step_end,
+                         double busy_per_step) {
   SimResult r;
-  r.step_s = (step_end.back() - step_end.front()) / (o.steps - 1);
+  r.step_s = (step_end.back() - step_end.front()) / static_cast<double>(step_end.size() - 1);
   double compute = 0;
   for (const SimLayer& l : o.layers) compute += l.forward_s + l.backward_s;
   r.compute_s = o.straggler_factor * compute;
-  r.comm_busy_s = busy / o.steps;
+  r.comm_busy_s = busy_per_step;
   r.exposed_comm_s = std::max(0.0, r.step_s - r.compute_s);
   r.comm_share = r.step_s > 0 ? r.exposed_comm_s / r.step_s : 0;
   r.scaling_efficiency = r.step_s > 0 ? compute / r.step_s : 0;

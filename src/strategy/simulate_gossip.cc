@@ -126,7 +126,7 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
     now = end;
     step_end[static_cast<size_t>(s)] = end;
   }
-  return SummarizeSteps(run, step_end, busy);
+  return SummarizeSteps(run, step_end, busy / run.steps);
 }
 
 }  // namespace frugal::strategy_internal

@@ -8,10 +8,15 @@
 
 namespace frugal::strategy_internal {
 
-// The results from the end time of every simulated step and the channel's busy time over all of
-// them (steady state: steps 2..S).
+// The results from the end times of the steps of the steady state (the step is their mean
+// spacing) and the channel's busy time per step.
 SimResult SummarizeSteps(const SimOptions& options, const std::vector<double>& step_end,
-                         double busy);
+                         double busy_per_step);
+
+// The bandwidth of the ring's busiest link, and the time of a ring all-reduce of `bytes` over
+// options.workers ranks on it (simulate.h).
+double RingBandwidth(const SimOptions& options);
+double RingAllreduceSeconds(const SimOptions& options, double bytes);
 
 // options.arch.kind == kParameterServer.
 StatusOr<SimResult> SimulateParameterServer(const SimOptions& options);
@@ -29,6 +34,10 @@ struct ModelPasses {
   int after = 0;
 };
 ModelPasses GossipModelPasses(GossipAlgorithm algorithm, bool cta, int d);
+
+// options.arch.kind == kAllreduce, options.sync.kind == kLocal (simulate_local.cc).
+StatusOr<SimResult> SimulateLocalAverage(const SimOptions& options,
+                                         const CompressorRegistry& registry);
 
 // options.arch.kind == kGossip.
 StatusOr<SimResult> SimulateGossip(const SimOptions& options, const CompressorRegistry& registry);

@@ -154,7 +154,8 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
     if (o.overlap != SimOverlap::kPriority) now = all_done;
     step_end[static_cast<size_t>(s)] = all_done;
   }
-  SimResult r = SummarizeSteps(o, step_end, *std::max_element(busy_in.begin(), busy_in.end()));
+  SimResult r =
+      SummarizeSteps(o, step_end, *std::max_element(busy_in.begin(), busy_in.end()) / o.steps);
   r.server_out_busy_s = *std::max_element(busy_out.begin(), busy_out.end()) / o.steps;
   return r;
 }

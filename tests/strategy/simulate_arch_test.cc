@@ -1,8 +1,9 @@
 // The step simulator's parameter server and gossip against hand-computed schedules: the server's
 // NIC carrying every worker's push and answer, keys spread over two servers, the optimizer's step
 // moved to the servers; D-PSGD's round during the step (cta) and after it (atc), Local SGD's
-// rounds every H steps, SGP with and without overlap, the training thread's copies of the model
-// at a measured copy rate, and what is refused.
+// rounds every H steps, SGP with and without overlap, Local SGD's average over all-reduce with
+// and without overlap, the training thread's copies of the model at a measured copy rate, and
+// what is refused.
 #include <gtest/gtest.h>
 
 #include "frugal/simulate.h"
@@ -136,6 +137,70 @@ TEST(SimulateArch, GossipCopiesOfTheModelAtTheMeasuredCopyRate) {
   o.sync = ParseSyncSpec("bsp").value();
   o.workers = 1;
   EXPECT_NEAR(StepMs(o), 3, 1e-9);
+}
+
+TEST(SimulateArch, LocalSgdOverAllreduceAveragesEveryPeriod) {
+  // The model of 1000 floats averaged by a ring of 4: 2 x 3 x 4000 / 4 / 1e6 s = 6 ms after every
+  // second step's compute of 3 ms: (2 x 3 + 6) / 2 ms a step, the channel busy 6 / 2 ms a step.
+  SimOptions o = Options(1000, 4, "allreduce", "local:period=2");
+  auto r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->step_s * 1e3, 6, 1e-9);
+  EXPECT_NEAR(r->comm_busy_s * 1e3, 3, 1e-9);
+  EXPECT_NEAR(r->compute_s * 1e3, 3, 1e-9);
+  EXPECT_NEAR(r->scaling_efficiency, 0.5, 1e-9);
+  // Every 4 steps: (4 x 3 + 6) / 4; BSP averages the gradient (the same bytes) every step.
+  o.sync = ParseSyncSpec("local:period=4").value();
+  EXPECT_NEAR(StepMs(o), 4.5, 1e-9);
+  o.sync = ParseSyncSpec("bsp").value();
+  EXPECT_NEAR(StepMs(o), 3 + 6, 1e-9);
+  // A compressed average: every layer's change is one unit; fp16 on the all-reduce path sends
+  // 2 x 1000 + 4 bytes: 2 x 3 x 2004 / 4 / 1e6 s = 3.006 ms.
+  o.sync = ParseSyncSpec("local:period=2").value();
+  o.compressed = CompressedReducerOptions{};
+  o.compressed->spec = "fp16";
+  o.compressed->min_bytes = 0;
+  o.compressed->path = AggregationPath::kAllreduce;
+  EXPECT_NEAR(StepMs(o), (2 * 3 + 3.006) / 2, 1e-9);
+  // One worker averages with nobody.
+  o.workers = 1;
+  EXPECT_NEAR(StepMs(o), 3, 1e-9);
+}
+
+TEST(SimulateArch, LocalSgdOverlappedAverageRunsBesideThePeriod) {
+  // Period 4 with overlap: the 6 ms average runs beside the next 4 x 3 ms of compute.
+  SimOptions o = Options(1000, 4, "allreduce", "local:period=4,overlap=1");
+  EXPECT_NEAR(StepMs(o), 3, 1e-9);
+  // Period 2 on 8 workers: the average (2 x 7 x 4000 / 8 / 1e6 s = 7 ms) is longer than the
+  // period's compute (6 ms): each averaging step waits 1 ms for the one in flight.
+  o = Options(1000, 8, "allreduce", "local:period=2,overlap=1");
+  EXPECT_NEAR(StepMs(o), 7 / 2.0, 1e-9);
+  o.sync = ParseSyncSpec("local:period=2").value();
+  EXPECT_NEAR(StepMs(o), (6 + 7) / 2.0, 1e-9);
+  // The steady state does not depend on how many steps are simulated (the first average has
+  // none in flight to wait for, and is not in the window).
+  o.sync = ParseSyncSpec("local:period=2,overlap=1").value();
+  for (int steps : {2, 3, 7, 20}) {
+    o.steps = steps;
+    EXPECT_NEAR(StepMs(o), 7 / 2.0, 1e-9) << steps;
+  }
+}
+
+TEST(SimulateArch, RefusesWhatLocalSgdDoesNotModel) {
+  for (const char* sync : {"local:period=2,start-epoch=1", "local:period=4,intra-period=2",
+                           "local:period=2,momenta=1"}) {
+    SimOptions o = Options(1000, 4, "allreduce", sync);
+    auto r = Simulate(o, DefaultCompressorRegistry());
+    ASSERT_FALSE(r.ok()) << sync;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("Local SGD is simulated without start-epoch"),
+              std::string::npos)
+        << r.status().message();
+  }
+  // FedAvg is not simulated.
+  auto r = Simulate(Options(1000, 4, "allreduce", "fedavg:clients=8"), DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--sync fedavg"), std::string::npos) << r.status().message();
 }
 
 TEST(SimulateArch, RefusesTheAsynchronousModels) {

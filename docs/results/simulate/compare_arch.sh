@@ -17,11 +17,23 @@
 # answers top-k 1%), simulated with the same 4-host profile and 100 Mbit/s fit as the rows above
 # (those runs were not traced), and once more with the encode and decode rates of
 # ../compress_bench/bench_sparse.jsonl (--bench-compress).
-# Usage: compare_arch.sh BUILD_DIR [own|ps-compress]
+# With `local`, the Local SGD runs of `validate_emulated.sh BUILD local` (cnn on 4 emulated hosts,
+# period 4, with overlapped averages, with QSGD deltas), each simulated with its own trace as the
+# profile (--trace-rank slowest) and the all-reduce fit of its NIC rate; QSGD's encode and decode
+# rates from ../compress_bench/bench_quant.jsonl. Measured: the mean step of the run
+# (global_batch / samples_per_second), since a period's steps differ (one averages, H - 1 do not).
+# Usage: compare_arch.sh BUILD_DIR [own|ps-compress|local]
 set -u
 build="$(cd "$1" && pwd)"
 cd "$(dirname "$0")"
 F="$build/apps/frugal/frugal"
+# A run's median step, mean step (global_batch / samples_per_second) and compute per step, in ms.
+summary_ms() {
+  grep '"event":"summary"' "$1" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
+    d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
+    d["compute_seconds"]/d["steps"]*1e3)'
+}
+err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
 if [ "${2:-}" = ps-compress ]; then
   printf "| run | measured median (ms) | measured mean (ms) | simulated (ms) | error vs median | error vs mean | simulated with rates (ms) |\n"
   printf "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
@@ -41,9 +53,30 @@ print(d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e
     }
     s=$(sim)
     rated=$(sim --bench-compress ../compress_bench/bench_sparse.jsonl)
-    err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
     printf "| %s | %.1f | %.1f | %.1f | %s | %s | %.1f |\n" "$label" $median $mean $s \
       "$(err $s $median)" "$(err $s $mean)" $rated
+  done
+  exit 0
+fi
+if [ "${2:-}" = local ]; then
+  printf "| NIC | run | measured mean (ms) | measured median (ms) | run's compute (ms) | profile's compute (ms) | simulated (ms) | error vs mean |\n"
+  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+  for nic in 100mbit 1gbit; do
+    for run in local4 local4ov local4q; do
+      case $run in
+        local4) flags=(--sync local:period=4) label="Local SGD, period 4" ;;
+        local4ov) flags=(--sync local:period=4,overlap=1) label="Local SGD, period 4, overlap=1" ;;
+        local4q) flags=(--sync local:period=4 --compress qsgd
+                        --bench-compress ../compress_bench/bench_quant.jsonl)
+                 label="Local SGD, period 4, QSGD deltas" ;;
+      esac
+      read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
+      read -r sim sim_compute < <("$F" simulate --timeline tl_${run}_h4_${nic}.json \
+        --trace-rank slowest --model cnn --workers 4 --fit fit_h4_${nic}.jsonl "${flags[@]}" |
+        tail -1 | awk '{print $4, $5}')
+      printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n" $nic "$label" $mean $median \
+        $compute $sim_compute $sim "$(err $sim $mean)"
+    done
   done
   exit 0
 fi
@@ -56,14 +89,10 @@ if [ "${2:-}" = own ]; then
         dpsgd) topology=ring; label="ring" ;;
         dpsgd1) topology=onepeer-exp; label="one-peer exponential" ;;
       esac
-      read -r median mean compute < <(grep '"event":"summary"' ${run}_h4_${nic}.jsonl |
-        /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
-          d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
-          d["compute_seconds"]/d["steps"]*1e3)')
+      read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
       read -r sim sim_compute < <("$F" simulate --timeline tl_${run}_h4_${nic}.json \
         --trace-rank slowest --model cnn --workers 4 --fit fit_h4_${nic}.jsonl \
         --fit-round round_h4_${nic}.jsonl --arch gossip:topology=$topology | tail -1 | awk '{print $4, $5}')
-      err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
       printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s |\n" $nic "$label" $median \
         $mean $compute $sim_compute $sim "$(err $sim $median)" "$(err $sim $mean)"
     done

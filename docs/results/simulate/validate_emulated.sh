@@ -8,13 +8,33 @@
 # (its trace is the compute profile of its own simulation, `compare_arch.sh BUILD own`), and
 # before them the rate of a gossip round's flows on the same hosts (`frugal bench round`, the
 # ring and the one-peer exponential graph of 4, the cnn model's size) for `--fit-round`.
-# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd] (run alone: the emulated network and the times).
+# With `local`: 40 steps of cnn with Local SGD over the ring of 4 hosts (period 4; period 4 with
+# overlapped averages; period 4 with QSGD-compressed model deltas) at 100 Mbit/s and 1 Gbit/s,
+# each traced (its trace is the compute profile of its own simulation, `compare_arch.sh BUILD
+# local`).
+# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
 what="${2:-allreduce}"
 cd "$(dirname "$0")"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
+if [ "$what" = local ]; then
+  for nic in 100mbit 1gbit; do
+    for run in local4 local4ov local4q; do
+      case $run in
+        local4) flags=(--sync local:period=4) ;;
+        local4ov) flags=(--sync local:period=4,overlap=1) ;;
+        local4q) flags=(--sync local:period=4 --compress qsgd) ;;
+      esac
+      "$F" train --np 4 --emulate hosts=4,nic=$nic --model cnn --max-steps 40 --progress none \
+        "${flags[@]}" --timeline tl_${run}_h4_${nic}.json --json ${run}_h4_${nic}.jsonl \
+        > ${run}_h4_${nic}.log 2>&1
+      echo "train $run 4 $nic rc=$?"
+    done
+  done
+  exit 0
+fi
 if [ "$what" = arch ] || [ "$what" = dpsgd ]; then
   if [ "$what" = dpsgd ]; then
     for nic in 100mbit 1gbit; do
