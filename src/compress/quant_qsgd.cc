@@ -221,8 +221,8 @@ class QsgdCompressor final : public QuantizerBase {
     return Status::Ok();
   }
 
-  // Checks every field of the body; kMalformed on the first invalid one.
-  Status Validate(std::span<const std::byte> body, size_t n) const {
+  // The body's size and norms; kMalformed on the first invalid one.
+  Status ValidateNorms(std::span<const std::byte> body, size_t n) const {
     const size_t nb = NumBuckets(n);
     if (body.size() != 4 * nb + CodeBytes(n)) {
       return MalformedError(fmt::format("qsgd payload: body of {} bytes, expected {}", body.size(),
@@ -234,32 +234,40 @@ class QsgdCompressor final : public QuantizerBase {
         return MalformedError(fmt::format("qsgd payload: bucket {} has norm {}", b, norm));
       }
     }
-    const std::byte* packed = body.data() + 4 * nb;
+    return Status::Ok();
+  }
+
+  // Codes of up to 8 bits (width_ <= 8): unpacks all n codes of a body whose size is checked into
+  // codes[0, n) and checks them and the padding; kMalformed on the first invalid block.
+  Status UnpackChecked(const std::byte* packed, size_t n, uint8_t* codes) const {
+    const bool v3 = kernels() == Kernels::kX86V3;
     const uint32_t level_mask = (1u << level_bits_) - 1;
-    if (width_ <= 8) {
-      const bool v3 = kernels() == Kernels::kX86V3;
-      std::vector<uint8_t> codes(kDecodeBlock);
-      for (size_t begin = 0; begin < n; begin += kDecodeBlock) {
-        size_t len = std::min(kDecodeBlock, n - begin);
-        UnpackCodes(kernels(), packed + begin * width_ / 8, len, width_, codes.data());
+    for (size_t begin = 0; begin < n; begin += kDecodeBlock) {
+      size_t len = std::min(kDecodeBlock, n - begin);
+      uint8_t* block = codes + begin;
+      UnpackCodes(kernels(), packed + begin * width_ / 8, len, width_, block);
 #if defined(FRUGAL_X86)
-        uint32_t bad = v3 ? CheckCodesV3(codes.data(), len, level_mask, levels_)
-                          : CheckCodesGeneric(codes.data(), len, level_mask, levels_);
+      uint32_t bad = v3 ? CheckCodesV3(block, len, level_mask, levels_)
+                        : CheckCodesGeneric(block, len, level_mask, levels_);
 #else
-        uint32_t bad = CheckCodesGeneric(codes.data(), len, level_mask, levels_);
+      uint32_t bad = CheckCodesGeneric(block, len, level_mask, levels_);
 #endif
-        if (bad != 0) {
-          return MalformedError(
-              fmt::format("qsgd payload: invalid code among elements [{}, {}) (levels={})", begin,
-                          begin + len, levels_));
-        }
+      if (bad != 0) {
+        return MalformedError(
+            fmt::format("qsgd payload: invalid code among elements [{}, {}) (levels={})", begin,
+                        begin + len, levels_));
       }
-      if (!CodePaddingIsZero(packed, n, width_)) {
-        return MalformedError("qsgd payload: padding bits are set");
-      }
-      return Status::Ok();
     }
-    BitUnpacker unpacker(packed, body.data() + body.size());
+    if (!CodePaddingIsZero(packed, n, width_)) {
+      return MalformedError("qsgd payload: padding bits are set");
+    }
+    return Status::Ok();
+  }
+
+  // Codes wider than 8 bits: checks every code and the padding.
+  Status CheckWideCodes(std::span<const std::byte> body, size_t n) const {
+    const uint32_t level_mask = (1u << level_bits_) - 1;
+    BitUnpacker unpacker(body.data() + 4 * NumBuckets(n), body.data() + body.size());
     for (size_t i = 0; i < n; ++i) {
       uint32_t code = unpacker.Get(width_);
       uint32_t level = code & level_mask;
@@ -272,6 +280,14 @@ class QsgdCompressor final : public QuantizerBase {
     return Status::Ok();
   }
 
+  // Checks every field of the body; kMalformed on the first invalid one.
+  Status Validate(std::span<const std::byte> body, size_t n) const {
+    FRUGAL_RETURN_IF_ERROR(ValidateNorms(body, n));
+    if (width_ > 8) return CheckWideCodes(body, n);
+    std::vector<uint8_t> codes(n);
+    return UnpackChecked(body.data() + 4 * NumBuckets(n), n, codes.data());
+  }
+
   Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
                 std::span<float> output) const override {
     return DecodeInto<true>(payload, tensor, output);
@@ -282,42 +298,41 @@ class QsgdCompressor final : public QuantizerBase {
     return DecodeInto<false>(payload, tensor, output);
   }
 
-  // Decode (kAdd) or DecodeOverwrite: validates everything before it writes anything.
+  // Decode (kAdd) or DecodeOverwrite: validates everything before it writes anything. Codes of
+  // up to 8 bits are unpacked once, into a buffer of the thread's that the check and the
+  // decoding both read.
   template <bool kAdd>
   Status DecodeInto(std::span<const std::byte> payload, const TensorInfo& tensor,
                     std::span<float> output) const {
     CheckInput(output.size(), tensor);
     FRUGAL_ASSIGN_OR_RETURN(std::span<const std::byte> body, OpenPayload(payload, *this, tensor));
     const size_t n = tensor.numel;
-    FRUGAL_RETURN_IF_ERROR(Validate(body, n));
+    FRUGAL_RETURN_IF_ERROR(ValidateNorms(body, n));
     const size_t nb = NumBuckets(n);
     const std::byte* packed = body.data() + 4 * nb;
     const uint32_t level_mask = (1u << level_bits_) - 1;
     if (width_ <= 8) {
+      thread_local std::vector<uint8_t> codes;
+      if (codes.size() < n) codes.resize(n);
+      FRUGAL_RETURN_IF_ERROR(UnpackChecked(packed, n, codes.data()));
       const bool v3 = kernels() == Kernels::kX86V3;
-      // Blocks of whole buckets and whole groups of 8 codes.
-      const size_t block = 8 * bucket_;
-      std::vector<uint8_t> codes(block);
-      for (size_t begin = 0; begin < n; begin += block) {
-        size_t block_len = std::min(block, n - begin);
-        UnpackCodes(kernels(), packed + begin * width_ / 8, block_len, width_, codes.data());
-        for (size_t off = 0; off < block_len; off += bucket_) {
-          size_t b = (begin + off) / bucket_;
-          size_t len = std::min(bucket_, block_len - off);
-          float unit = LoadF32(body.data() + 4 * b) / static_cast<float>(levels_);
+      for (size_t b = 0; b < nb; ++b) {
+        const size_t begin = b * bucket_;
+        const size_t len = std::min(bucket_, n - begin);
+        const float unit = LoadF32(body.data() + 4 * b) / static_cast<float>(levels_);
 #if defined(FRUGAL_X86)
-          if (v3) {
-            AddLevelsV3<kAdd>(codes.data() + off, len, level_mask, level_bits_, unit,
-                              output.data() + begin + off);
-            continue;
-          }
-#endif
-          AddLevelsGeneric<kAdd>(codes.data() + off, len, level_mask, level_bits_, unit,
-                                 output.data() + begin + off);
+        if (v3) {
+          AddLevelsV3<kAdd>(codes.data() + begin, len, level_mask, level_bits_, unit,
+                            output.data() + begin);
+          continue;
         }
+#endif
+        AddLevelsGeneric<kAdd>(codes.data() + begin, len, level_mask, level_bits_, unit,
+                               output.data() + begin);
       }
       return Status::Ok();
     }
+    FRUGAL_RETURN_IF_ERROR(CheckWideCodes(body, n));
     BitUnpacker unpacker(packed, body.data() + body.size());
     const uint32_t sign_bit = 1u << level_bits_;
     for (size_t b = 0; b < nb; ++b) {

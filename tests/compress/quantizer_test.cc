@@ -252,6 +252,31 @@ TEST(Qsgd, EliasGammaSizeIsReported) {
   EXPECT_FALSE(Make("fp16")->EntropyCodedBits(p).has_value());
 }
 
+// A payload whose last code is invalid (level 3 of 2), past the first blocks the decoder unpacks,
+// is refused by Decode and DecodeOverwrite before either writes anything.
+TEST(Qsgd, InvalidLastCodeLeavesTheOutputUntouched) {
+  auto c = Make("qsgd:levels=2,bucket=512");
+  const size_t n = 20001;
+  std::vector<float> x = Gaussian(n, 4);
+  TensorInfo t("x", n);
+  CompressContext ctx(1, 0, 1);
+  std::vector<std::byte> p = EncodeOrDie(*c, x, t, ctx);
+  const size_t codes_at = kWireHeaderBytes + 4 * ((n + 511) / 512);
+  const size_t width = 8 * (p.size() - codes_at) / n;  // 3: 2 bits of level, 1 of sign
+  ASSERT_EQ(width, 3u);
+  for (size_t bit = (n - 1) * width; bit < n * width; ++bit) {
+    p[codes_at + bit / 8] |= std::byte{static_cast<uint8_t>(1u << (bit % 8))};
+  }
+  for (bool overwrite : {false, true}) {
+    std::vector<float> out(n, 0.25f);
+    Status st = overwrite ? c->DecodeOverwrite(p, t, ctx, out) : c->Decode(p, t, ctx, out);
+    ASSERT_FALSE(st.ok()) << overwrite;
+    EXPECT_NE(st.message().find("invalid code among elements [16384, 20001)"), std::string::npos)
+        << st.message();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 0.25f) << overwrite << " " << i;
+  }
+}
+
 // Fixed-width code packing against the bit-by-bit reference (BitWriter), for every width.
 TEST(CodePacking, MatchesBitWriterForEveryWidth) {
   for (int width = 1; width <= 8; ++width) {
