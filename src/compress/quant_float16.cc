@@ -74,14 +74,17 @@ FRUGAL_INLINE float FloatFromBfloat(uint16_t h) { return FromBits(static_cast<ui
 void EncodeHalfGeneric(const float* x, size_t n, uint16_t* out) {
   for (size_t i = 0; i < n; ++i) out[i] = HalfFromFloat(x[i]);
 }
+// The decoders add into out (kAdd) or write 0 + value (AddOrWrite: DecodeOverwrite).
+template <bool kAdd>
 void DecodeHalfGeneric(const uint16_t* in, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] += FloatFromHalf(in[i]);
+  for (size_t i = 0; i < n; ++i) AddOrWrite<kAdd>(out[i], FloatFromHalf(in[i]));
 }
 FRUGAL_INLINE void EncodeBfloatBody(const float* x, size_t n, uint16_t* out) {
   for (size_t i = 0; i < n; ++i) out[i] = BfloatFromFloat(x[i]);
 }
+template <bool kAdd>
 FRUGAL_INLINE void DecodeBfloatBody(const uint16_t* in, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] += FloatFromBfloat(in[i]);
+  for (size_t i = 0; i < n; ++i) AddOrWrite<kAdd>(out[i], FloatFromBfloat(in[i]));
 }
 
 #if defined(FRUGAL_X86)
@@ -97,19 +100,22 @@ FRUGAL_TARGET_V3 void EncodeHalfV3(const float* x, size_t n, uint16_t* out) {
   }
   for (; i < n; ++i) out[i] = HalfFromFloat(x[i]);
 }
+template <bool kAdd>
 FRUGAL_TARGET_V3 void DecodeHalfV3(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
-    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(out + i), v));
+    const __m256 base = kAdd ? _mm256_loadu_ps(out + i) : _mm256_setzero_ps();
+    _mm256_storeu_ps(out + i, _mm256_add_ps(base, v));
   }
-  for (; i < n; ++i) out[i] += FloatFromHalf(in[i]);
+  for (; i < n; ++i) AddOrWrite<kAdd>(out[i], FloatFromHalf(in[i]));
 }
 FRUGAL_TARGET_V3 void EncodeBfloatV3(const float* x, size_t n, uint16_t* out) {
   EncodeBfloatBody(x, n, out);
 }
+template <bool kAdd>
 FRUGAL_TARGET_V3 void DecodeBfloatV3(const uint16_t* in, size_t n, float* out) {
-  DecodeBfloatBody(in, n, out);
+  DecodeBfloatBody<kAdd>(in, n, out);
 }
 #endif
 
@@ -150,6 +156,19 @@ class Float16Compressor final : public QuantizerBase {
 
   Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
                 std::span<float> output) const override {
+    return DecodeInto<true>(payload, tensor, output);
+  }
+
+  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                         CompressContext& ctx, std::span<float> output) const override {
+    return DecodeInto<false>(payload, tensor, output);
+  }
+
+ private:
+  // Decode (kAdd) or DecodeOverwrite; checks the body's size before it writes anything.
+  template <bool kAdd>
+  Status DecodeInto(std::span<const std::byte> payload, const TensorInfo& tensor,
+                    std::span<float> output) const {
     CheckInput(output.size(), tensor);
     FRUGAL_ASSIGN_OR_RETURN(std::span<const std::byte> body, OpenPayload(payload, *this, tensor));
     if (body.size() != 2 * tensor.numel) {
@@ -167,19 +186,18 @@ class Float16Compressor final : public QuantizerBase {
     bool v3 = kernels() == Kernels::kX86V3;
     if (format_ == Format::kHalf) {
 #if defined(FRUGAL_X86)
-      if (v3) return DecodeHalfV3(h, output.size(), output.data()), Status::Ok();
+      if (v3) return DecodeHalfV3<kAdd>(h, output.size(), output.data()), Status::Ok();
 #endif
-      DecodeHalfGeneric(h, output.size(), output.data());
+      DecodeHalfGeneric<kAdd>(h, output.size(), output.data());
     } else {
 #if defined(FRUGAL_X86)
-      if (v3) return DecodeBfloatV3(h, output.size(), output.data()), Status::Ok();
+      if (v3) return DecodeBfloatV3<kAdd>(h, output.size(), output.data()), Status::Ok();
 #endif
-      DecodeBfloatBody(h, output.size(), output.data());
+      DecodeBfloatBody<kAdd>(h, output.size(), output.data());
     }
     return Status::Ok();
   }
 
- private:
   Format format_;
 };
 
