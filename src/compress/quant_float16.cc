@@ -121,12 +121,12 @@ FRUGAL_TARGET_V3 void DecodeBfloatV3(const uint16_t* in, size_t n, float* out) {
 
 enum class Format { kHalf, kBfloat };
 
-class Float16Compressor final : public QuantizerBase {
+class Float16Compressor final : public InPlaceDecoder<Float16Compressor> {
  public:
   explicit Float16Compressor(Format format)
-      : QuantizerBase(format == Format::kHalf ? "fp16" : "bf16",
-                      format == Format::kHalf ? CompressorId::kFp16 : CompressorId::kBf16,
-                      CompressorTraits{.requantizable = true}, ""),
+      : InPlaceDecoder(format == Format::kHalf ? "fp16" : "bf16",
+                       format == Format::kHalf ? CompressorId::kFp16 : CompressorId::kBf16,
+                       CompressorTraits{.requantizable = true}, ""),
         format_(format) {}
 
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override {
@@ -154,17 +154,9 @@ class Float16Compressor final : public QuantizerBase {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
-    return DecodeInto<true>(payload, tensor, output);
-  }
-
-  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
-                         CompressContext& ctx, std::span<float> output) const override {
-    return DecodeInto<false>(payload, tensor, output);
-  }
-
  private:
+  friend InPlaceDecoder;
+
   // Decode (kAdd) or DecodeOverwrite; checks the body's size before it writes anything.
   template <bool kAdd>
   Status DecodeInto(std::span<const std::byte> payload, const TensorInfo& tensor,

@@ -136,10 +136,10 @@ FRUGAL_TARGET_V3 void DequantizeV3(const uint8_t* q, size_t n, float lo, float s
 }
 #endif
 
-class MinMax8Compressor final : public QuantizerBase {
+class MinMax8Compressor final : public InPlaceDecoder<MinMax8Compressor> {
  public:
   MinMax8Compressor(size_t chunk, bool stochastic)
-      : QuantizerBase(
+      : InPlaceDecoder(
             "minmax8", CompressorId::kMinMax8,
             CompressorTraits{.unbiased = stochastic, .requantizable = true},
             fmt::format("chunk={},rounding={}", chunk, stochastic ? "stochastic" : "nearest")),
@@ -205,17 +205,9 @@ class MinMax8Compressor final : public QuantizerBase {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
-    return DecodeInto<true>(payload, tensor, output);
-  }
-
-  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
-                         CompressContext& ctx, std::span<float> output) const override {
-    return DecodeInto<false>(payload, tensor, output);
-  }
-
  private:
+  friend InPlaceDecoder;
+
   // Decode (kAdd) or DecodeOverwrite: validates every range before it writes anything.
   template <bool kAdd>
   Status DecodeInto(std::span<const std::byte> payload, const TensorInfo& tensor,

@@ -146,12 +146,12 @@ void Levels(bool v3, const float* x, size_t n, float scale, float max_level, con
   LevelsGeneric(x, n, scale, max_level, random, level_bits, codes);
 }
 
-class QsgdCompressor final : public QuantizerBase {
+class QsgdCompressor final : public InPlaceDecoder<QsgdCompressor> {
  public:
   QsgdCompressor(uint32_t levels, size_t bucket)
-      : QuantizerBase("qsgd", CompressorId::kQsgd,
-                      CompressorTraits{.unbiased = true, .requantizable = true},
-                      fmt::format("bucket={},levels={}", bucket, levels)),
+      : InPlaceDecoder("qsgd", CompressorId::kQsgd,
+                       CompressorTraits{.unbiased = true, .requantizable = true},
+                       fmt::format("bucket={},levels={}", bucket, levels)),
         levels_(levels),
         bucket_(bucket),
         level_bits_(BitsFor(uint64_t{levels} + 1)),
@@ -286,16 +286,6 @@ class QsgdCompressor final : public QuantizerBase {
     if (width_ > 8) return CheckWideCodes(body, n);
     std::vector<uint8_t> codes(n);
     return UnpackChecked(body.data() + 4 * NumBuckets(n), n, codes.data());
-  }
-
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
-    return DecodeInto<true>(payload, tensor, output);
-  }
-
-  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
-                         CompressContext& ctx, std::span<float> output) const override {
-    return DecodeInto<false>(payload, tensor, output);
   }
 
   // Decode (kAdd) or DecodeOverwrite: validates everything before it writes anything. Codes of

@@ -106,6 +106,24 @@ class QuantizerBase : public Compressor {
   Kernels kernels_ = BestKernels();
 };
 
+// A quantizer that decodes with one template for both ways, Derived::DecodeInto<kAdd>(payload,
+// tensor, output): adding into the output (Decode) or writing 0 + value (DecodeOverwrite,
+// AddOrWrite), without zero-filling it first.
+template <typename Derived>
+class InPlaceDecoder : public QuantizerBase {
+ public:
+  using QuantizerBase::QuantizerBase;
+
+  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
+                std::span<float> output) const final {
+    return static_cast<const Derived&>(*this).template DecodeInto<true>(payload, tensor, output);
+  }
+  Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
+                         CompressContext& ctx, std::span<float> output) const final {
+    return static_cast<const Derived&>(*this).template DecodeInto<false>(payload, tensor, output);
+  }
+};
+
 inline size_t SignBytes(size_t n) { return (n + 7) / 8; }
 
 inline void StoreF32(std::byte* at, float v) { std::memcpy(at, &v, sizeof v); }
