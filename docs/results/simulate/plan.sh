@@ -4,6 +4,7 @@
 #   allreduce dense and top-k 1% + EF (ring all-reduce; top-k on its allgather path),
 #   ps dense, pushes top-k 1% + EF, and pushes and answers top-k 1% (1 server),
 #   D-PSGD on a ring and CHOCO-SGD with top-k 1% on a ring (gamma 0.05, as sweeps/gossip_4w.toml),
+#   Local SGD over the ring, period 8, dense, with and without overlapped averages,
 # all from the profile the validation against emulated runs uses (tl_h4_1gbit_topk.json: the
 # per-layer times of a 4-host top-k run at 1 Gbit/s) and top-k's encode and decode rates from
 # ../compress_bench/bench_sparse.jsonl. Each architecture is one `frugal simulate --out` run (into
@@ -32,6 +33,8 @@ run ps --arch ps:servers=1 --compress none "${topk[@]}"
 run ps_pull --arch ps:servers=1 "${topk[@]}" --compress-pull topk:ratio=0.01
 run dpsgd --arch gossip:topology=ring
 run choco --arch gossip:topology=ring,algorithm=choco,gamma=0.05 --compress topk:ratio=0.01
+run local8 --arch allreduce --sync local:period=8 --compress none
+run local8ov --arch allreduce --sync local:period=8,overlap=1 --compress none
 
 /usr/bin/python3 - "$tmp" "$out" <<'EOF'
 import json, os, subprocess, sys
@@ -40,7 +43,9 @@ runs = [("allreduce", {"none": "allreduce dense", "topk:ratio=0.01": "allreduce 
         ("ps", {"none": "ps 1 server dense", "topk:ratio=0.01": "ps 1 server, pushes top-k 1% + EF"}),
         ("ps_pull", {"topk:ratio=0.01": "ps 1 server, pushes and answers top-k 1%"}),
         ("dpsgd", {"none": "D-PSGD ring"}),
-        ("choco", {"topk:ratio=0.01": "CHOCO-SGD ring, top-k 1%"})]
+        ("choco", {"topk:ratio=0.01": "CHOCO-SGD ring, top-k 1%"}),
+        ("local8", {"none": "Local SGD 8, ring, dense"}),
+        ("local8ov", {"none": "Local SGD 8, ring, dense, overlap=1"})]
 records = []
 for name, labels in runs:
     with open(os.path.join(tmp, name, "simulate.jsonl")) as f:
