@@ -8,7 +8,8 @@
 # names in _T. Run in this directory, alone:
 # localH_qsgd runs Local SGD with period H (2, 4 or 8) and QSGD-compressed model deltas, each rank's
 # own model evaluated on 500 test images (the averaged model on all); localH_qsgd_ov the same with
-# overlap=1 (each average runs beside the next H local steps).
+# overlap=1 (each average runs beside the next H local steps); local4_qsgdL (L = 1 or 3) Local SGD
+# with period 4 and QSGD deltas of L levels instead of 15 (2 or 3 bits an element instead of 5).
 #   run.sh FRUGAL_BINARY RUN...
 set -u
 frugal="$1"
@@ -26,6 +27,8 @@ for run in "$@"; do
     minmax8) extra=(--epochs 2 --compress minmax8) ;;
     local2_qsgd) extra=(--epochs 2 --sync local:period=2 --compress qsgd --replica-eval-samples 500) ;;
     local4_qsgd) extra=(--epochs 2 --sync local:period=4 --compress qsgd --replica-eval-samples 500) ;;
+    local4_qsgd1) extra=(--epochs 2 --sync local:period=4 --compress qsgd:levels=1 --replica-eval-samples 500) ;;
+    local4_qsgd3) extra=(--epochs 2 --sync local:period=4 --compress qsgd:levels=3 --replica-eval-samples 500) ;;
     local8_qsgd) extra=(--epochs 2 --sync local:period=8 --compress qsgd --replica-eval-samples 500) ;;
     local2_qsgd_ov) extra=(--epochs 2 --sync local:period=2,overlap=1 --compress qsgd --replica-eval-samples 500) ;;
     local4_qsgd_ov) extra=(--epochs 2 --sync local:period=4,overlap=1 --compress qsgd --replica-eval-samples 500) ;;
