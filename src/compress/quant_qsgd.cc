@@ -290,7 +290,8 @@ class QsgdCompressor final : public InPlaceDecoder<QsgdCompressor> {
 
   // Decode (kAdd) or DecodeOverwrite: validates everything before it writes anything. Codes of
   // up to 8 bits are unpacked once, into a buffer of the thread's that the check and the
-  // decoding both read.
+  // decoding both read (one byte per element of the largest tensor the thread has decoded, kept
+  // for the next call).
   template <bool kAdd>
   Status DecodeInto(std::span<const std::byte> payload, const TensorInfo& tensor,
                     std::span<float> output) const {
