@@ -39,7 +39,7 @@ ModelPasses GossipModelPasses(GossipAlgorithm algorithm, bool cta, int d);
 StatusOr<SimResult> SimulateLocalAverage(const SimOptions& options,
                                          const CompressorRegistry& registry);
 
-// options.arch.kind == kGossip.
+// options.arch.kind == kGossip, options.sync.kind kBsp or kLocal.
 StatusOr<SimResult> SimulateGossip(const SimOptions& options, const CompressorRegistry& registry);
 
 }  // namespace frugal::strategy_internal
