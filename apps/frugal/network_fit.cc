@@ -36,6 +36,23 @@ StatusOr<std::optional<nlohmann::json>> LargestMatchingRecord(
   return best;
 }
 
+// The number `field` of the record of the largest message among those `matches`, finite and > 0.
+// kInvalidArgument "FLAG PATH: MISSING" when no such record has it.
+StatusOr<double> PositiveFieldOfLargest(const std::string& path, const std::string& flag,
+                                        const std::function<bool(const nlohmann::json&)>& matches,
+                                        const std::string& field, const std::string& missing) {
+  FRUGAL_ASSIGN_OR_RETURN(const std::optional<nlohmann::json> record,
+                          LargestMatchingRecord(path, flag, [&](const nlohmann::json& j) {
+                            return matches(j) && IsNumber(j, field.c_str());
+                          }));
+  if (!record) return InvalidArgumentError(fmt::format("{} {}: {}", flag, path, missing));
+  const double value = (*record)[field].get<double>();
+  if (!std::isfinite(value) || value <= 0) {
+    return InvalidArgumentError(fmt::format("{} {}: {} must be finite and > 0", flag, path, field));
+  }
+  return value;
+}
+
 }  // namespace
 
 StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
@@ -93,25 +110,28 @@ StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topo
 }
 
 StatusOr<double> ReadDuplexFit(const std::string& path) {
-  FRUGAL_ASSIGN_OR_RETURN(const std::optional<nlohmann::json> record,
-                          LargestMatchingRecord(path, "--fit-duplex", [](const nlohmann::json& j) {
-                            return j.value("bench", "") == "exchange" &&
-                                   j.value("mode", "") == "both" &&
-                                   IsNumber(j, "both_over_one_way");
-                          }));
-  if (!record) {
-    return InvalidArgumentError(fmt::format(
-        "--fit-duplex {}: no record of both directions at once against one way (write one with "
-        "`frugal bench exchange --np W+1 --modes send,recv,both --json FILE`, W the workers of "
-        "a server)",
-        path));
-  }
-  const double both_over_one_way = (*record)["both_over_one_way"].get<double>();
-  if (!std::isfinite(both_over_one_way) || both_over_one_way <= 0) {
-    return InvalidArgumentError(
-        fmt::format("--fit-duplex {}: both_over_one_way must be finite and > 0", path));
-  }
+  FRUGAL_ASSIGN_OR_RETURN(
+      const double both_over_one_way,
+      PositiveFieldOfLargest(
+          path, "--fit-duplex",
+          [](const nlohmann::json& j) {
+            return j.value("bench", "") == "exchange" && j.value("mode", "") == "both";
+          },
+          "both_over_one_way",
+          "no record of both directions at once against one way (write one with `frugal bench "
+          "exchange --np W+1 --modes send,recv,both --json FILE`, W the workers of a server)"));
   return std::min(1.0, 1.0 / both_over_one_way);
+}
+
+StatusOr<double> ReadContentionFit(const std::string& path) {
+  FRUGAL_ASSIGN_OR_RETURN(
+      const double slowdown,
+      PositiveFieldOfLargest(
+          path, "--fit-contention",
+          [](const nlohmann::json& j) { return j.value("bench", "") == "contention"; }, "slowdown",
+          "no record of the compute's slowdown beside an all-reduce (write one with `frugal bench "
+          "contention --np N --model MODEL --json FILE` on the hosts)"));
+  return std::max(1.0, slowdown);
 }
 
 }  // namespace frugal::apps

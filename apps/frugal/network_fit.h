@@ -3,7 +3,9 @@
 // simulate` take them with --fit FILE; and the rate of a gossip round's flows through a host's
 // NIC from a `frugal bench round --json` record (`frugal simulate --fit-round FILE`); and the share
 // of a NIC's rate each direction keeps while both are busy, from a `frugal bench exchange --json`
-// record (`frugal simulate --fit-duplex FILE`).
+// record (`frugal simulate --fit-duplex FILE`); and how much slower the compute runs beside an
+// all-reduce, from a `frugal bench contention --json` record (`frugal simulate --fit-contention
+// FILE`).
 #pragma once
 
 #include <string>
@@ -41,5 +43,11 @@ StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topo
 // inverted), at most 1. kNotFound when the file cannot be read;
 // kInvalidArgument when no such record is there or its both_over_one_way is not finite and > 0.
 StatusOr<double> ReadDuplexFit(const std::string& path);
+
+// The slowdown of the `frugal bench contention` record of `path` with the largest all-reduce
+// (whatever its rank count and model: the hosts' property), at least 1 (a compute measured
+// faster beside the all-reduce is not sped up). kNotFound when the file cannot be read;
+// kInvalidArgument when no such record is there or its slowdown is not finite and > 0.
+StatusOr<double> ReadContentionFit(const std::string& path);
 
 }  // namespace frugal::apps

@@ -45,8 +45,10 @@ struct SimulateFlags {
   double alpha_us = 50;
   std::string fit;        // alpha and the NIC's rate from a `frugal bench allreduce --json` record
   std::string fit_round;  // gossip: the round rate from a `frugal bench round --json` record
-  double duplex_share = 1;  // ps: each direction's share of the NIC when both are busy
-  std::string fit_duplex;   // ps: the duplex share from a `frugal bench exchange --json` record
+  double duplex_share = 1;     // ps: each direction's share of the NIC when both are busy
+  std::string fit_duplex;      // ps: the duplex share from a `frugal bench exchange --json` record
+  double contention = 1;       // compute's slowdown while a message moves
+  std::string fit_contention;  // the same from a `frugal bench contention --json` record
   double host_gbit = 40;
   int ranks_per_host = 1;
   int hosts_per_rack = 0;
@@ -85,6 +87,14 @@ StatusOr<int> TraceRank(const std::string& value) {
         fmt::format("--trace-rank '{}': expected a rank (0, 1, ...) or slowest", value));
   }
   return rank;
+}
+
+// A value given on the command line, or the same read from a benchmark's record (FILE).
+void AddValueOrRecord(CLI::App* cmd, const std::string& name, double* value,
+                      const std::string& help, const std::string& fit_name, std::string* fit,
+                      const std::string& fit_help) {
+  CLI::Option* given = cmd->add_option(name, *value, help)->capture_default_str();
+  cmd->add_option(fit_name, *fit, fit_help)->type_name("FILE")->excludes(given);
 }
 
 StatusOr<std::vector<SimLayer>> Layers(const SimulateFlags& flags) {
@@ -212,6 +222,10 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
         if (!flags.fit_duplex.empty()) {
           FRUGAL_ASSIGN_OR_RETURN(o.network.duplex_share, ReadDuplexFit(flags.fit_duplex));
         }
+        o.contention = flags.contention;
+        if (!flags.fit_contention.empty()) {
+          FRUGAL_ASSIGN_OR_RETURN(o.contention, ReadContentionFit(flags.fit_contention));
+        }
         if (!flags.fit_round.empty()) {
           if (o.arch.kind != ArchKind::kGossip) {
             return InvalidArgumentError("--fit-round applies to --arch gossip only");
@@ -320,17 +334,19 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
                   "round --json` record of the same graph and worker count, instead of the NIC's, "
                   "and its copy rate for the model's copies on the training thread")
       ->type_name("FILE");
-  CLI::Option* duplex =
-      cmd->add_option("--duplex-share", flags->duplex_share,
-                      "Parameter server: the share of the NIC's rate each direction of a NIC "
-                      "carries while it sends and receives at once, for every push and answer")
-          ->capture_default_str();
-  cmd->add_option("--fit-duplex", flags->fit_duplex,
-                  "Parameter server: the duplex share from a `frugal bench exchange --json` "
-                  "record (one way against both ways at once, its largest message) instead of "
-                  "--duplex-share")
-      ->type_name("FILE")
-      ->excludes(duplex);
+  AddValueOrRecord(cmd, "--duplex-share", &flags->duplex_share,
+                   "Parameter server: the share of the NIC's rate each direction of a NIC carries "
+                   "while it sends and receives at once, for every push and answer",
+                   "--fit-duplex", &flags->fit_duplex,
+                   "Parameter server: the duplex share from a `frugal bench exchange --json` "
+                   "record (one way against both ways at once, its largest message) instead of "
+                   "--duplex-share");
+  AddValueOrRecord(cmd, "--contention", &flags->contention,
+                   "All-reduce: how many times slower the compute runs while a message moves (the "
+                   "CPU communication takes from the training thread), >= 1",
+                   "--fit-contention", &flags->fit_contention,
+                   "All-reduce: the contention from a `frugal bench contention --json` record "
+                   "taken on the hosts (its largest all-reduce) instead of --contention");
   cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", flags->ranks_per_host, "Workers per host")

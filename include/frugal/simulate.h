@@ -6,7 +6,8 @@
 // workers in lock step, so one worker is simulated, with the compute of the slowest
 // (straggler_factor) and the network seen by the ring's busiest link.
 //  - Compute: step s runs the layers' forward in order, then their backward in reverse order;
-//    the gradient of layer i is ready when its backward ends.
+//    the gradient of layer i is ready when its backward ends. While the channel moves a message
+//    the compute runs `contention` times slower (simulate_allreduce.cc).
 //  - Units: what the channel moves. kNone: after the whole backward, the buckets of
 //    PlanBuckets(bucket_cap_bytes) over the gradients in ready order; kWfbp: each layer's
 //    gradient as it is ready; kFusion: when the channel frees, every ready gradient not yet sent
@@ -133,6 +134,10 @@ struct SimOptions {
   // the model's passes through memory on the training thread around a round; 0: free.
   double copy_bytes_per_s = 0;
   double straggler_factor = 1;  // compute of the slowest worker, relative
+  // All-reduce (bsp and local:...,overlap=1): compute runs this many times slower while the
+  // channel moves a message, for the CPU that moving it takes from the training thread on the
+  // same cores (`frugal bench contention` measures it on the hosts). >= 1.
+  double contention = 1;
   int steps = 4;
   // The architecture (all-reduce: its ring), and the synchronization (bsp; over all-reduce and
   // gossip also local:period=H), as PlanStrategy parses them.

@@ -18,6 +18,14 @@ SimResult SummarizeSteps(const SimOptions& options, const std::vector<double>& s
 double RingBandwidth(const SimOptions& options);
 double RingAllreduceSeconds(const SimOptions& options, double bytes);
 
+// The end of `work` seconds of compute started at `start` while the channel is busy until
+// `busy_until`: `contention` times slower until then, at full speed after.
+double ComputeEnd(double start, double work, double busy_until, double contention);
+
+// options.arch.kind == kAllreduce, options.sync.kind == kBsp (simulate_allreduce.cc).
+StatusOr<SimResult> SimulateAllreduce(const SimOptions& options,
+                                      const CompressorRegistry& registry);
+
 // options.arch.kind == kParameterServer.
 StatusOr<SimResult> SimulateParameterServer(const SimOptions& options);
 

@@ -9,7 +9,8 @@
 //   without overlap: the average runs after the step's compute and the next step starts when it
 //                    ends;
 //   overlap=1:       the average starts after the step's compute and runs beside the next H
-//                    local steps; the next averaging step waits for it before it starts its own.
+//                    local steps, whose compute runs `contention` times slower while it moves;
+//                    the next averaging step waits for it before it starts its own.
 // The steady state is measured over whole periods from the end of the first averaging step, so
 // that an overlapped average always has one in flight to wait for.
 #include <fmt/format.h>
@@ -46,7 +47,7 @@ StatusOr<SimResult> SimulateLocalAverage(const SimOptions& o, const CompressorRe
   double now = 0;
   double channel_free = 0;
   for (int64_t s = 0; s < steps; ++s) {
-    now += compute;
+    now = ComputeEnd(now, compute, channel_free, o.contention);
     if (o.workers > 1 && (s + 1) % h == 0) {
       if (sync.overlap) {
         now = std::max(now, channel_free);  // the previous average, applied now

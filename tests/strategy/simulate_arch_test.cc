@@ -186,6 +186,22 @@ TEST(SimulateArch, LocalSgdOverlappedAverageRunsBesideThePeriod) {
   }
 }
 
+TEST(SimulateArch, LocalSgdOverlappedAverageSlowsTheComputeBesideIt) {
+  // Period 4 on 4 workers, contention 2: the first step beside the 6 ms average takes 6 ms, the
+  // next three 3 ms: 15 ms a period.
+  SimOptions o = Options(1000, 4, "allreduce", "local:period=4,overlap=1");
+  o.contention = 2;
+  EXPECT_NEAR(StepMs(o), 15 / 4.0, 1e-9);
+  // Period 2 on 8 workers (a 7 ms average): 6 ms for the first step, then 1 ms of the second at
+  // half speed and its other 2.5 ms at full: 9.5 ms a period.
+  o = Options(1000, 8, "allreduce", "local:period=2,overlap=1");
+  o.contention = 2;
+  EXPECT_NEAR(StepMs(o), 9.5 / 2, 1e-9);
+  // Without overlap nothing computes beside the average.
+  o.sync = ParseSyncSpec("local:period=2").value();
+  EXPECT_NEAR(StepMs(o), (6 + 7) / 2.0, 1e-9);
+}
+
 TEST(SimulateArch, RefusesWhatLocalSgdDoesNotModel) {
   for (const char* sync : {"local:period=2,start-epoch=1", "local:period=4,intra-period=2",
                            "local:period=2,momenta=1"}) {

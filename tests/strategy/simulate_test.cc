@@ -78,6 +78,58 @@ TEST(Simulate, AStragglerSlowsEveryStep) {
   EXPECT_FALSE(Simulate(o, DefaultCompressorRegistry()).ok());
 }
 
+// Two layers, 2 workers (ring of N bytes = N / 1e6 s): gradients of 4000 bytes each (4 ms),
+// every forward and backward 5 ms. Forward 0-10, layer 1 ready at 15 and on the channel 15-19.
+//  - contention 1: layer 0's backward 15-20, its unit 20-24; steps of 24 ms.
+//  - contention 2: layer 0's backward runs at half speed while layer 1 moves (15-19: 2 ms of
+//    its 5), the other 3 ms at full speed after: ready at 22, on the channel 22-26; 26 ms.
+//  - priority, contention 2: step 1's forward of layer 0 waits for 26, the channel idle after
+//    it; the same 26 ms. A step whose compute the channel never meets is not slowed.
+TEST(Simulate, ContentionSlowsTheComputeBesideAMessage) {
+  const std::vector<SimLayer> layers = {Layer("l0", 1000, 5, 5), Layer("l1", 1000, 5, 5)};
+  SimOptions o = Options(layers, 2, SimOverlap::kWfbp);
+  EXPECT_NEAR(StepMs(o), 24.0, 1e-9);
+  o.contention = 2;
+  EXPECT_NEAR(StepMs(o), 26.0, 1e-9);
+  o.overlap = SimOverlap::kPriority;
+  EXPECT_NEAR(StepMs(o), 26.0, 1e-9);
+  o.overlap = SimOverlap::kNone;  // the buckets move after the backward: nothing beside them
+  EXPECT_NEAR(StepMs(o), 20.0 + 8.0, 1e-9);
+  o.workers = 1;  // nothing moves
+  o.overlap = SimOverlap::kWfbp;
+  EXPECT_NEAR(StepMs(o), 20.0, 1e-9);
+}
+
+// Three layers of 1 ms forward and backward, 2 workers; the gradients of layers 2, 1 and 0 are
+// 10, 4 and 2 ms on the channel. WFBP, contention 3: layer 2 ready at 4 and on the channel 4-14;
+// the backward of layers 1 and 0 at a third of the speed, 4-7 and 7-10; layer 1 14-18, layer 0
+// 18-20: the channel still decides the step (20 ms, as without contention). A message that
+// ends inside a compute segment lets the next one start there: with contention 2 and layer 2's
+// gradient 1 ms (2500 -> 250 floats), layer 2 on the channel 4-5, layer 1's backward 4-5.5
+// (half of it slowed), layer 1 on the channel 5.5-9.5, layer 0's backward 5.5-7.5, its unit
+// 9.5-11.5: steps of 11.5 ms.
+TEST(Simulate, ContentionFollowsTheChannelMessageByMessage) {
+  std::vector<SimLayer> layers = {Layer("l0", 500, 1, 1), Layer("l1", 1000, 1, 1),
+                                  Layer("l2", 2500, 1, 1)};
+  SimOptions o = Options(layers, 2, SimOverlap::kWfbp);
+  o.contention = 3;
+  EXPECT_NEAR(StepMs(o), 20.0, 1e-9);
+  layers[2].floats = 250;
+  o = Options(layers, 2, SimOverlap::kWfbp);
+  o.contention = 2;
+  EXPECT_NEAR(StepMs(o), 11.5, 1e-9);
+  o.contention = 0.5;
+  auto r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("contention must be finite and >= 1"), std::string::npos);
+  o.contention = 2;
+  o.arch = ParseArchSpec("ps:servers=1").value();
+  r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("contention is modelled for --arch allreduce only"),
+            std::string::npos);
+}
+
 TEST(Simulate, CompressedUnitsOnTheirPaths) {
   SimOptions o = Options({Layer("a", 100000, 1, 1)}, 4, SimOverlap::kWfbp);
   CompressedReducerOptions topk;
