@@ -1,6 +1,6 @@
 // `frugal bench pingpong`, `allreduce`, `exchange` and `round`: flags to
 // options, then the benchmark (bench/) on every rank; rank 0 prints the table and writes the
-// JSON lines.
+// JSON lines. Also the helpers every `frugal bench` subcommand shares (commands.h).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -16,9 +16,7 @@
 #include "round_bench.h"
 
 namespace frugal::apps {
-namespace {
 
-// The directory of `path` must exist (Action::check_files: where rank 0 writes it).
 Status CheckJsonPath(const std::string& path) {
   if (path.empty()) return Status::Ok();
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -32,14 +30,16 @@ Status CheckJsonPath(const std::string& path) {
   return Status::Ok();
 }
 
-Status Publish(const RankContext& context, const std::string& table,
-               const std::vector<nlohmann::json>& records, const std::string& json_path) {
+Status PublishBench(const RankContext& context, const std::string& table,
+                    const std::vector<nlohmann::json>& records, const std::string& json_path) {
   if (!context.is_root()) return Status::Ok();
   std::fputs(table.c_str(), stdout);
   std::fflush(stdout);
   if (!json_path.empty()) FRUGAL_RETURN_IF_ERROR(bench::WriteJsonLines(json_path, records));
   return Status::Ok();
 }
+
+namespace {
 
 struct PingPongFlags {
   std::string sizes;
@@ -174,6 +174,9 @@ void AddBenchCommand(CLI::App& app, Dispatcher& dispatcher) {
   AddBenchRoundCommand(*bench, dispatcher);
   AddBenchCompressCommand(*bench, dispatcher);
   AddBenchPolarCommand(*bench, dispatcher);
+#ifdef FRUGAL_HAVE_TRAIN_COMMAND
+  AddBenchContentionCommand(*bench, dispatcher);
+#endif
 }
 
 void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher) {
@@ -199,17 +202,13 @@ void AddBenchPingPongCommand(CLI::App& bench, Dispatcher& dispatcher) {
     action.name = "bench pingpong";
     action.validate = [flags] { return ToOptions(*flags).status(); };
     action.check_files = [flags] { return CheckJsonPath(flags->json); };
-    action.check_world = [](const Transport& world) {
-      if (world.size() < 2) {
-        return InvalidArgumentError("bench pingpong needs at least 2 ranks (e.g. --np 2)");
-      }
-      return Status::Ok();
-    };
+    action.min_ranks = 2;
     action.run = [flags](RankContext& context) -> Status {
       FRUGAL_ASSIGN_OR_RETURN(bench::PingPongOptions options, ToOptions(*flags));
       FRUGAL_ASSIGN_OR_RETURN(std::vector<bench::PingPongPair> pairs,
                               bench::RunPingPong(context.world, options));
-      return Publish(context, bench::PingPongTable(pairs), bench::PingPongJson(pairs), flags->json);
+      return PublishBench(context, bench::PingPongTable(pairs), bench::PingPongJson(pairs),
+                          flags->json);
     };
     dispatcher.Select(std::move(action));
   });
@@ -267,8 +266,8 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
       FRUGAL_ASSIGN_OR_RETURN(bench::AllreduceBenchOptions options, ToOptions(*flags));
       FRUGAL_ASSIGN_OR_RETURN(bench::AllreduceBenchReport report,
                               bench::RunAllreduceBench(context.world, options, context.logger));
-      return Publish(context, bench::AllreduceTable(report), bench::AllreduceJson(report),
-                     flags->json);
+      return PublishBench(context, bench::AllreduceTable(report), bench::AllreduceJson(report),
+                          flags->json);
     };
     dispatcher.Select(std::move(action));
   });
@@ -299,19 +298,13 @@ void AddBenchExchangeCommand(CLI::App& bench, Dispatcher& dispatcher) {
     action.name = "bench exchange";
     action.validate = [flags] { return ToOptions(*flags).status(); };
     action.check_files = [flags] { return CheckJsonPath(flags->json); };
-    action.check_world = [](const Transport& world) {
-      if (world.size() < 2) {
-        return InvalidArgumentError(
-            fmt::format("bench exchange needs at least 2 ranks (--np 2), not {}", world.size()));
-      }
-      return Status::Ok();
-    };
+    action.min_ranks = 2;
     action.run = [flags](RankContext& context) -> Status {
       FRUGAL_ASSIGN_OR_RETURN(bench::ExchangeBenchOptions options, ToOptions(*flags));
       FRUGAL_ASSIGN_OR_RETURN(std::vector<bench::ExchangeSample> samples,
                               bench::RunExchangeBench(context.world, options));
-      return Publish(context, bench::ExchangeTable(samples), bench::ExchangeJson(samples),
-                     flags->json);
+      return PublishBench(context, bench::ExchangeTable(samples), bench::ExchangeJson(samples),
+                          flags->json);
     };
     dispatcher.Select(std::move(action));
   });
@@ -342,18 +335,13 @@ void AddBenchRoundCommand(CLI::App& bench, Dispatcher& dispatcher) {
     action.name = "bench round";
     action.validate = [flags] { return ToOptions(*flags).status(); };
     action.check_files = [flags] { return CheckJsonPath(flags->json); };
-    action.check_world = [](const Transport& world) {
-      if (world.size() < 2) {
-        return InvalidArgumentError(
-            fmt::format("bench round needs at least 2 ranks (--np N), not {}", world.size()));
-      }
-      return Status::Ok();
-    };
+    action.min_ranks = 2;
     action.run = [flags](RankContext& context) -> Status {
       FRUGAL_ASSIGN_OR_RETURN(bench::RoundBenchOptions options, ToOptions(*flags));
       FRUGAL_ASSIGN_OR_RETURN(std::vector<bench::RoundSample> samples,
                               bench::RunRoundBench(context.world, options));
-      return Publish(context, bench::RoundTable(samples), bench::RoundJson(samples), flags->json);
+      return PublishBench(context, bench::RoundTable(samples), bench::RoundJson(samples),
+                          flags->json);
     };
     dispatcher.Select(std::move(action));
   });

@@ -10,12 +10,13 @@
 //      machine it runs on; a failure prints one line and exits 2 before anything is launched;
 //   2. runs `check_files` (checks of local paths, e.g. that an output file can be created) in
 //      the process the user started, with the same consequence;
-//   3. with --np and not under mpirun, re-runs itself under mpirun (launcher.h) and exits with
-//      mpirun's code;
+//   3. with --np and not under mpirun, refuses fewer ranks than `min_ranks` (one line, exit 2),
+//      then re-runs itself under mpirun (launcher.h) and exits with mpirun's code;
 //   4. otherwise initialises MPI (a single rank when not under mpirun); rank 0 runs
-//      `check_files` again and every rank follows its verdict; every rank runs `check_world`
-//      (checks that need the world size; every rank must reach the same verdict); a failure of
-//      either exits 2 on every rank without aborting the job; then `run` on every rank;
+//      `check_files` again and every rank follows its verdict; every rank compares the world
+//      size with `min_ranks` and runs `check_world` (checks that need the world size; every rank
+//      must reach the same verdict); a failure of any exits 2 on every rank without aborting the
+//      job; then `run` on every rank;
 //   5. a rank whose `run` fails prints one line naming its rank and ends the whole job
 //      (MpiRuntime::Abort), so no rank waits for it.
 // Commands that never use MPI themselves (they start other processes) set `run_local` instead
@@ -23,12 +24,15 @@
 // rank (after step 3's relaunch, or alone without --np) without initialising MPI.
 //
 // A measurement of `frugal bench` is a function AddBench<What>Command(CLI::App& bench,
-// Dispatcher&) declared here and called from AddBenchCommand.
+// Dispatcher&) declared here and called from AddBenchCommand; the helpers below (bench_cmd.cc)
+// are shared by the subcommands.
 #pragma once
 
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "frugal/logging.h"
 #include "frugal/mpi_transport.h"
@@ -63,6 +67,8 @@ struct Action {
   std::function<Status()> validate;     // optional; must not depend on the machine
   std::function<Status()> check_files;  // optional; local paths, checked where rank 0 writes
   std::function<Status(const Transport& world)> check_world;  // optional
+  // Fewer ranks (--np N, or the job's size) are refused: "NAME needs at least K ranks".
+  int min_ranks = 1;
   std::function<Status(RankContext& context)> run;
   // Instead of `run`, for commands that do not use MPI: returns the exit code.
   std::function<StatusOr<int>(const GlobalOptions& global)> run_local;
@@ -94,6 +100,16 @@ void AddBenchExchangeCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchRoundCommand(CLI::App& bench, Dispatcher& dispatcher);
 void AddBenchCompressCommand(CLI::App& bench, Dispatcher& dispatcher);  // bench_compress.cc
 void AddBenchPolarCommand(CLI::App& bench, Dispatcher& dispatcher);     // bench_polar.cc
+// bench_contention.cc, built when frugal_torch is.
+void AddBenchContentionCommand(CLI::App& bench, Dispatcher& dispatcher);
+
+// For Action::check_files: kInvalidArgument when --json PATH cannot be written where it points
+// (its directory does not exist, or PATH is a directory); Ok for an empty path.
+Status CheckJsonPath(const std::string& path);
+// Rank 0 prints `table` to stdout and, with a non-empty `json_path`, writes `records` there as
+// JSON lines; the other ranks do nothing.
+Status PublishBench(const RankContext& context, const std::string& table,
+                    const std::vector<nlohmann::json>& records, const std::string& json_path);
 
 // `frugal sweep FILE.toml` (sweep_cmd.cc): runs grids of configurations, renders tables/plots.
 void AddSweepCommand(CLI::App& app, Dispatcher& dispatcher);

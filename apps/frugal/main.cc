@@ -32,6 +32,12 @@ void PrintError(std::string_view message) {
   std::fprintf(stderr, "frugal: %s\n", OneLine(std::string(message)).c_str());
 }
 
+// The refusal of a command that needs more than `ranks` ranks (Action::min_ranks).
+std::string TooFewRanks(const Action& action, int ranks) {
+  return fmt::format("{} needs at least {} ranks (--np {}), not {}", action.name, action.min_ranks,
+                     action.min_ranks, ranks);
+}
+
 int ExitCodeFor(const Status& status) {
   return status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kNotFound
              ? kExitUsage
@@ -101,6 +107,10 @@ int RunOnRanks(const Action& action, const GlobalOptions& global, int argc, char
       if (rank == 0) PrintError(status.message());
       return rank == 0 ? ExitCodeFor(status) : kExitUsage;
     }
+  }
+  if (size < action.min_ranks) {
+    if (rank == 0) PrintError(TooFewRanks(action, size));
+    return kExitUsage;
   }
   if (action.check_world) {
     Status status = action.check_world(transport);
@@ -217,6 +227,10 @@ int Main(int argc, char** argv) {
     }
   }
   if (global.launch.np > 0 && !RunningUnderMpi()) {
+    if (global.launch.np < action.min_ranks) {
+      PrintError(TooFewRanks(action, global.launch.np));
+      return kExitUsage;
+    }
     if (!global.launch.hostfile.empty() &&
         !std::filesystem::is_regular_file(global.launch.hostfile)) {
       PrintError(fmt::format("--hostfile {}: no such file", global.launch.hostfile));

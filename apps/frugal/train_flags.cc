@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.h"
 #include "frugal/checkpoint.h"
 #include "frugal/compressor.h"
 #include "frugal/engine.h"
@@ -345,19 +346,6 @@ void ApplyPlannedLearningRate(const CLI::App& cmd, TrainFlags& flags) {
   if (!options.ok()) return;
   StatusOr<StrategyPlan> plan = PlanStrategy(*options);
   if (plan.ok() && plan->lr.has_value()) flags.lr = *plan->lr;
-}
-
-Status CheckJsonPath(const std::string& path) {
-  if (path.empty()) return Status::Ok();
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent)) {
-    return InvalidArgumentError(
-        fmt::format("--json {}: directory '{}' does not exist", path, parent.string()));
-  }
-  if (std::filesystem::is_directory(path)) {
-    return InvalidArgumentError(fmt::format("--json {}: is a directory", path));
-  }
-  return Status::Ok();
 }
 
 // The communication engine's flags.

@@ -90,9 +90,6 @@ void ApplyConfigFile(CLI::App& cmd, const std::string& path);
 // fails is left for the validation to report.
 void ApplyPlannedLearningRate(const CLI::App& cmd, TrainFlags& flags);
 
-// kInvalidArgument when --json (or --timeline) cannot be written where it points.
-Status CheckJsonPath(const std::string& path);
-
 // The strategy factory's options from the flags (--arch and its alias --allreduce, --sync,
 // compression, optimizer, overlap); kInvalidArgument for a bad flag.
 StatusOr<StrategyOptions> ToStrategyOptions(const TrainFlags& flags);

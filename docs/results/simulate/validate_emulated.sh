@@ -1,7 +1,8 @@
 #!/bin/bash
 # Validation runs of frugal simulate with per-layer times taken on the emulated hosts themselves:
 # for each host count and NIC rate, the ring all-reduce's alpha-beta fit on that network
-# (`frugal bench allreduce`) and 40 steps of cnn, dense and top-k 1% + EF, with --timeline.
+# (`frugal bench allreduce`), the compute's slowdown beside a 1 MB ring all-reduce on those hosts
+# (`frugal bench contention`) and 40 steps of cnn, dense and top-k 1% + EF, with --timeline.
 # With `arch`, instead: 40 steps of cnn over a parameter server (4 workers and 1 or 2 servers,
 # each rank on a host of its own) and D-PSGD on a ring of 4 hosts, at 100 Mbit/s and 1 Gbit/s.
 # With `dpsgd`: only the D-PSGD runs of `arch` on the ring and the one-peer graph, each traced
@@ -87,6 +88,9 @@ for n in 4 8; do
     "$F" --np $n --emulate hosts=$n,nic=$nic bench allreduce --algorithms ring \
       --sizes 4K,64K,256K,1M,4M --iters 10 --json fit_h${n}_${nic}.jsonl > fit_h${n}_${nic}.log 2>&1
     echo "fit h$n $nic rc=$?"
+    "$F" --np $n --emulate hosts=$n,nic=$nic bench contention --model cnn --bytes 1M --iters 20 \
+      --json contention_h${n}_${nic}.jsonl > contention_h${n}_${nic}.log 2>&1
+    echo "contention h$n $nic rc=$?"
     for comp in dense topk; do
       extra=()
       [ $comp = topk ] && extra=(--compress topk:ratio=0.01 --ef)
