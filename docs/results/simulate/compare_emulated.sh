@@ -10,7 +10,7 @@
 set -u
 build="$(cd "$1" && pwd)"
 same="${2:-}"
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/${DIR:-.}"  # DIR: the records' directory, as for validate_emulated.sh
 F="$build/apps/frugal/frugal"
 if [ "$same" = --contention ]; then
   printf "| hosts | NIC | method | fitted alpha (us) | fitted rate (Mbit/s) | measured step (ms) | simulated step (ms) | error | contention | simulated with it (ms) | error |\n"

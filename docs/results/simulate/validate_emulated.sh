@@ -18,6 +18,8 @@ set -u
 build="$(cd "$1" && pwd)"
 what="${2:-allreduce}"
 cd "$(dirname "$0")"
+# DIR (relative to this directory): where the records are written and read; "." by default.
+mkdir -p "${DIR:-.}" && cd "${DIR:-.}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
 if [ "$what" = local ]; then
