@@ -38,6 +38,14 @@
 // local steps and the next averaging step waits for it. The layers are the model (no buffers);
 // start-epoch, intra-period and momenta=1 are refused.
 //
+// FedAvg over all-reduce (sync fedavg:clients=K,fraction=C,local-steps=S, simulate_fedavg.cc):
+// each round SampleClients draws the m clients with `seed`, worker c mod n plays client c, and
+// each client trains S steps (the layers' compute) and, compressed, encodes and decodes the
+// model at the measured rates; then one ring all-reduce of the model's floats and the weight.
+// The round takes the busiest worker's clients plus the all-reduce, averaged over at least 64
+// rounds; the result's step is one client step at the run's throughput, round x n / (m S).
+// local-epochs is refused (a client's steps depend on its shard).
+//
 // Other architectures (arch; sync bsp, and local:period=H over gossip):
 //  - ps:servers=S (simulate_ps.cc): the keys of the servers' sharding (PlanShards of the layers'
 //    gradients, S servers, shard-mb), each server on a host of its own. A key becomes ready with

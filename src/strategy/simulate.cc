@@ -1,7 +1,7 @@
 // The step simulator (see simulate.h): the options checked, the time of one unit on the channel,
 // and the dispatch to each architecture's and synchronization's part (simulate_allreduce.cc,
-// simulate_local.cc, simulate_ps.cc, simulate_gossip.cc); the ring's rates and the summary of
-// the steady state they share.
+// simulate_local.cc, simulate_fedavg.cc, simulate_ps.cc, simulate_gossip.cc); the ring's rates and
+// the summary of the steady state they share.
 #include "frugal/simulate.h"
 
 #include <fmt/format.h>
@@ -113,11 +113,14 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
   if (!(o.network.duplex_share > 0 && o.network.duplex_share <= 1)) {
     return InvalidArgumentError("--duplex-share must be in (0, 1]");
   }
-  if (o.sync.kind != SyncKind::kBsp &&
-      (o.arch.kind == ArchKind::kParameterServer || o.sync.kind != SyncKind::kLocal)) {
+  const bool simulated =
+      o.sync.kind == SyncKind::kBsp ||
+      (o.sync.kind == SyncKind::kLocal && o.arch.kind != ArchKind::kParameterServer) ||
+      (o.sync.kind == SyncKind::kFedAvg && o.arch.kind == ArchKind::kAllreduce);
+  if (!simulated) {
     return InvalidArgumentError(fmt::format(
         "frugal simulate: --sync {} is not simulated (bsp; local:period=H over all-reduce or "
-        "gossip)",
+        "gossip; fedavg:...,local-steps=S over all-reduce)",
         SyncSpecName(o.sync)));
   }
   if (o.arch.kind == ArchKind::kParameterServer) {
@@ -125,6 +128,7 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
   }
   if (o.arch.kind == ArchKind::kGossip) return strategy_internal::SimulateGossip(o, registry);
   if (o.sync.kind == SyncKind::kLocal) return strategy_internal::SimulateLocalAverage(o, registry);
+  if (o.sync.kind == SyncKind::kFedAvg) return strategy_internal::SimulateFedAvg(o);
   return strategy_internal::SimulateAllreduce(o, registry);
 }
 

@@ -47,6 +47,9 @@ ModelPasses GossipModelPasses(GossipAlgorithm algorithm, bool cta, int d);
 StatusOr<SimResult> SimulateLocalAverage(const SimOptions& options,
                                          const CompressorRegistry& registry);
 
+// options.arch.kind == kAllreduce, options.sync.kind == kFedAvg (simulate_fedavg.cc).
+StatusOr<SimResult> SimulateFedAvg(const SimOptions& options);
+
 // options.arch.kind == kGossip, options.sync.kind kBsp or kLocal.
 StatusOr<SimResult> SimulateGossip(const SimOptions& options, const CompressorRegistry& registry);
 

@@ -6,6 +6,7 @@
 // what is refused.
 #include <gtest/gtest.h>
 
+#include "frugal/fedavg.h"
 #include "frugal/simulate.h"
 #include "strategy/strategy_test_util.h"
 
@@ -213,8 +214,60 @@ TEST(SimulateArch, RefusesWhatLocalSgdDoesNotModel) {
               std::string::npos)
         << r.status().message();
   }
-  // FedAvg is not simulated.
+}
+
+// FedAvg: a client's 2 steps of 3 ms are 6 ms; the round's all-reduce moves the 1000 floats and
+// the weight (4004 bytes): on 2 workers 4004 / 1e6 s, on 4 workers 6 x 1001 / 1e6 s, on 8
+// workers 14 x 500.5 / 1e6 s. The step is the round's time x n / (m S).
+TEST(SimulateArch, FedAvgRoundsOfTheBusiestWorker) {
+  // 4 clients, all sampled: 2 each on 2 workers (12 + 4.004 ms), 1 each on 4 (6 + 6.006 ms).
+  SimOptions o = Options(1000, 2, "allreduce", "fedavg:clients=4,local-steps=2");
+  EXPECT_NEAR(StepMs(o), (12 + 4.004) * 2 / 8, 1e-9);
+  o.workers = 4;
+  EXPECT_NEAR(StepMs(o), (6 + 6.006) * 4 / 8, 1e-9);
+  // 8 workers for 4 clients: half of them idle (6 + 7.007 ms a round for 4 x 2 client steps).
+  o.workers = 8;
+  auto r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR(r->step_s * 1e3, 6 + 7.007, 1e-9);
+  EXPECT_NEAR(r->scaling_efficiency, 3 / 13.007, 1e-9);
+  // Compressed uploads: each client encodes and decodes the model's 4000 bytes (10 + 5 us).
+  o = Options(1000, 4, "allreduce", "fedavg:clients=4,local-steps=2");
+  o.compressed = CompressedReducerOptions{};
+  o.compressed->spec = "fp16";
+  o.encode_bytes_per_s = 4e8;
+  o.decode_bytes_per_s = 8e8;
+  EXPECT_NEAR(StepMs(o), (6.015 + 6.006) * 4 / 8, 1e-9);
+}
+
+TEST(SimulateArch, FedAvgSamplesTheClientsOfEachRound) {
+  // 8 clients, fraction 0.25: 2 a round on 2 workers; a round whose two clients have the same
+  // parity puts both on one worker (12 ms), otherwise 6 ms; plus 4.004 ms of all-reduce.
+  SimOptions o = Options(1000, 2, "allreduce", "fedavg:clients=8,fraction=0.25,local-steps=2");
+  o.steps = 100;
+  o.seed = 7;
+  double rounds_ms = 0;
+  int same = 0;
+  for (int64_t round = 0; round < 100; ++round) {
+    const std::vector<int64_t> c = SampleClients(7, round, 8, 0.25);
+    ASSERT_EQ(c.size(), 2u);
+    const bool one_worker = c[0] % 2 == c[1] % 2;
+    same += one_worker ? 1 : 0;
+    rounds_ms += (one_worker ? 12 : 6) + 4.004;
+  }
+  EXPECT_GT(same, 0);  // both kinds of rounds occur in these draws
+  EXPECT_LT(same, 100);
+  EXPECT_NEAR(StepMs(o), rounds_ms * 2 / (100 * 2 * 2), 1e-9);
+}
+
+TEST(SimulateArch, FedAvgRefusals) {
+  // local-epochs depends on the shards' sizes.
   auto r = Simulate(Options(1000, 4, "allreduce", "fedavg:clients=8"), DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("FedAvg is simulated with local-steps=S"), std::string::npos)
+      << r.status().message();
+  r = Simulate(Options(1000, 4, "ps:servers=1", "fedavg:clients=8,local-steps=2"),
+               DefaultCompressorRegistry());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--sync fedavg"), std::string::npos) << r.status().message();
 }
