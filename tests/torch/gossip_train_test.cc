@@ -1,7 +1,7 @@
 // Gossip strategies through frugal_torch's training loop, ranks as threads: D-PSGD on a complete
 // graph is BSP, the bytes of a gossip run are exactly its messages, and drifting replicas report
-// their spread, the consensus distance and the spectral gap; a gossip run's timeline marks
-// when each gradient was ready.
+// their spread, the consensus distance and the spectral gap; a gossip run's timeline, and a
+// compute-only run's, marks when each gradient was ready.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -155,17 +155,15 @@ TEST(GossipTraining, WaitingForNeighboursIsCommunicationTime) {
   }
 }
 
-// D-PSGD keeps each step's gradients (nothing is submitted to the engine), yet its timeline marks
-// every gradient "ready" inside the backward that produced it, once per step, so that the trace
-// gives the per-layer backward times of a profile (frugal simulate --timeline).
-TEST(GossipTraining, TimelineMarksEachGradientReadyInItsBackward) {
-  torch::set_num_threads(1);
-  TrainOptions options = SmallGossipRun();
-  options.overlap->timeline = true;
-  const RunResult run = TrainWith(2, "gossip:topology=ring", "bsp", "", options);
-  ASSERT_FALSE(run.summaries[0].timeline_json.empty());
-  const nlohmann::json doc = nlohmann::json::parse(run.summaries[0].timeline_json);
-  for (int rank = 0; rank < 2; ++rank) {
+// Every rank's trace in `timeline_json` has one backward span per step and marks every parameter
+// of `model` "ready" once per step, inside the backward that produced it, and nothing queued to
+// the engine: the trace gives the per-layer backward times of a profile (frugal simulate
+// --timeline).
+void ExpectReadyMarksInEachBackward(const std::string& timeline_json, int ranks, int64_t steps,
+                                    const std::string& model_name) {
+  ASSERT_FALSE(timeline_json.empty());
+  const nlohmann::json doc = nlohmann::json::parse(timeline_json);
+  for (int rank = 0; rank < ranks; ++rank) {
     std::map<int, std::string> rows;
     for (const auto& e : doc["traceEvents"]) {
       if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == rank) {
@@ -185,9 +183,9 @@ TEST(GossipTraining, TimelineMarksEachGradientReadyInItsBackward) {
       if (row.rfind("tensor ", 0) == 0 && e["name"] == "ready") ready[row.substr(7)].push_back(ts);
       if (row.rfind("tensor ", 0) == 0 && e["name"] == "queue") ++queued;
     }
-    ASSERT_EQ(backwards.size(), static_cast<size_t>(options.max_steps)) << "rank " << rank;
+    ASSERT_EQ(backwards.size(), static_cast<size_t>(steps)) << "rank " << rank;
     EXPECT_EQ(queued, 0) << "rank " << rank;
-    auto model = MakeModel(options.model, 1).value();
+    auto model = MakeModel(model_name, 1).value();
     size_t params = 0;
     for (const auto& item : model->named_parameters(/*recurse=*/true)) {
       ++params;
@@ -200,6 +198,29 @@ TEST(GossipTraining, TimelineMarksEachGradientReadyInItsBackward) {
     }
     EXPECT_EQ(ready.size(), params) << "rank " << rank;
   }
+}
+
+// D-PSGD keeps each step's gradients (nothing is submitted to the engine), yet its timeline marks
+// every gradient ready in its backward.
+TEST(GossipTraining, TimelineMarksEachGradientReadyInItsBackward) {
+  torch::set_num_threads(1);
+  TrainOptions options = SmallGossipRun();
+  options.overlap->timeline = true;
+  const RunResult run = TrainWith(2, "gossip:topology=ring", "bsp", "", options);
+  ExpectReadyMarksInEachBackward(run.summaries[0].timeline_json, 2, options.max_steps,
+                                 options.model);
+}
+
+// So does a compute-only run (--skip-comm, no engine): its trace is the profile of the compute
+// alone.
+TEST(GossipTraining, ComputeOnlyTimelineMarksEachGradientReady) {
+  torch::set_num_threads(1);
+  TrainOptions options = SmallGossipRun();
+  options.overlap->timeline = true;
+  options.overlap->skip_comm = true;
+  const RunResult run = TrainWith(2, "allreduce", "bsp", "", options);
+  ExpectReadyMarksInEachBackward(run.summaries[0].timeline_json, 2, options.max_steps,
+                                 options.model);
 }
 
 }  // namespace

@@ -128,7 +128,11 @@ frugal::StatusOr<std::unique_ptr<EngineOptimizer>> EngineOptimizer::Create(
     self->params_.push_back(std::move(p));
   }
   EngineOptimizer* raw = self.get();
-  if (!options.skip_comm && options.overlap != frugal::OverlapMode::kNone) {
+  // Hooks submit each gradient as it is ready; a compute-only run with a timeline still marks
+  // when each was ready, so that its trace is a profile (frugal simulate --timeline).
+  const bool hooks = options.skip_comm ? options.timeline != nullptr
+                                       : options.overlap != frugal::OverlapMode::kNone;
+  if (hooks) {
     for (size_t i = 0; i < raw->params_.size(); ++i) {
       Param& p = *raw->params_[i];
       p.hook = p.tensor.register_hook([raw, i](torch::Tensor grad) { raw->OnGradient(i, grad); });
@@ -222,9 +226,9 @@ Status EngineOptimizer::Backward(const torch::Tensor& loss) {
 
 void EngineOptimizer::OnGradient(size_t index, const torch::Tensor& grad) {
   Param& p = *params_[index];
-  if (!exchange_) {
-    // This step keeps its own gradients (gossip, a local step); the timeline still marks when
-    // each was ready, as the engine's "queue" span does for a submitted one.
+  if (options_.skip_comm || !exchange_) {
+    // This step keeps its own gradients (compute only, gossip, a local step); the timeline still
+    // marks when each was ready, as the engine's "queue" span does for a submitted one.
     if (options_.timeline) {
       const auto now = Clock::now();
       options_.timeline->Span("tensor " + p.name, "ready", now, now);
