@@ -22,10 +22,15 @@
 # profile (--trace-rank slowest) and the all-reduce fit of its NIC rate; QSGD's encode and decode
 # rates from ../compress_bench/bench_quant.jsonl. Measured: the mean step of the run
 # (global_batch / samples_per_second), since a period's steps differ (one averages, H - 1 do not).
-# Usage: compare_arch.sh BUILD_DIR [own|ps-compress|local]
+# With `fedavg`, the FedAvg runs of `validate_emulated.sh BUILD fedavg`, against the simulation with
+# the top-k run's profile (PROFILE= another trace) and the all-reduce fit of the NIC rate.
+# With `local-contention`, the Local SGD runs against the compute-only profile (PROFILE), with and
+# without the contention measured on the same hosts.
+# Usage: compare_arch.sh BUILD_DIR [own|ps-compress|local|local-contention|fedavg]
 set -u
 build="$(cd "$1" && pwd)"
-cd "$(dirname "$0")"
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$(dirname "$0")/${DIR:-.}"  # DIR: the records' directory, as for validate_emulated.sh
 F="$build/apps/frugal/frugal"
 # A run's median step, mean step (global_batch / samples_per_second) and compute per step, in ms.
 summary_ms() {
@@ -44,7 +49,7 @@ if [ "${2:-}" = ps-compress ]; then
       ps1_cnn_push) flags="$push" label="pushes top-k 1% + EF" ;;
       ps1_cnn_pushpull) flags="$push $pull" label="pushes and answers top-k 1%" ;;
     esac
-    read -r median mean < <(grep '"event":"summary"' ../ps/$run.jsonl | /usr/bin/python3 -c '
+    read -r median mean < <(grep '"event":"summary"' "$here/../ps/$run.jsonl" | /usr/bin/python3 -c '
 import json,sys; d=json.load(sys.stdin)
 print(d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3)')
     sim() {
@@ -52,9 +57,53 @@ print(d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e
         --fit fit_h4_100mbit.jsonl --arch ps:servers=1 $flags "$@" | tail -1 | awk '{print $4}'
     }
     s=$(sim)
-    rated=$(sim --bench-compress ../compress_bench/bench_sparse.jsonl)
+    rated=$(sim --bench-compress "$here/../compress_bench/bench_sparse.jsonl")
     printf "| %s | %.1f | %.1f | %.1f | %s | %s | %.1f |\n" "$label" $median $mean $s \
       "$(err $s $median)" "$(err $s $mean)" $rated
+  done
+  exit 0
+fi
+if [ "${2:-}" = fedavg ]; then
+  # Measured: the median of the rounds' round_seconds (training and the all-reduce, not the
+  # evaluation); simulated: the step printed times m S / n = 8 x 10 / 4 client steps.
+  printf "| NIC | measured round, median (ms) | rounds (ms) | simulated round (ms) | error |\n"
+  printf "| --- | ---: | --- | ---: | ---: |\n"
+  for nic in 100mbit 1gbit; do
+    read -r median all < <(grep '"event":"round"' fedavg_h4_${nic}.jsonl | /usr/bin/python3 -c '
+import json,statistics,sys; r=[json.loads(l)["round_seconds"]*1e3 for l in sys.stdin]
+print(statistics.median(r), "/".join(f"{x:.0f}" for x in r))')
+    step=$("$F" simulate --timeline ${PROFILE:-tl_h4_1gbit_topk.json} --model cnn --workers 4 \
+      --fit fit_h4_${nic}.jsonl --sync fedavg:clients=8,fraction=1,local-steps=10 |
+      tail -1 | awk '{print $4}')
+    sim=$(/usr/bin/python3 -c "print($step * 8 * 10 / 4)")
+    printf "| %s | %.1f | %s | %.1f | %s |\n" $nic $median "$all" $sim "$(err $sim $median)"
+  done
+  exit 0
+fi
+if [ "${2:-}" = local-contention ]; then
+  # The same runs against the compute-only profile (PROFILE, a --skip-comm trace on the same
+  # hosts) with and without the contention of contention_h4_NIC.jsonl.
+  printf "| NIC | run | measured mean (ms) | simulated (ms) | error | with contention (ms) | error |\n"
+  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  for nic in 100mbit 1gbit; do
+    for run in local4 local4ov local4q; do
+      case $run in
+        local4) flags=(--sync local:period=4) label="Local SGD, period 4" ;;
+        local4ov) flags=(--sync local:period=4,overlap=1) label="Local SGD, period 4, overlap=1" ;;
+        local4q) flags=(--sync local:period=4 --compress qsgd
+                        --bench-compress "$here/../compress_bench/bench_quant.jsonl")
+                 label="Local SGD, period 4, QSGD deltas" ;;
+      esac
+      read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
+      sim() {
+        "$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers 4 \
+          --fit fit_h4_${nic}.jsonl "${flags[@]}" "$@" | tail -1 | awk '{print $4}'
+      }
+      plain=$(sim)
+      charged=$(sim --fit-contention contention_h4_${nic}.jsonl)
+      printf "| %s | %s | %.1f | %.1f | %s | %.1f | %s |\n" $nic "$label" $mean $plain \
+        "$(err $plain $mean)" $charged "$(err $charged $mean)"
+    done
   done
   exit 0
 fi
@@ -67,7 +116,7 @@ if [ "${2:-}" = local ]; then
         local4) flags=(--sync local:period=4) label="Local SGD, period 4" ;;
         local4ov) flags=(--sync local:period=4,overlap=1) label="Local SGD, period 4, overlap=1" ;;
         local4q) flags=(--sync local:period=4 --compress qsgd
-                        --bench-compress ../compress_bench/bench_quant.jsonl)
+                        --bench-compress "$here/../compress_bench/bench_quant.jsonl")
                  label="Local SGD, period 4, QSGD deltas" ;;
       esac
       read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)

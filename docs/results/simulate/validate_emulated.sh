@@ -13,7 +13,9 @@
 # overlapped averages; period 4 with QSGD-compressed model deltas) at 100 Mbit/s and 1 Gbit/s,
 # each traced (its trace is the compute profile of its own simulation, `compare_arch.sh BUILD
 # local`).
-# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local] (run alone: the emulated network and the times).
+# With `fedavg`: 6 rounds of FedAvg over the ring of 4 hosts (8 clients, all of them every round,
+# 10 local steps each) at 100 Mbit/s and 1 Gbit/s (`compare_arch.sh BUILD fedavg`).
+# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local|fedavg] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
 what="${2:-allreduce}"
@@ -22,6 +24,15 @@ cd "$(dirname "$0")"
 mkdir -p "${DIR:-.}" && cd "${DIR:-.}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
+if [ "$what" = fedavg ]; then
+  for nic in 100mbit 1gbit; do
+    "$F" train --np 4 --emulate hosts=4,nic=$nic --model cnn --epochs 6 --progress none \
+      --sync fedavg:clients=8,fraction=1,local-steps=10 --json fedavg_h4_${nic}.jsonl \
+      > fedavg_h4_${nic}.log 2>&1
+    echo "train fedavg 4 $nic rc=$?"
+  done
+  exit 0
+fi
 if [ "$what" = local ]; then
   for nic in 100mbit 1gbit; do
     for run in local4 local4ov local4q; do
