@@ -72,7 +72,8 @@
 //    for the compressed algorithms, encoding the model and decoding d messages; on the training
 //    thread, the model's passes through memory at copy_bytes_per_s (GossipModelPasses). D-PSGD
 //    (cta) sends the model the step starts from, so its round runs during the step's forward and
-//    backward and the step ends when both are done; the others (atc, CHOCO, DCD, ECD, SGP, and
+//    backward (the compute `contention` times slower while it moves) and the step ends when both
+//    are done; the others (atc, CHOCO, DCD, ECD, SGP, and
 //    --sync local:period=H every H steps) run their round after the optimizer's step; SGP with
 //    overlap=1 lets its round run during the next step. The layers are the model (no buffers).
 // Asynchronous models (asp, ssp, backup, lag) and AD-PSGD are not simulated: without stragglers
@@ -142,9 +143,10 @@ struct SimOptions {
   // the model's passes through memory on the training thread around a round; 0: free.
   double copy_bytes_per_s = 0;
   double straggler_factor = 1;  // compute of the slowest worker, relative
-  // All-reduce (bsp and local:...,overlap=1): compute runs this many times slower while the
-  // channel moves a message, for the CPU that moving it takes from the training thread on the
-  // same cores (`frugal bench contention` measures it on the hosts). >= 1.
+  // All-reduce (bsp and local:...,overlap=1) and gossip (D-PSGD cta, SGP overlap=1): compute
+  // runs this many times slower while the channel moves a message, for the CPU that moving it
+  // takes from the training thread on the same cores (`frugal bench contention` measures it on
+  // the hosts). >= 1.
   double contention = 1;
   int steps = 4;
   // The architecture (all-reduce: its ring), and the synchronization (bsp; over all-reduce and

@@ -105,10 +105,10 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
   if (!(o.contention >= 1) || !std::isfinite(o.contention)) {
     return InvalidArgumentError("frugal simulate: contention must be finite and >= 1");
   }
-  if (o.contention != 1 && o.arch.kind != ArchKind::kAllreduce) {
+  if (o.contention != 1 && o.arch.kind == ArchKind::kParameterServer) {
     return InvalidArgumentError(
-        "frugal simulate: contention is modelled for --arch allreduce only (the parameter "
-        "server's and gossip's compute beside their messages is not)");
+        "frugal simulate: contention is modelled for --arch allreduce and gossip (the parameter "
+        "server's compute beside its pushes is not)");
   }
   if (!(o.network.duplex_share > 0 && o.network.duplex_share <= 1)) {
     return InvalidArgumentError("--duplex-share must be in (0, 1]");

@@ -109,9 +109,11 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
       if (cta) {
         const double sent = start + before[phase];
         channel_free = std::max(channel_free, sent) + seconds;
-        end = std::max(sent + compute, channel_free) + after[phase];
+        end = std::max(ComputeEnd(sent, compute, channel_free, o.contention), channel_free) +
+              after[phase];
       } else if (overlapped) {
-        end = std::max(end + after[phase], in_flight_until);
+        end = std::max(ComputeEnd(start, compute, in_flight_until, o.contention) + after[phase],
+                       in_flight_until);
         in_flight_until = end + seconds;
       } else {
         end += after[phase] + seconds;

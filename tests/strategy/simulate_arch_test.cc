@@ -94,6 +94,25 @@ TEST(SimulateArch, GossipRounds) {
   EXPECT_NEAR(StepMs(Options(1000, 1, "gossip:topology=ring")), 3, 1e-9);
 }
 
+TEST(SimulateArch, GossipComputeBesideTheRoundUnderContention) {
+  // D-PSGD cta on the ring of 4: the 8 ms round moves from the start of the step. Contention 2:
+  // the 3 ms of compute take 6 ms beside it, still inside the round (8 ms); contention 3: 8 ms
+  // do 8/3 ms of the work, the last 1/3 ms after the round: 8.333 ms.
+  SimOptions o = Options(1000, 4, "gossip:topology=ring");
+  o.contention = 2;
+  EXPECT_NEAR(StepMs(o), 8, 1e-9);
+  o.contention = 3;
+  EXPECT_NEAR(StepMs(o), 8 + 1.0 / 3, 1e-9);
+  // SGP with overlap=1: the 4.004 ms round beside the next step's compute at half speed does
+  // 2.002 ms of it, the other 0.998 ms follow: 5.002 ms a step (4.004 without contention).
+  o.arch = ParseArchSpec("gossip:algorithm=sgp,overlap=1").value();
+  o.contention = 2;
+  EXPECT_NEAR(StepMs(o), 5.002, 1e-9);
+  // atc: the round after the compute, nothing beside it.
+  o.arch = ParseArchSpec("gossip:topology=ring,order=atc").value();
+  EXPECT_NEAR(StepMs(o), 11, 1e-9);
+}
+
 TEST(SimulateArch, GossipRoundsAtTheMeasuredRoundRate) {
   // The round's flows carried at 8e5 bytes/s (as a `frugal bench round` record gives it): the
   // ring's round of two 4000-byte messages takes 10 ms, so the step is the round.

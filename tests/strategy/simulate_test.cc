@@ -126,7 +126,7 @@ TEST(Simulate, ContentionFollowsTheChannelMessageByMessage) {
   o.arch = ParseArchSpec("ps:servers=1").value();
   r = Simulate(o, DefaultCompressorRegistry());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("contention is modelled for --arch allreduce only"),
+  EXPECT_NE(r.status().message().find("contention is modelled for --arch allreduce and gossip"),
             std::string::npos);
 }
 
