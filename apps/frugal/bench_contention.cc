@@ -278,7 +278,8 @@ void AddBenchContentionCommand(CLI::App& bench, Dispatcher& dispatcher) {
   CLI::App* cmd = bench.add_subcommand(
       "contention",
       "How much a model's compute slows down while a ring all-reduce runs on the same ranks");
-  cmd->add_option("--model", flags->model, "mlp, cnn, resnet20, vgg or charlstm")
+  cmd->add_option("--model", flags->model,
+                  fmt::format("{}", fmt::join(frugal_torch::ModelNames(), ", ")))
       ->capture_default_str();
   cmd->add_option("--batch", flags->batch, "Samples per compute iteration")->capture_default_str();
   cmd->add_option("--bytes", flags->bytes, "Size of each all-reduce (K, M, G suffixes)")

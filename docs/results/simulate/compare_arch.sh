@@ -26,7 +26,8 @@
 # the top-k run's profile (PROFILE= another trace) and the all-reduce fit of the NIC rate.
 # With `local-contention`, the Local SGD runs against the compute-only profile (PROFILE), with and
 # without the contention measured on the same hosts.
-# Usage: compare_arch.sh BUILD_DIR [own|ps-compress|local|local-contention|fedavg]
+# With `own-contention`, the D-PSGD runs of `dpsgd` the same way.
+# Usage: compare_arch.sh BUILD_DIR [own|own-contention|ps-compress|local|local-contention|fedavg]
 set -u
 build="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -125,6 +126,31 @@ if [ "${2:-}" = local ]; then
         tail -1 | awk '{print $4, $5}')
       printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n" $nic "$label" $mean $median \
         $compute $sim_compute $sim "$(err $sim $mean)"
+    done
+  done
+  exit 0
+fi
+if [ "${2:-}" = own-contention ]; then
+  # The D-PSGD runs of `dpsgd` against the compute-only profile (PROFILE) with the round's rate
+  # and copy rate, with and without the contention of contention_h4_NIC.jsonl.
+  printf "| NIC | graph | measured mean (ms) | simulated (ms) | error | with contention (ms) | error |\n"
+  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  for nic in 100mbit 1gbit; do
+    for run in dpsgd dpsgd1; do
+      case $run in
+        dpsgd) topology=ring; label="ring" ;;
+        dpsgd1) topology=onepeer-exp; label="one-peer exponential" ;;
+      esac
+      read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
+      sim() {
+        "$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers 4 \
+          --fit fit_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
+          --arch gossip:topology=$topology "$@" | tail -1 | awk '{print $4}'
+      }
+      plain=$(sim)
+      charged=$(sim --fit-contention contention_h4_${nic}.jsonl)
+      printf "| %s | %s | %.1f | %.1f | %s | %.1f | %s |\n" $nic "$label" $mean $plain \
+        "$(err $plain $mean)" $charged "$(err $charged $mean)"
     done
   done
   exit 0
