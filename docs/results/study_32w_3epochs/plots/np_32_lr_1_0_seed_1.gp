@@ -18,7 +18,9 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 1:2 
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_8.dat' using 1:2 with linespoints lw 2 pt 9 title 'local_8', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_9.dat' using 1:2 with linespoints lw 2 pt 10 title 'local_8_topk_100x', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_10.dat' using 1:2 with linespoints lw 2 pt 11 title 'fedavg', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 1:2 with linespoints lw 2 pt 12 title 'asp_ps'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 1:2 with linespoints lw 2 pt 12 title 'asp_ps', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_12.dat' using 1:2 with linespoints lw 2 pt 1 title 'dpsgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 1:2 with linespoints lw 2 pt 2 title 'choco_sgd'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_time_np_32_lr_1_0_seed_1.png'
 set title 'study_32w_3epochs, np=32 lr=1.0 seed=1, each at its best model'
 set xlabel 'wall time (s)'
@@ -34,7 +36,9 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 3:2 
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_8.dat' using 3:2 with linespoints lw 2 pt 9 title 'local_8', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_9.dat' using 3:2 with linespoints lw 2 pt 10 title 'local_8_topk_100x', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_10.dat' using 3:2 with linespoints lw 2 pt 11 title 'fedavg', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 3:2 with linespoints lw 2 pt 12 title 'asp_ps'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 3:2 with linespoints lw 2 pt 12 title 'asp_ps', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_12.dat' using 3:2 with linespoints lw 2 pt 1 title 'dpsgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 3:2 with linespoints lw 2 pt 2 title 'choco_sgd'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_bytes_np_32_lr_1_0_seed_1.png'
 set title 'study_32w_3epochs, np=32 lr=1.0 seed=1, each at its best model'
 set xlabel 'MB sent per worker'
@@ -50,4 +54,6 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 4:2 
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_8.dat' using 4:2 with linespoints lw 2 pt 9 title 'local_8', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_9.dat' using 4:2 with linespoints lw 2 pt 10 title 'local_8_topk_100x', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_10.dat' using 4:2 with linespoints lw 2 pt 11 title 'fedavg', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 4:2 with linespoints lw 2 pt 12 title 'asp_ps'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 4:2 with linespoints lw 2 pt 12 title 'asp_ps', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_12.dat' using 4:2 with linespoints lw 2 pt 1 title 'dpsgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 4:2 with linespoints lw 2 pt 2 title 'choco_sgd'
