@@ -20,7 +20,13 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 1:2 
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_10.dat' using 1:2 with linespoints lw 2 pt 11 title 'fedavg', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 1:2 with linespoints lw 2 pt 12 title 'asp_ps', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_12.dat' using 1:2 with linespoints lw 2 pt 1 title 'dpsgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 1:2 with linespoints lw 2 pt 2 title 'choco_sgd'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 1:2 with linespoints lw 2 pt 2 title 'choco_sgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_14.dat' using 1:2 with linespoints lw 2 pt 3 title 'fp16_2x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_15.dat' using 1:2 with linespoints lw 2 pt 4 title 'topk_1000x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_16.dat' using 1:2 with linespoints lw 2 pt 5 title 'local_4', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_17.dat' using 1:2 with linespoints lw 2 pt 6 title 'local_16', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_18.dat' using 1:2 with linespoints lw 2 pt 7 title 'dcd_psgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_19.dat' using 1:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_time_np_32_lr_1_0_seed_1.png'
 set title 'study_32w_3epochs, np=32 lr=1.0 seed=1, each at its best model'
 set xlabel 'wall time (s)'
@@ -38,7 +44,13 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 3:2 
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_10.dat' using 3:2 with linespoints lw 2 pt 11 title 'fedavg', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 3:2 with linespoints lw 2 pt 12 title 'asp_ps', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_12.dat' using 3:2 with linespoints lw 2 pt 1 title 'dpsgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 3:2 with linespoints lw 2 pt 2 title 'choco_sgd'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 3:2 with linespoints lw 2 pt 2 title 'choco_sgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_14.dat' using 3:2 with linespoints lw 2 pt 3 title 'fp16_2x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_15.dat' using 3:2 with linespoints lw 2 pt 4 title 'topk_1000x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_16.dat' using 3:2 with linespoints lw 2 pt 5 title 'local_4', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_17.dat' using 3:2 with linespoints lw 2 pt 6 title 'local_16', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_18.dat' using 3:2 with linespoints lw 2 pt 7 title 'dcd_psgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_19.dat' using 3:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_bytes_np_32_lr_1_0_seed_1.png'
 set title 'study_32w_3epochs, np=32 lr=1.0 seed=1, each at its best model'
 set xlabel 'MB sent per worker'
@@ -56,4 +68,10 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_0.dat' using 4:2 
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_10.dat' using 4:2 with linespoints lw 2 pt 11 title 'fedavg', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_11.dat' using 4:2 with linespoints lw 2 pt 12 title 'asp_ps', \
      'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_12.dat' using 4:2 with linespoints lw 2 pt 1 title 'dpsgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 4:2 with linespoints lw 2 pt 2 title 'choco_sgd'
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_13.dat' using 4:2 with linespoints lw 2 pt 2 title 'choco_sgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_14.dat' using 4:2 with linespoints lw 2 pt 3 title 'fp16_2x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_15.dat' using 4:2 with linespoints lw 2 pt 4 title 'topk_1000x', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_16.dat' using 4:2 with linespoints lw 2 pt 5 title 'local_4', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_17.dat' using 4:2 with linespoints lw 2 pt 6 title 'local_16', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_18.dat' using 4:2 with linespoints lw 2 pt 7 title 'dcd_psgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_lr_1_0_seed_1_19.dat' using 4:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
