@@ -153,12 +153,17 @@ double RingAllreduceSeconds(const SimOptions& o, double bytes) {
   return 2.0 * (n - 1) * (o.network.alpha_s + bytes / n / RingBandwidth(o));
 }
 
+double StepComputeSeconds(const SimOptions& o) {
+  double seconds = 0;
+  for (const SimLayer& l : o.layers) seconds += l.forward_s + l.backward_s;
+  return seconds;
+}
+
 SimResult SummarizeSteps(const SimOptions& o, const std::vector<double>& step_end,
                          double busy_per_step) {
   SimResult r;
   r.step_s = (step_end.back() - step_end.front()) / static_cast<double>(step_end.size() - 1);
-  double compute = 0;
-  for (const SimLayer& l : o.layers) compute += l.forward_s + l.backward_s;
+  const double compute = StepComputeSeconds(o);
   r.compute_s = o.straggler_factor * compute;
   r.comm_busy_s = busy_per_step;
   r.exposed_comm_s = std::max(0.0, r.step_s - r.compute_s);

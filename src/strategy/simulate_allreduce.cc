@@ -168,8 +168,7 @@ SimResult SimulateBuckets(const SimOptions& o, const std::vector<Cut>& cuts) {
       for (size_t e = 0; e < b.entries.size(); ++e) comm += cuts[order[next++]].seconds;
     }
   }
-  double compute = 0;
-  for (const SimLayer& l : o.layers) compute += o.straggler_factor * (l.forward_s + l.backward_s);
+  const double compute = o.straggler_factor * StepComputeSeconds(o);
   std::vector<double> step_end(static_cast<size_t>(o.steps));
   for (size_t s = 0; s < step_end.size(); ++s) {
     step_end[s] = static_cast<double>(s + 1) * (compute + comm);

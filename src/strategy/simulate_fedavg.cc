@@ -28,12 +28,9 @@ StatusOr<SimResult> SimulateFedAvg(const SimOptions& o) {
         "frugal simulate: FedAvg is simulated with local-steps=S (a client's steps per round; "
         "local-epochs depends on the shards' sizes, which the simulation does not know)");
   }
-  double step = 0;
+  const double step = o.straggler_factor * StepComputeSeconds(o);
   size_t model_floats = 0;
-  for (const SimLayer& l : o.layers) {
-    step += o.straggler_factor * (l.forward_s + l.backward_s);
-    model_floats += l.floats;
-  }
+  for (const SimLayer& l : o.layers) model_floats += l.floats;
   const double model_bytes = 4.0 * static_cast<double>(model_floats);
   double upload = 0;  // a compressed upload, encoded and decoded on the worker
   if (o.compressed.has_value()) {

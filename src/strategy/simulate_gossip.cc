@@ -38,9 +38,8 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
   plan.sync = sync;
   plan.compressed = o.compressed;
   std::vector<CostTensor> tensors;
-  double compute = 0;
+  const double compute = o.straggler_factor * StepComputeSeconds(o);
   for (const SimLayer& l : o.layers) {
-    compute += o.straggler_factor * (l.forward_s + l.backward_s);
     if (l.floats > 0) tensors.push_back(CostTensor{l.name, l.floats, {}});
   }
   const bool local = sync.kind == SyncKind::kLocal;

@@ -8,6 +8,10 @@
 
 namespace frugal::strategy_internal {
 
+// The compute of one step of an undisturbed worker: the layers' forward and backward times (the
+// slowest worker's is straggler_factor times it).
+double StepComputeSeconds(const SimOptions& options);
+
 // The results from the end times of the steps of the steady state (the step is their mean
 // spacing) and the channel's busy time per step.
 SimResult SummarizeSteps(const SimOptions& options, const std::vector<double>& step_end,

@@ -27,11 +27,10 @@ StatusOr<SimResult> SimulateLocalAverage(const SimOptions& o, const CompressorRe
     return InvalidArgumentError(
         "frugal simulate: Local SGD is simulated without start-epoch, intra-period and momenta=1");
   }
-  double compute = 0;
+  const double compute = o.straggler_factor * StepComputeSeconds(o);
   double average = 0;  // the exchange's time on the channel
   size_t model_floats = 0;
   for (const SimLayer& l : o.layers) {
-    compute += o.straggler_factor * (l.forward_s + l.backward_s);
     if (l.floats == 0) continue;
     model_floats += l.floats;
     if (o.compressed.has_value()) {
