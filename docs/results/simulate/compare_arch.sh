@@ -40,6 +40,40 @@ summary_ms() {
     d["compute_seconds"]/d["steps"]*1e3)'
 }
 err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
+# The flags and the label of a run of `validate_emulated.sh BUILD local` (flags, label).
+local_run() {
+  case $1 in
+    local4) flags=(--sync local:period=4) label="Local SGD, period 4" ;;
+    local4ov) flags=(--sync local:period=4,overlap=1) label="Local SGD, period 4, overlap=1" ;;
+    local4q) flags=(--sync local:period=4 --compress qsgd
+                    --bench-compress "$here/../compress_bench/bench_quant.jsonl")
+             label="Local SGD, period 4, QSGD deltas" ;;
+  esac
+}
+# The graph and the label of a D-PSGD run of `validate_emulated.sh BUILD dpsgd` (topology, label).
+dpsgd_run() {
+  case $1 in
+    dpsgd) topology=ring label="ring" ;;
+    dpsgd1) topology=onepeer-exp label="one-peer exponential" ;;
+  esac
+}
+# One row: the mean step of the run RECORD against the compute-only profile (PROFILE) with the
+# all-reduce fit of NIC, without and with the contention of contention_h4_NIC.jsonl; the other
+# arguments are the simulation's own flags.
+contention_row() {
+  local nic=$1 label=$2 record=$3
+  shift 3
+  local median mean compute plain charged
+  read -r median mean compute < <(summary_ms "$record")
+  sim() {
+    "$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers 4 \
+      --fit fit_h4_${nic}.jsonl "$@" | tail -1 | awk '{print $4}'
+  }
+  plain=$(sim "$@")
+  charged=$(sim "$@" --fit-contention contention_h4_${nic}.jsonl)
+  printf "| %s | %s | %.1f | %.1f | %s | %.1f | %s |\n" $nic "$label" $mean $plain \
+    "$(err $plain $mean)" $charged "$(err $charged $mean)"
+}
 if [ "${2:-}" = ps-compress ]; then
   printf "| run | measured median (ms) | measured mean (ms) | simulated (ms) | error vs median | error vs mean | simulated with rates (ms) |\n"
   printf "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
@@ -88,22 +122,8 @@ if [ "${2:-}" = local-contention ]; then
   printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
   for nic in 100mbit 1gbit; do
     for run in local4 local4ov local4q; do
-      case $run in
-        local4) flags=(--sync local:period=4) label="Local SGD, period 4" ;;
-        local4ov) flags=(--sync local:period=4,overlap=1) label="Local SGD, period 4, overlap=1" ;;
-        local4q) flags=(--sync local:period=4 --compress qsgd
-                        --bench-compress "$here/../compress_bench/bench_quant.jsonl")
-                 label="Local SGD, period 4, QSGD deltas" ;;
-      esac
-      read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
-      sim() {
-        "$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers 4 \
-          --fit fit_h4_${nic}.jsonl "${flags[@]}" "$@" | tail -1 | awk '{print $4}'
-      }
-      plain=$(sim)
-      charged=$(sim --fit-contention contention_h4_${nic}.jsonl)
-      printf "| %s | %s | %.1f | %.1f | %s | %.1f | %s |\n" $nic "$label" $mean $plain \
-        "$(err $plain $mean)" $charged "$(err $charged $mean)"
+      local_run $run
+      contention_row $nic "$label" ${run}_h4_${nic}.jsonl "${flags[@]}"
     done
   done
   exit 0
@@ -113,13 +133,7 @@ if [ "${2:-}" = local ]; then
   printf "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
   for nic in 100mbit 1gbit; do
     for run in local4 local4ov local4q; do
-      case $run in
-        local4) flags=(--sync local:period=4) label="Local SGD, period 4" ;;
-        local4ov) flags=(--sync local:period=4,overlap=1) label="Local SGD, period 4, overlap=1" ;;
-        local4q) flags=(--sync local:period=4 --compress qsgd
-                        --bench-compress "$here/../compress_bench/bench_quant.jsonl")
-                 label="Local SGD, period 4, QSGD deltas" ;;
-      esac
+      local_run $run
       read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
       read -r sim sim_compute < <("$F" simulate --timeline tl_${run}_h4_${nic}.json \
         --trace-rank slowest --model cnn --workers 4 --fit fit_h4_${nic}.jsonl "${flags[@]}" |
@@ -137,20 +151,9 @@ if [ "${2:-}" = own-contention ]; then
   printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
   for nic in 100mbit 1gbit; do
     for run in dpsgd dpsgd1; do
-      case $run in
-        dpsgd) topology=ring; label="ring" ;;
-        dpsgd1) topology=onepeer-exp; label="one-peer exponential" ;;
-      esac
-      read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
-      sim() {
-        "$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers 4 \
-          --fit fit_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
-          --arch gossip:topology=$topology "$@" | tail -1 | awk '{print $4}'
-      }
-      plain=$(sim)
-      charged=$(sim --fit-contention contention_h4_${nic}.jsonl)
-      printf "| %s | %s | %.1f | %.1f | %s | %.1f | %s |\n" $nic "$label" $mean $plain \
-        "$(err $plain $mean)" $charged "$(err $charged $mean)"
+      dpsgd_run $run
+      contention_row $nic "$label" ${run}_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
+        --arch gossip:topology=$topology
     done
   done
   exit 0
@@ -160,10 +163,7 @@ if [ "${2:-}" = own ]; then
   printf "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
   for nic in 100mbit 1gbit; do
     for run in dpsgd dpsgd1; do
-      case $run in
-        dpsgd) topology=ring; label="ring" ;;
-        dpsgd1) topology=onepeer-exp; label="one-peer exponential" ;;
-      esac
+      dpsgd_run $run
       read -r median mean compute < <(summary_ms ${run}_h4_${nic}.jsonl)
       read -r sim sim_compute < <("$F" simulate --timeline tl_${run}_h4_${nic}.json \
         --trace-rank slowest --model cnn --workers 4 --fit fit_h4_${nic}.jsonl \
