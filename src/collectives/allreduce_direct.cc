@@ -38,13 +38,6 @@
 namespace frugal::coll {
 namespace {
 
-// Step 1's message: a region and whether the sender has one to offer.
-struct RegionMessage {
-  uint64_t ok;  // 0: the sender could not place its buffer in memory its peers can map
-  PeerRegion region;
-};
-static_assert(sizeof(RegionMessage) == kDirectRegionBytes);
-
 std::span<const std::byte> NoBytes() { return {}; }
 
 }  // namespace
@@ -61,19 +54,11 @@ Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptio
   const size_t bytes = data.size() * sizeof(float);
 
   // Where this rank's values lie for its peers: the caller's buffer or a copy of it.
-  std::span<float> work = data;
-  SharedBytes copy;
-  std::optional<PeerRegion> region;
-  if (options.data_owner) region = t.RegionOf(FloatBytes(data));
-  if (!region) {
-    copy = t.NewShared(bytes);
-    std::memcpy(copy.bytes.data(), data.data(), bytes);
-    work = std::span<float>(reinterpret_cast<float*>(copy.bytes.data()), data.size());
-    region = t.RegionOf(copy.bytes);
-  }
+  const ReadableBuffer placed = PlaceForPeers(t, data, options.data_owner != nullptr);
+  const std::span<float> work = placed.values;
 
   // 1. Regions.
-  const RegionMessage mine{region.has_value(), region.value_or(PeerRegion{})};
+  const RegionMessage mine = RegionMessageOf(placed.region);
   std::vector<RegionMessage> theirs(static_cast<size_t>(n));
   std::vector<std::unique_ptr<Work>> recvs(static_cast<size_t>(n));
   std::vector<std::unique_ptr<Work>> sends;
@@ -89,21 +74,10 @@ Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptio
     FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[j], sizeof(RegionMessage), timeout));
   }
   FRUGAL_RETURN_IF_ERROR(WaitAll(sends, timeout));
-  auto no_memory = [&](int rank) {
-    return FailedPreconditionError(
-        fmt::format("rank {} has no memory its peers can map for {} bytes", rank, bytes));
-  };
-  if (!region) return no_memory(r);
+  if (!placed.region) return NoMemoryForPeers(r, bytes);
   for (int j = 0; j < n; ++j) {
     if (j == r) continue;
-    const RegionMessage& m = theirs[j];
-    if (m.ok == 0) return no_memory(j);
-    if (m.region.bytes != bytes) {
-      return MalformedError(
-          fmt::format("rank {} offers {} bytes where this rank has {}", j, m.region.bytes, bytes));
-    }
-    FRUGAL_ASSIGN_OR_RETURN(const std::byte* p, t.MapPeerRegion(j, m.region));
-    peer[j] = reinterpret_cast<const float*>(p);
+    FRUGAL_ASSIGN_OR_RETURN(peer[j], MapRegionMessage(t, j, theirs[j], bytes));
   }
 
   // 2. Block r, piece by piece.

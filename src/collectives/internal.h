@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -130,6 +131,29 @@ inline std::unique_ptr<Work> SendShared(Transport& t, int dst, int tag, SharedFl
   const std::span<const std::byte> bytes = floats.memory.bytes;
   return t.ISendShared(dst, tag, std::move(floats.memory.owner), bytes);
 }
+
+// Buffers read in place by peers on this machine (peer_buffers.cc).
+// A buffer of floats where peers can map it: `values` is the caller's `data` itself when it lies in
+// memory from Transport::NewShared (data_owner), otherwise a copy of it in such memory that `copy`
+// keeps; `region` is where it lies (nothing when the transport could not place it).
+struct ReadableBuffer {
+  std::span<float> values;
+  SharedBytes copy;
+  std::optional<PeerRegion> region;
+};
+ReadableBuffer PlaceForPeers(Transport& t, std::span<float> data, bool data_owner);
+// The message that tells a peer where a buffer lies (kDirectRegionBytes bytes); it also says that
+// the buffer is ready to be read.
+struct RegionMessage {
+  uint64_t ok;  // 0: the sender could not place its buffer in memory its peers can map
+  PeerRegion region;
+};
+RegionMessage RegionMessageOf(const std::optional<PeerRegion>& region);
+// kFailedPrecondition: `rank` could not place `bytes` bytes where its peers can map them.
+Status NoMemoryForPeers(int rank, size_t bytes);
+// Maps the buffer `peer` described in `m`, which must hold `bytes` bytes (kMalformed otherwise).
+StatusOr<const float*> MapRegionMessage(Transport& t, int peer, const RegionMessage& m,
+                                        size_t bytes);
 
 // Waits for a receive and checks that exactly `expected_bytes` arrived (kMalformed otherwise,
 // naming the sender).

@@ -500,6 +500,76 @@ TEST_P(AllreduceOver, DirectReadsThePeersBuffersInPlace) {
   }
 }
 
+// Recursive doubling from 1 MiB with 4 or more ranks in its main loop on one host reads its
+// partners' buffers: each rank in the main loop sends one region message and one empty message
+// per round (kDirectRegionBytes each round), the pre- and post-steps of a world that is not a
+// power of two still send whole buffers; the sums are the serial reference's and the same bits
+// on every rank, whether the buffer lies in memory shared with the transport or not. Below 1 MiB,
+// with 2 ranks, or across hosts it exchanges whole buffers (log2(p) per rank).
+TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFromOneMiB) {
+  const size_t big = (size_t{1} << 18) + 3;  // 1 MiB and 12 bytes
+  struct Layout {
+    int n;
+    size_t length;
+    int per_host;
+    bool reads;
+  };
+  for (const Layout& l :
+       {Layout{4, big, 0, true}, Layout{5, big, 0, true}, Layout{6, big, 0, true},
+        Layout{8, big, 0, true}, Layout{4, (size_t{1} << 18) - 1, 0, false},
+        Layout{2, big, 0, false}, Layout{3, big, 0, false}, Layout{4, big, 2, false}}) {
+    for (const bool shared : {false, true}) {
+      const ReduceOp op = l.n % 2 == 0 ? ReduceOp::kSum : ReduceOp::kAverage;
+      SCOPED_TRACE(
+          fmt::format("n {} length {} per host {} shared {}", l.n, l.length, l.per_host, shared));
+      InProcOptions world;
+      world.ranks_per_host = l.per_host;
+      std::vector<std::vector<float>> results(static_cast<size_t>(l.n));
+      std::vector<uint64_t> sent(static_cast<size_t>(l.n));
+      auto statuses = Run(
+          l.n,
+          [&](Transport& t) -> Status {
+            const SharedBytes memory = t.NewShared(l.length * sizeof(float));
+            std::vector<float> own(l.length);
+            const std::span<float> data =
+                shared ? std::span<float>(reinterpret_cast<float*>(memory.bytes.data()), l.length)
+                       : std::span<float>(own);
+            const std::vector<float> input = MakeInput(t.rank(), l.length);
+            std::copy(input.begin(), input.end(), data.begin());
+            AllreduceOptions options;
+            options.algorithm = AllreduceAlgorithm::kRecursiveDoubling;
+            options.op = op;
+            options.check_lengths = false;
+            if (shared) options.data_owner = memory.owner;
+            const uint64_t before = t.bytes_sent();
+            FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+            sent[static_cast<size_t>(t.rank())] = t.bytes_sent() - before;
+            results[static_cast<size_t>(t.rank())].assign(data.begin(), data.end());
+            return Status::Ok();
+          },
+          world);
+      ExpectAllOk(statuses);
+      const std::vector<double> expected = Reference(l.n, l.length, op);
+      int p = 1;
+      while (p * 2 <= l.n) p *= 2;
+      const int rem = l.n - p;
+      int rounds = 0;
+      while ((1 << rounds) < p) ++rounds;
+      const uint64_t buffer = l.length * sizeof(float);
+      const uint64_t per_round = l.reads ? kDirectRegionBytes : buffer;
+      for (int r = 0; r < l.n; ++r) {
+        EXPECT_EQ(FirstMismatch(results[r], expected, Tolerance(l.n, op)), -1) << "rank " << r;
+        EXPECT_TRUE(BitIdentical(results[r], results[0])) << "rank " << r;
+        const bool pre_step_sender = r < 2 * rem && r % 2 == 0;
+        const uint64_t want = pre_step_sender ? buffer
+                              : r < 2 * rem   ? rounds * per_round + buffer
+                                              : rounds * per_round;
+        EXPECT_EQ(sent[r], want) << "rank " << r;
+      }
+    }
+  }
+}
+
 // Ranks that cannot map each other's memory (here: two emulated hosts) are refused, every rank
 // alike, before anything is read or sent, and their buffers are left as they were.
 TEST_P(AllreduceOver, DirectRefusedAcrossHosts) {
