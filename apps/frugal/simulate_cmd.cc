@@ -66,6 +66,9 @@ struct SimulateFlags {
   size_t compress_min_bytes = 65536;
   std::string bench_compress;
   double straggler = 1;
+  int64_t client_samples = 0;  // FedAvg with local-epochs: an IID split of this many samples
+  std::string fit_partition;   // the same from a `frugal train --json` FedAvg run's partition
+  int64_t batch_size = 64;     // FedAvg with local-epochs: a client's batch
   std::string out;
 };
 
@@ -149,10 +152,43 @@ StatusOr<std::pair<double, double>> Rates(const SimulateFlags& flags, const std:
       fmt::format("--bench-compress {}: no record of {}", flags.bench_compress, spec));
 }
 
+// FedAvg with local-epochs: each of the `clients` clients' samples, from --client-samples (the
+// IID split: client c gets N / K, one more for c < N mod K) or --fit-partition (the counts of the
+// first partition record of a `frugal train --json` FedAvg run); empty when neither is given.
+StatusOr<std::vector<int64_t>> ClientSamples(const SimulateFlags& flags, int64_t clients) {
+  std::vector<int64_t> counts;
+  if (flags.client_samples < 0) return InvalidArgumentError("--client-samples must be >= 1");
+  if (flags.client_samples > 0) {
+    for (int64_t c = 0; c < clients; ++c) {
+      counts.push_back(flags.client_samples / clients +
+                       (c < flags.client_samples % clients ? 1 : 0));
+    }
+  } else if (!flags.fit_partition.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.fit_partition, "--fit-partition"));
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("event", "") != "partition") continue;
+      const nlohmann::json& given = j["counts"];
+      if (!given.is_array()) break;
+      for (const nlohmann::json& c : given) {
+        if (!c.is_number_integer()) break;
+        counts.push_back(c.get<int64_t>());
+      }
+      if (counts.size() == given.size()) return counts;
+      break;
+    }
+    return InvalidArgumentError(fmt::format(
+        "--fit-partition {}: no partition record with its clients' counts", flags.fit_partition));
+  }
+  return counts;
+}
+
 struct Point {
   std::string method;
   double bandwidth_gbit = 0;
   int workers = 0;
+  double contention = 1;
   SimResult result;
 };
 
@@ -193,6 +229,12 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     o.sync = plan.sync;
     o.seed = plan.seed;
     o.push_compress = plan.push_compress;
+    if (o.sync.kind == SyncKind::kFedAvg) {
+      FRUGAL_ASSIGN_OR_RETURN(o.client_samples, ClientSamples(flags, o.sync.clients));
+      o.batch_size = flags.batch_size;
+    } else if (flags.client_samples != 0 || !flags.fit_partition.empty()) {
+      return InvalidArgumentError("--client-samples and --fit-partition apply to --sync fedavg");
+    }
     o.pull_compress = plan.pull_compress;
     FRUGAL_ASSIGN_OR_RETURN(auto rates, Rates(flags, method));
     o.encode_bytes_per_s = rates.first;
@@ -237,7 +279,7 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
           o.copy_bytes_per_s = round.copy_bytes_per_s;
         }
         FRUGAL_ASSIGN_OR_RETURN(SimResult r, Simulate(o, DefaultCompressorRegistry()));
-        points.push_back(Point{method, gbit, n, r});
+        points.push_back(Point{method, gbit, n, o.contention, r});
       }
     }
   }
@@ -253,6 +295,7 @@ Status Plot(const SimulateFlags& flags, const std::vector<Point>& points) {
                           {"arch", flags.arch},
                           {"bandwidth_gbit", p.bandwidth_gbit},
                           {"workers", p.workers},
+                          {"contention", p.contention},
                           {"step_s", p.result.step_s},
                           {"compute_s", p.result.compute_s},
                           {"comm_busy_s", p.result.comm_busy_s},
@@ -368,7 +411,8 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
                   "train)")
       ->capture_default_str();
   cmd->add_option("--sync", flags->sync,
-                  "bsp, or local:period=H[,overlap=1] (over all-reduce or gossip)")
+                  "bsp, local:period=H[,overlap=1] (over all-reduce or gossip), or "
+                  "fedavg:clients=K,fraction=C,local-steps=S|local-epochs=E (over all-reduce)")
       ->capture_default_str();
   cmd->add_option("--compress", flags->compress,
                   "A method: compressor SPEC, or none (dense); repeatable")
@@ -388,6 +432,18 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
       ->type_name("FILE");
   cmd->add_option("--straggler", flags->straggler,
                   "The slowest worker's compute, relative (BSP waits for it)")
+      ->capture_default_str();
+  CLI::Option* samples =
+      cmd->add_option("--client-samples", flags->client_samples,
+                      "FedAvg with local-epochs: the training set's samples, shared out over the "
+                      "clients as an IID split does")
+          ->type_name("N");
+  cmd->add_option("--fit-partition", flags->fit_partition,
+                  "FedAvg with local-epochs: each client's samples from the partition record of "
+                  "a `frugal train --sync fedavg:... --json` run, instead of --client-samples")
+      ->type_name("FILE")
+      ->excludes(samples);
+  cmd->add_option("--batch-size", flags->batch_size, "FedAvg with local-epochs: a client's batch")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "Write simulate.jsonl and speed-up plots (PNG) here")
       ->type_name("DIR");

@@ -38,13 +38,13 @@
 // local steps and the next averaging step waits for it. The layers are the model (no buffers);
 // start-epoch, intra-period and momenta=1 are refused.
 //
-// FedAvg over all-reduce (sync fedavg:clients=K,fraction=C,local-steps=S, simulate_fedavg.cc):
-// each round SampleClients draws the m clients with `seed`, worker c mod n plays client c, and
-// each client trains S steps (the layers' compute) and, compressed, encodes and decodes the
-// model at the measured rates; then one ring all-reduce of the model's floats and the weight.
-// The round takes the busiest worker's clients plus the all-reduce, averaged over at least 64
-// rounds; the result's step is one client step at the run's throughput, round x n / (m S).
-// local-epochs is refused (a client's steps depend on its shard).
+// FedAvg over all-reduce (sync fedavg:clients=K,fraction=C,local-steps=S or local-epochs=E,
+// simulate_fedavg.cc): each round SampleClients draws the m clients with `seed`, worker c mod n
+// plays client c, and each client trains S steps, or E x ceil(client_samples[c] / batch_size)
+// (the layers' compute), and, compressed, encodes and decodes the model at the measured rates;
+// then one ring all-reduce of the model's floats and the weight. The round takes the busiest
+// worker's clients plus the all-reduce, over at least 64 rounds; the result's step is one client
+// step at the run's throughput, the rounds' time x n over their clients' steps.
 //
 // Other architectures (arch; sync bsp, and local:period=H over gossip):
 //  - ps:servers=S (simulate_ps.cc): the keys of the servers' sharding (PlanShards of the layers'
@@ -149,6 +149,10 @@ struct SimOptions {
   // the hosts). >= 1.
   double contention = 1;
   int steps = 4;
+  // FedAvg with local-epochs: each client's training samples (as many as the clients) and the
+  // batch size of its steps.
+  std::vector<int64_t> client_samples;
+  int64_t batch_size = 64;
   // The architecture (all-reduce: its ring), and the synchronization (bsp; over all-reduce and
   // gossip also local:period=H), as PlanStrategy parses them.
   ArchSpec arch;

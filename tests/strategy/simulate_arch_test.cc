@@ -279,12 +279,54 @@ TEST(SimulateArch, FedAvgSamplesTheClientsOfEachRound) {
   EXPECT_NEAR(StepMs(o), rounds_ms * 2 / (100 * 2 * 2), 1e-9);
 }
 
+// With local-epochs a client's steps are its passes over its samples in batches (the last one
+// short): 100, 64, 65 and 30 samples in batches of 32 are 4, 2, 3 and 1 steps an epoch. On 2
+// workers worker 0 plays clients 0 and 2 (7 steps, 21 ms), worker 1 clients 1 and 3 (9 ms); the
+// round is 21 + 4.004 ms for 10 client steps.
+TEST(SimulateArch, FedAvgLocalEpochsFromTheClientsSamples) {
+  SimOptions o = Options(1000, 2, "allreduce", "fedavg:clients=4,local-epochs=1");
+  o.client_samples = {100, 64, 65, 30};
+  o.batch_size = 32;
+  EXPECT_NEAR(StepMs(o), (21 + 4.004) * 2 / 10, 1e-9);
+  // Two epochs: twice the steps, one all-reduce.
+  o.sync = ParseSyncSpec("fedavg:clients=4,local-epochs=2").value();
+  EXPECT_NEAR(StepMs(o), (42 + 4.004) * 2 / 20, 1e-9);
+  // 4 workers: the busiest plays client 0 alone (12 ms), the all-reduce is 6.006 ms.
+  o = Options(1000, 4, "allreduce", "fedavg:clients=4,local-epochs=1");
+  o.client_samples = {100, 64, 65, 30};
+  o.batch_size = 32;
+  EXPECT_NEAR(StepMs(o), (12 + 6.006) * 4 / 10, 1e-9);
+  // Equal shards of 2 steps give what local-steps=2 gives.
+  o.client_samples = {64, 50, 33, 40};
+  const double epochs = StepMs(o);
+  o.sync = ParseSyncSpec("fedavg:clients=4,local-steps=2").value();
+  EXPECT_NEAR(epochs, StepMs(o), 1e-12);
+}
+
 TEST(SimulateArch, FedAvgRefusals) {
-  // local-epochs depends on the shards' sizes.
-  auto r = Simulate(Options(1000, 4, "allreduce", "fedavg:clients=8"), DefaultCompressorRegistry());
+  // local-epochs needs the clients' samples, one count per client, and a batch.
+  SimOptions o = Options(1000, 4, "allreduce", "fedavg:clients=8");
+  auto r = Simulate(o, DefaultCompressorRegistry());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("FedAvg is simulated with local-steps=S"), std::string::npos)
+  EXPECT_NE(r.status().message().find("FedAvg with local-epochs needs the clients' samples"),
+            std::string::npos)
       << r.status().message();
+  o.client_samples = {10, 10, 10};
+  r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("the partition has 3 clients where --sync fedavg names 8"),
+            std::string::npos)
+      << r.status().message();
+  o.client_samples.assign(8, 10);
+  o.batch_size = 0;
+  r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--batch-size must be >= 1"), std::string::npos);
+  o.batch_size = 32;
+  o.client_samples[5] = 0;
+  r = Simulate(o, DefaultCompressorRegistry());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("every client needs at least one sample"), std::string::npos);
   r = Simulate(Options(1000, 4, "ps:servers=1", "fedavg:clients=8,local-steps=2"),
                DefaultCompressorRegistry());
   ASSERT_FALSE(r.ok());
