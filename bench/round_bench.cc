@@ -45,6 +45,24 @@ double ColdCopySeconds(size_t bytes) {
 
 }  // namespace
 
+StatusOr<GossipRounds> GossipRounds::Make(const TopologySpec& spec, int ranks, uint64_t seed) {
+  FRUGAL_ASSIGN_OR_RETURN(Topology graph, Topology::Make(spec, ranks, seed));
+  return GossipRounds(std::move(graph));
+}
+
+GossipRounds::GossipRounds(Topology graph)
+    : graph_(std::move(graph)), exchange_(std::make_unique<gossip::NeighbourExchange>()) {}
+GossipRounds::GossipRounds(GossipRounds&&) noexcept = default;
+GossipRounds& GossipRounds::operator=(GossipRounds&&) noexcept = default;
+GossipRounds::~GossipRounds() = default;
+
+Status GossipRounds::Run(Transport& t, uint64_t k, std::span<const std::byte> message,
+                         Duration timeout) {
+  const int me = t.rank();
+  exchange_->Start(t, kBenchTag, graph_.Out(me, k), message, graph_.In(me, k), message.size());
+  return exchange_->Finish(t, timeout, "gossip round");
+}
+
 double RoundBytesPerSecond(double degree, size_t bytes, int rounds, double seconds) {
   return degree * static_cast<double>(bytes) * rounds / seconds;
 }
@@ -57,7 +75,9 @@ StatusOr<std::vector<RoundSample>> RunRoundBench(Transport& t, const RoundBenchO
   if (options.rounds <= 0 || options.warmup < 0) {
     return InvalidArgumentError("bench round: rounds must be positive, warmup not negative");
   }
-  FRUGAL_ASSIGN_OR_RETURN(Topology graph, Topology::Make(options.topology, t.size(), options.seed));
+  FRUGAL_ASSIGN_OR_RETURN(GossipRounds rounds,
+                          GossipRounds::Make(options.topology, t.size(), options.seed));
+  const Topology& graph = rounds.graph();
   const int me = t.rank();
   double degree = 0;
   for (int p = 0; p < graph.period(); ++p) {
@@ -73,13 +93,10 @@ StatusOr<std::vector<RoundSample>> RunRoundBench(Transport& t, const RoundBenchO
   for (size_t s : options.sizes) largest = std::max(largest, s);
   std::vector<std::byte> payload(largest, std::byte{0x5a});
   std::vector<RoundSample> samples;
-  gossip::NeighbourExchange exchange;
   for (size_t size : options.sizes) {
     const std::span<const std::byte> message = std::span<const std::byte>(payload).first(size);
     auto round = [&](int k) -> Status {
-      exchange.Start(t, kBenchTag, graph.Out(me, static_cast<uint64_t>(k)), message,
-                     graph.In(me, static_cast<uint64_t>(k)), size);
-      return exchange.Finish(t, options.timeout, "bench round");
+      return rounds.Run(t, static_cast<uint64_t>(k), message, options.timeout);
     };
     FRUGAL_RETURN_IF_ERROR(Barrier(t, sync));
     std::vector<double> copy_seconds(1, size > 0 ? ColdCopySeconds(size) : 0.0);

@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,31 @@
 #include "frugal/status.h"
 #include "frugal/transport.h"
 
+namespace frugal::gossip {
+class NeighbourExchange;
+}  // namespace frugal::gossip
+
 namespace frugal::bench {
+
+// Gossip rounds one at a time: round k sends `message` to the out-neighbours of phase k of the
+// graph and receives its in-neighbours' messages of the same size, all in flight at once (as
+// D-PSGD's round; gossip::NeighbourExchange). Used by the thread that owns the transport.
+class GossipRounds {
+ public:
+  // kInvalidArgument when the graph cannot be built over `ranks` ranks.
+  static StatusOr<GossipRounds> Make(const TopologySpec& spec, int ranks, uint64_t seed);
+  GossipRounds(GossipRounds&&) noexcept;
+  GossipRounds& operator=(GossipRounds&&) noexcept;
+  ~GossipRounds();
+
+  Status Run(Transport& t, uint64_t k, std::span<const std::byte> message, Duration timeout);
+  const Topology& graph() const { return graph_; }
+
+ private:
+  explicit GossipRounds(Topology graph);
+  Topology graph_;
+  std::unique_ptr<gossip::NeighbourExchange> exchange_;
+};
 
 struct RoundBenchOptions {
   TopologySpec topology;

@@ -12,13 +12,15 @@
 //          float if the main thread has finished its iterations (compute_done), 0 otherwise;
 //          the rest of the buffer stays zero, so sums stay zero. When that float sums to the
 //          world size every rank has finished, and all ranks leave the loop after the same
-//          all-reduce. The main thread starts timing once the thread has entered its first
-//          all-reduce, so every timed iteration runs while the loop runs. The thread owns the
-//          transport until it is joined; a failed all-reduce (a dead peer: the timeout) ends it
-//          and becomes the command's error.
-// Each rank's median alone iteration, median busy iteration, all-reduce count and median
-// all-reduce time are gathered (Allgather); rank 0 prints them with the slowdown, the sum over
-// ranks of busy medians over the sum of alone medians.
+//          all-reduce. With --topology T the loop runs gossip rounds instead (round k: `bytes`
+//          to each out-neighbour of phase k of graph T, the in-neighbours' received, as D-PSGD's
+//          round), each followed by an all-reduce of that one flag. The main thread starts
+//          timing once the thread has entered its first exchange, so every timed iteration runs
+//          while the loop runs. The thread owns the transport until it is joined; a failed
+//          exchange (a dead peer: the timeout) ends it and becomes the command's error.
+// Each rank's median alone iteration, median busy iteration, exchange count and median exchange
+// time are gathered (Allgather); rank 0 prints them with the slowdown, the sum over ranks of busy
+// medians over the sum of alone medians.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
@@ -28,15 +30,18 @@
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "bench_util.h"
 #include "commands.h"
 #include "frugal/collectives.h"
+#include "frugal/gossip_graph.h"
 #include "frugal/timer.h"
 #include "frugal_torch/models.h"
 #include "frugal_torch/text_corpus.h"
 #include "frugal_torch/trainer.h"
+#include "round_bench.h"
 
 namespace frugal::apps {
 namespace {
@@ -54,6 +59,7 @@ struct ContentionFlags {
   int threads = frugal_torch::TrainOptions{}.threads;  // as `frugal train`
   uint64_t seed = 1;
   int timeout_ms = 60000;
+  std::string topology;  // gossip rounds on this graph instead of all-reduces
   std::string json;
 };
 
@@ -66,6 +72,7 @@ struct ContentionOptions {
   int threads = 1;
   uint64_t seed = 0;
   Duration timeout{};
+  std::optional<TopologySpec> topology;  // unset: ring all-reduces
 };
 
 StatusOr<ContentionOptions> ParseContentionFlags(const ContentionFlags& flags) {
@@ -89,7 +96,16 @@ StatusOr<ContentionOptions> ParseContentionFlags(const ContentionFlags& flags) {
   options.threads = flags.threads;
   options.seed = flags.seed;
   options.timeout = Duration(flags.timeout_ms);
+  if (!flags.topology.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(options.topology, ParseTopologySpec(flags.topology));
+  }
   return options;
+}
+
+// What the busy phase's loop runs: "all-reduce" or "round" (gossip rounds), as printed and in the
+// record's field names.
+std::string ExchangeName(const ContentionOptions& options) {
+  return options.topology ? "round" : "allreduce";
 }
 
 // The model with a fixed batch of its input shape and SGD over its parameters.
@@ -145,31 +161,69 @@ class Workload {
 struct RankResult {
   double alone_s = 0;
   double busy_s = 0;
-  double allreduces = 0;
-  double allreduce_s = 0;
+  double exchanges = 0;
+  double exchange_s = 0;
 };
 constexpr size_t kResultFields = 4;
 
-// The busy phase: the compute iterations' seconds beside the all-reduce loop's (see the top).
+// One exchange of the busy loop: a ring all-reduce of `buffer` whose last float carries the done
+// flag, or a gossip round of the buffer's bytes and an all-reduce of the flag alone. Leaves the
+// flag's sum over the ranks in the buffer's last float.
+class Exchange {
+ public:
+  static StatusOr<Exchange> Make(Transport& world, const ContentionOptions& options) {
+    Exchange e;
+    e.buffer_.assign(options.bytes / sizeof(float), 0.0f);
+    e.allreduce_.algorithm = AllreduceAlgorithm::kRing;
+    e.allreduce_.timeout = options.timeout;
+    e.allreduce_.check_lengths = false;
+    if (options.topology) {
+      FRUGAL_ASSIGN_OR_RETURN(bench::GossipRounds rounds,
+                              bench::GossipRounds::Make(*options.topology, world.size(), 0));
+      e.rounds_ = std::make_unique<bench::GossipRounds>(std::move(rounds));
+    }
+    return e;
+  }
+
+  Status Run(Transport& world, float done, Duration timeout) {
+    if (!rounds_) {
+      buffer_.back() = done;
+      return Allreduce(world, buffer_, allreduce_);
+    }
+    FRUGAL_RETURN_IF_ERROR(rounds_->Run(world, round_++, FloatBytes(), timeout));
+    float flag = done;
+    FRUGAL_RETURN_IF_ERROR(Allreduce(world, std::span<float>(&flag, 1), allreduce_));
+    buffer_.back() = flag;
+    return Status::Ok();
+  }
+  float flags_sum() const { return buffer_.back(); }
+
+ private:
+  std::span<const std::byte> FloatBytes() const { return std::as_bytes(std::span(buffer_)); }
+
+  std::vector<float> buffer_;
+  AllreduceOptions allreduce_;
+  std::unique_ptr<bench::GossipRounds> rounds_;
+  uint64_t round_ = 0;
+};
+
+// The busy phase: the compute iterations' seconds beside the exchange loop's (see the top).
 Status RunBusyPhase(Transport& world, Workload& workload, const ContentionOptions& options,
-                    std::vector<double>& compute_s, std::vector<double>& allreduce_s) {
-  std::vector<float> buffer(options.bytes / sizeof(float), 0.0f);
-  AllreduceOptions allreduce;
-  allreduce.algorithm = AllreduceAlgorithm::kRing;
-  allreduce.timeout = options.timeout;
+                    std::vector<double>& compute_s, std::vector<double>& exchange_s) {
+  FRUGAL_ASSIGN_OR_RETURN(Exchange exchange, Exchange::Make(world, options));
   const float everyone = static_cast<float>(world.size());
   std::atomic<bool> started{false};
   std::atomic<bool> compute_done{false};
   Status loop_status;
   std::thread loop([&] {
     for (;;) {
-      buffer.back() = compute_done.load() ? 1.0f : 0.0f;
+      const float done = compute_done.load() ? 1.0f : 0.0f;
       started.store(true);
       const Stopwatch watch;
-      loop_status = Allreduce(world, buffer, allreduce);
+      loop_status = exchange.Run(world, done, options.timeout);
       if (!loop_status.ok()) return;
-      allreduce_s.push_back(watch.Seconds());
-      if (buffer.back() == everyone) return;
+      exchange_s.push_back(watch.Seconds());
+      if (exchange.flags_sum() == everyone) return;
     }
   });
   // Ends the loop (once every rank is done) and joins it on every way out, exceptions included.
@@ -198,19 +252,19 @@ StatusOr<RankResult> MeasureRank(Transport& world, const ContentionOptions& opti
   for (int i = 0; i < options.iters; ++i) alone_s.push_back(workload->Iteration());
   FRUGAL_RETURN_IF_ERROR(Barrier(world, collective));
   std::vector<double> busy_s;
-  std::vector<double> allreduce_s;
-  FRUGAL_RETURN_IF_ERROR(RunBusyPhase(world, *workload, options, busy_s, allreduce_s));
+  std::vector<double> exchange_s;
+  FRUGAL_RETURN_IF_ERROR(RunBusyPhase(world, *workload, options, busy_s, exchange_s));
   return RankResult{.alone_s = bench::Median(alone_s),
                     .busy_s = bench::Median(busy_s),
-                    .allreduces = static_cast<double>(allreduce_s.size()),
-                    .allreduce_s = bench::Median(allreduce_s)};
+                    .exchanges = static_cast<double>(exchange_s.size()),
+                    .exchange_s = bench::Median(exchange_s)};
 }
 
 StatusOr<std::vector<RankResult>> GatherResults(Transport& world, const RankResult& mine,
                                                 Duration timeout) {
   const std::vector<float> in = {static_cast<float>(mine.alone_s), static_cast<float>(mine.busy_s),
-                                 static_cast<float>(mine.allreduces),
-                                 static_cast<float>(mine.allreduce_s)};
+                                 static_cast<float>(mine.exchanges),
+                                 static_cast<float>(mine.exchange_s)};
   std::vector<float> out(in.size() * world.size());
   FRUGAL_RETURN_IF_ERROR(Allgather(world, in, out, CollectiveOptions{.timeout = timeout}));
   std::vector<RankResult> results;
@@ -233,19 +287,22 @@ double Slowdown(const std::vector<RankResult>& results) {
 
 std::string ContentionTable(const ContentionOptions& options,
                             const std::vector<RankResult>& results) {
+  const std::string what =
+      options.topology ? fmt::format("gossip rounds on {} of", TopologySpecName(*options.topology))
+                       : "ring all-reduce of";
   std::string text = fmt::format(
-      "model {}, batch {}, {} torch thread(s) per rank, {} iterations; ring all-reduce of {}\n",
-      options.model, options.batch, options.threads, options.iters,
-      bench::FormatBytes(options.bytes));
-  bench::Table table({"rank", "compute_alone_ms", "compute_with_allreduce_ms", "ratio",
-                      "allreduces", "allreduce_ms"});
+      "model {}, batch {}, {} torch thread(s) per rank, {} iterations; {} {}\n", options.model,
+      options.batch, options.threads, options.iters, what, bench::FormatBytes(options.bytes));
+  const std::string name = ExchangeName(options);
+  bench::Table table({"rank", "compute_alone_ms", "compute_with_" + name + "_ms", "ratio",
+                      name + "s", name + "_ms"});
   for (size_t r = 0; r < results.size(); ++r) {
     const RankResult& result = results[r];
     table.AddRow({fmt::format("{}", r), fmt::format("{:.2f}", result.alone_s * 1e3),
                   fmt::format("{:.2f}", result.busy_s * 1e3),
                   fmt::format("{:.3f}", result.busy_s / result.alone_s),
-                  fmt::format("{}", static_cast<int64_t>(result.allreduces)),
-                  fmt::format("{:.2f}", result.allreduce_s * 1e3)});
+                  fmt::format("{}", static_cast<int64_t>(result.exchanges)),
+                  fmt::format("{:.2f}", result.exchange_s * 1e3)});
   }
   return text + table.Render() +
          fmt::format("slowdown (sum of busy medians / sum of alone medians): {:.3f}\n",
@@ -256,19 +313,24 @@ nlohmann::json ContentionJson(const ContentionOptions& options,
                               const std::vector<RankResult>& results) {
   nlohmann::json alone = nlohmann::json::array();
   nlohmann::json busy = nlohmann::json::array();
-  nlohmann::json allreduces = nlohmann::json::array();
-  nlohmann::json allreduce_s = nlohmann::json::array();
+  nlohmann::json exchanges = nlohmann::json::array();
+  nlohmann::json exchange_s = nlohmann::json::array();
   for (const RankResult& r : results) {
     alone.push_back(r.alone_s);
     busy.push_back(r.busy_s);
-    allreduces.push_back(static_cast<int64_t>(r.allreduces));
-    allreduce_s.push_back(r.allreduce_s);
+    exchanges.push_back(static_cast<int64_t>(r.exchanges));
+    exchange_s.push_back(r.exchange_s);
   }
-  return {
-      {"bench", "contention"},      {"model", options.model},     {"batch", options.batch},
-      {"ranks", results.size()},    {"bytes", options.bytes},     {"iters", options.iters},
-      {"threads", options.threads}, {"compute_alone_s", alone},   {"compute_busy_s", busy},
-      {"allreduces", allreduces},   {"allreduce_s", allreduce_s}, {"slowdown", Slowdown(results)}};
+  const std::string name = ExchangeName(options);
+  nlohmann::json record = {{"bench", "contention"},        {"pattern", name},
+                           {"model", options.model},       {"batch", options.batch},
+                           {"ranks", results.size()},      {"bytes", options.bytes},
+                           {"iters", options.iters},       {"threads", options.threads},
+                           {"compute_alone_s", alone},     {"compute_busy_s", busy},
+                           {name + "s", exchanges},        {name + "_s", exchange_s},
+                           {"slowdown", Slowdown(results)}};
+  if (options.topology) record["topology"] = TopologySpecName(*options.topology);
+  return record;
 }
 
 }  // namespace
@@ -277,7 +339,8 @@ void AddBenchContentionCommand(CLI::App& bench, Dispatcher& dispatcher) {
   auto flags = std::make_shared<ContentionFlags>();
   CLI::App* cmd = bench.add_subcommand(
       "contention",
-      "How much a model's compute slows down while a ring all-reduce runs on the same ranks");
+      "How much a model's compute slows down while ring all-reduces (or gossip rounds) run on "
+      "the same ranks");
   cmd->add_option("--model", flags->model,
                   fmt::format("{}", fmt::join(frugal_torch::ModelNames(), ", ")))
       ->capture_default_str();
@@ -295,6 +358,11 @@ void AddBenchContentionCommand(CLI::App& bench, Dispatcher& dispatcher) {
       ->capture_default_str();
   cmd->add_option("--timeout-ms", flags->timeout_ms, "Timeout of every wait")
       ->capture_default_str();
+  cmd->add_option("--topology", flags->topology,
+                  "Gossip rounds on this graph (ring, onepeer-exp, ... as --arch gossip's "
+                  "topology) instead of ring all-reduces: each round sends --bytes to every "
+                  "out-neighbour")
+      ->type_name("GRAPH");
   cmd->add_option("--json", flags->json, "Write the result as one JSON object to FILE")
       ->type_name("FILE");
   cmd->callback([flags, &dispatcher] {

@@ -123,12 +123,26 @@ StatusOr<double> ReadDuplexFit(const std::string& path) {
   return std::min(1.0, 1.0 / both_over_one_way);
 }
 
-StatusOr<double> ReadContentionFit(const std::string& path) {
+StatusOr<double> ReadContentionFit(const std::string& path, const std::string& topology) {
+  const auto beside_rounds = [&](const nlohmann::json& j) {
+    return j.value("bench", "") == "contention" && j.value("pattern", "") == "round" &&
+           j.value("topology", "") == topology;
+  };
+  const auto beside_allreduces = [](const nlohmann::json& j) {
+    return j.value("bench", "") == "contention" && j.value("pattern", "allreduce") == "allreduce";
+  };
+  bool rounds = false;
+  if (!topology.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(const std::optional<nlohmann::json> record,
+                            LargestMatchingRecord(path, "--fit-contention", beside_rounds));
+    rounds = record.has_value();
+  }
   FRUGAL_ASSIGN_OR_RETURN(
       const double slowdown,
       PositiveFieldOfLargest(
           path, "--fit-contention",
-          [](const nlohmann::json& j) { return j.value("bench", "") == "contention"; }, "slowdown",
+          rounds ? std::function<bool(const nlohmann::json&)>(beside_rounds) : beside_allreduces,
+          "slowdown",
           "no record of the compute's slowdown beside an all-reduce (write one with `frugal bench "
           "contention --np N --model MODEL --json FILE` on the hosts)"));
   return std::max(1.0, slowdown);

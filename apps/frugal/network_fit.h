@@ -46,8 +46,11 @@ StatusOr<double> ReadDuplexFit(const std::string& path);
 
 // The slowdown of the `frugal bench contention` record of `path` with the largest all-reduce
 // (whatever its rank count and model: the hosts' property), at least 1 (a compute measured
-// faster beside the all-reduce is not sped up). kNotFound when the file cannot be read;
-// kInvalidArgument when no such record is there or its slowdown is not finite and > 0.
-StatusOr<double> ReadContentionFit(const std::string& path);
+// faster beside the all-reduce is not sped up). With `topology` (a gossip graph's name, as
+// TopologySpecName spells it) the record of gossip rounds on that graph with the largest message
+// when the file has one (`frugal bench contention --topology`), the all-reduce's otherwise.
+// kNotFound when the file cannot be read; kInvalidArgument when no such record is there or its
+// slowdown is not finite and > 0.
+StatusOr<double> ReadContentionFit(const std::string& path, const std::string& topology = "");
 
 }  // namespace frugal::apps

@@ -69,6 +69,7 @@ struct SimulateFlags {
   int64_t client_samples = 0;  // FedAvg with local-epochs: an IID split of this many samples
   std::string fit_partition;   // the same from a `frugal train --json` FedAvg run's partition
   int64_t batch_size = 64;     // FedAvg with local-epochs: a client's batch
+  int64_t rounds = 0;          // FedAvg: the rounds simulated (0: at least 64)
   std::string out;
 };
 
@@ -232,8 +233,11 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     if (o.sync.kind == SyncKind::kFedAvg) {
       FRUGAL_ASSIGN_OR_RETURN(o.client_samples, ClientSamples(flags, o.sync.clients));
       o.batch_size = flags.batch_size;
-    } else if (flags.client_samples != 0 || !flags.fit_partition.empty()) {
-      return InvalidArgumentError("--client-samples and --fit-partition apply to --sync fedavg");
+      if (flags.rounds < 0) return InvalidArgumentError("--rounds must be >= 1");
+      o.rounds = flags.rounds;
+    } else if (flags.client_samples != 0 || !flags.fit_partition.empty() || flags.rounds != 0) {
+      return InvalidArgumentError(
+          "--client-samples, --fit-partition and --rounds apply to --sync fedavg");
     }
     o.pull_compress = plan.pull_compress;
     FRUGAL_ASSIGN_OR_RETURN(auto rates, Rates(flags, method));
@@ -266,7 +270,11 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
         }
         o.contention = flags.contention;
         if (!flags.fit_contention.empty()) {
-          FRUGAL_ASSIGN_OR_RETURN(o.contention, ReadContentionFit(flags.fit_contention));
+          FRUGAL_ASSIGN_OR_RETURN(
+              o.contention,
+              ReadContentionFit(flags.fit_contention, o.arch.kind == ArchKind::kGossip
+                                                          ? TopologySpecName(o.arch.gossip.topology)
+                                                          : std::string()));
         }
         if (!flags.fit_round.empty()) {
           if (o.arch.kind != ArchKind::kGossip) {
@@ -388,8 +396,9 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
                    "All-reduce: how many times slower the compute runs while a message moves (the "
                    "CPU communication takes from the training thread), >= 1",
                    "--fit-contention", &flags->fit_contention,
-                   "All-reduce: the contention from a `frugal bench contention --json` record "
-                   "taken on the hosts (its largest all-reduce) instead of --contention");
+                   "The contention from a `frugal bench contention --json` record taken on the "
+                   "hosts (its largest all-reduce; gossip: its largest round on the graph when "
+                   "there is one) instead of --contention");
   cmd->add_option("--host-gbit", flags->host_gbit, "Rate between ranks of one host (Gbit/s)")
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", flags->ranks_per_host, "Workers per host")
@@ -445,6 +454,10 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
       ->excludes(samples);
   cmd->add_option("--batch-size", flags->batch_size, "FedAvg with local-epochs: a client's batch")
       ->capture_default_str();
+  cmd->add_option("--rounds", flags->rounds,
+                  "FedAvg: the rounds simulated, the run's draws of clients from the first round "
+                  "on (default: 64)")
+      ->type_name("R");
   cmd->add_option("--out", flags->out, "Write simulate.jsonl and speed-up plots (PNG) here")
       ->type_name("DIR");
   cmd->callback([flags, &dispatcher] {

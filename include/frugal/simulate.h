@@ -43,8 +43,9 @@
 // plays client c, and each client trains S steps, or E x ceil(client_samples[c] / batch_size)
 // (the layers' compute), and, compressed, encodes and decodes the model at the measured rates;
 // then one ring all-reduce of the model's floats and the weight. The round takes the busiest
-// worker's clients plus the all-reduce, over at least 64 rounds; the result's step is one client
-// step at the run's throughput, the rounds' time x n over their clients' steps.
+// worker's clients plus the all-reduce, over `rounds` rounds (at least 64 by default); the
+// result's step is one client step at the run's throughput, the rounds' time x n over their
+// clients' steps.
 //
 // Other architectures (arch; sync bsp, and local:period=H over gossip):
 //  - ps:servers=S (simulate_ps.cc): the keys of the servers' sharding (PlanShards of the layers'
@@ -153,6 +154,8 @@ struct SimOptions {
   // batch size of its steps.
   std::vector<int64_t> client_samples;
   int64_t batch_size = 64;
+  // FedAvg: the rounds simulated, the seed's draws from round 0 on (0: max(steps, 64)).
+  int64_t rounds = 0;
   // The architecture (all-reduce: its ring), and the synchronization (bsp; over all-reduce and
   // gossip also local:period=H), as PlanStrategy parses them.
   ArchSpec arch;

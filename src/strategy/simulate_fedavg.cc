@@ -68,7 +68,7 @@ StatusOr<SimResult> SimulateFedAvg(const SimOptions& o) {
     if (o.decode_bytes_per_s > 0) upload += model_bytes / o.decode_bytes_per_s;
   }
   const double allreduce = RingAllreduceSeconds(o, model_bytes + 4);
-  const int64_t rounds = std::max<int64_t>(o.steps, 64);
+  const int64_t rounds = o.rounds > 0 ? o.rounds : std::max<int64_t>(o.steps, 64);
   double time = 0;
   double client_steps = 0;
   std::vector<double> busy(static_cast<size_t>(o.workers));

@@ -277,6 +277,14 @@ TEST(SimulateArch, FedAvgSamplesTheClientsOfEachRound) {
   EXPECT_GT(same, 0);  // both kinds of rounds occur in these draws
   EXPECT_LT(same, 100);
   EXPECT_NEAR(StepMs(o), rounds_ms * 2 / (100 * 2 * 2), 1e-9);
+  // `rounds` simulates the first rounds of the same draws.
+  o.rounds = 3;
+  double first_ms = 0;
+  for (int64_t round = 0; round < 3; ++round) {
+    const std::vector<int64_t> c = SampleClients(7, round, 8, 0.25);
+    first_ms += (c[0] % 2 == c[1] % 2 ? 12 : 6) + 4.004;
+  }
+  EXPECT_NEAR(StepMs(o), first_ms * 2 / (3 * 2 * 2), 1e-9);
 }
 
 // With local-epochs a client's steps are its passes over its samples in batches (the last one

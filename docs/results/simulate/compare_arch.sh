@@ -27,7 +27,11 @@
 # With `local-contention`, the Local SGD runs against the compute-only profile (PROFILE), with and
 # without the contention measured on the same hosts.
 # With `own-contention`, the D-PSGD runs of `dpsgd` the same way.
-# Usage: compare_arch.sh BUILD_DIR [own|own-contention|ps-compress|local|local-contention|fedavg]
+# With `fedavg-epochs`, the FedAvg runs with local epochs of `validate_emulated.sh BUILD
+# fedavg-epochs` against the simulation of the same 4 rounds (--rounds 4, the run's seed) with
+# each run's partition record (--fit-partition), the compute-only profile (PROFILE) and the
+# all-reduce fit of the NIC rate, without and with the contention.
+# Usage: compare_arch.sh BUILD_DIR [own|own-contention|ps-compress|local|local-contention|fedavg|fedavg-epochs]
 set -u
 build="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -112,6 +116,31 @@ print(statistics.median(r), "/".join(f"{x:.0f}" for x in r))')
       tail -1 | awk '{print $4}')
     sim=$(/usr/bin/python3 -c "print($step * 8 * 10 / 4)")
     printf "| %s | %.1f | %s | %.1f | %s |\n" $nic $median "$all" $sim "$(err $sim $median)"
+  done
+  exit 0
+fi
+if [ "${2:-}" = fedavg-epochs ]; then
+  # Measured: the mean of the rounds' round_seconds; simulated: the step printed times the rounds'
+  # client steps over 4 workers and 4 rounds (the same rounds: the same clients and steps).
+  printf "| NIC | measured round, mean (ms) | rounds (ms) | client steps | simulated (ms) | error |"
+  printf " with contention (ms) | error |\n"
+  printf "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  for nic in 100mbit 1gbit; do
+    run=fedavg_epochs_h4_${nic}.jsonl
+    read -r mean all steps < <(grep '"event":"round"' $run | /usr/bin/python3 -c '
+import json,statistics,sys; r=[json.loads(l) for l in sys.stdin]
+t=[x["round_seconds"]*1e3 for x in r]
+print(statistics.mean(t), "/".join("%.0f" % x for x in t), sum(x["steps"] for x in r))')
+    sim_round() {
+      "$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers 4 \
+        --fit fit_h4_${nic}.jsonl --sync fedavg:clients=8,fraction=0.5,local-epochs=1 \
+        --fit-partition $run --rounds 4 "$@" | tail -1 |
+        awk -v s=$steps '{print $4 * s / 4 / 4}'
+    }
+    plain=$(sim_round)
+    busy=$(sim_round --fit-contention contention_h4_${nic}.jsonl)
+    printf "| %s | %.1f | %s | %s | %.1f | %s | %.1f | %s |\n" $nic $mean "$all" $steps $plain \
+      "$(err $plain $mean)" $busy "$(err $busy $mean)"
   done
   exit 0
 fi

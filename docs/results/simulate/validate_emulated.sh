@@ -15,7 +15,10 @@
 # local`).
 # With `fedavg`: 6 rounds of FedAvg over the ring of 4 hosts (8 clients, all of them every round,
 # 10 local steps each) at 100 Mbit/s and 1 Gbit/s (`compare_arch.sh BUILD fedavg`).
-# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local|fedavg] (run alone: the emulated network and the times).
+# With `fedavg-epochs`: 4 rounds of FedAvg over the ring of 4 hosts with local epochs (8 clients
+# on a Dirichlet(0.5) split, half of them each round, one local epoch each) at 100 Mbit/s and
+# 1 Gbit/s (`compare_arch.sh BUILD fedavg-epochs`).
+# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local|fedavg|fedavg-epochs] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
 what="${2:-allreduce}"
@@ -30,6 +33,15 @@ if [ "$what" = fedavg ]; then
       --sync fedavg:clients=8,fraction=1,local-steps=10 --json fedavg_h4_${nic}.jsonl \
       > fedavg_h4_${nic}.log 2>&1
     echo "train fedavg 4 $nic rc=$?"
+  done
+  exit 0
+fi
+if [ "$what" = fedavg-epochs ]; then
+  for nic in 100mbit 1gbit; do
+    "$F" train --np 4 --emulate hosts=4,nic=$nic --model cnn --epochs 4 --progress none \
+      --sync fedavg:clients=8,fraction=0.5,local-epochs=1 --partition dirichlet:0.5 \
+      --json fedavg_epochs_h4_${nic}.jsonl > fedavg_epochs_h4_${nic}.log 2>&1
+    echo "train fedavg-epochs 4 $nic rc=$?"
   done
   exit 0
 fi
