@@ -26,7 +26,9 @@
 # the top-k run's profile (PROFILE= another trace) and the all-reduce fit of the NIC rate.
 # With `local-contention`, the Local SGD runs against the compute-only profile (PROFILE), with and
 # without the contention measured on the same hosts.
-# With `own-contention`, the D-PSGD runs of `dpsgd` the same way.
+# With `own-contention`, the D-PSGD runs of `dpsgd` the same way. CONTENTION=NAME reads the
+# contention from NAME_h4_NIC.jsonl (contention_all: with the gossip rounds' records of
+# `validate_emulated.sh BUILD contention-gossip`).
 # With `fedavg-epochs`, the FedAvg runs with local epochs of `validate_emulated.sh BUILD
 # fedavg-epochs` against the simulation of the same 4 rounds (--rounds 4, the run's seed) with
 # each run's partition record (--fit-partition), the compute-only profile (PROFILE) and the
@@ -74,7 +76,7 @@ contention_row() {
       --fit fit_h4_${nic}.jsonl "$@" | tail -1 | awk '{print $4}'
   }
   plain=$(sim "$@")
-  charged=$(sim "$@" --fit-contention contention_h4_${nic}.jsonl)
+  charged=$(sim "$@" --fit-contention ${CONTENTION:-contention}_h4_${nic}.jsonl)
   printf "| %s | %s | %.1f | %.1f | %s | %.1f | %s |\n" $nic "$label" $mean $plain \
     "$(err $plain $mean)" $charged "$(err $charged $mean)"
 }

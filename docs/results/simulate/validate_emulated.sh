@@ -18,7 +18,9 @@
 # With `fedavg-epochs`: 4 rounds of FedAvg over the ring of 4 hosts with local epochs (8 clients
 # on a Dirichlet(0.5) split, half of them each round, one local epoch each) at 100 Mbit/s and
 # 1 Gbit/s (`compare_arch.sh BUILD fedavg-epochs`).
-# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local|fedavg|fedavg-epochs] (run alone: the emulated network and the times).
+# With `contention-gossip`: the compute's slowdown beside gossip rounds of the cnn model on the
+# ring and the one-peer graph of 4 hosts (`frugal bench contention --topology`).
+# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local|fedavg|fedavg-epochs|contention-gossip] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
 what="${2:-allreduce}"
@@ -33,6 +35,22 @@ if [ "$what" = fedavg ]; then
       --sync fedavg:clients=8,fraction=1,local-steps=10 --json fedavg_h4_${nic}.jsonl \
       > fedavg_h4_${nic}.log 2>&1
     echo "train fedavg 4 $nic rc=$?"
+  done
+  exit 0
+fi
+if [ "$what" = contention-gossip ]; then
+  # The compute's slowdown beside D-PSGD's rounds of the cnn model (1819688 bytes) on the ring and
+  # the one-peer graph of 4 hosts; contention_all_h4_NIC.jsonl holds them with the all-reduce's
+  # record of the default run (CONTENTION=contention_all compare_arch.sh BUILD own-contention).
+  for nic in 100mbit 1gbit; do
+    for graph in ring onepeer-exp; do
+      "$F" --np 4 --emulate hosts=4,nic=$nic bench contention --model cnn --bytes 1819688 \
+        --iters 20 --topology $graph --json contention_${graph}_h4_${nic}.jsonl \
+        > contention_${graph}_h4_${nic}.log 2>&1
+      echo "contention $graph h4 $nic rc=$?"
+    done
+    cat contention_h4_${nic}.jsonl contention_ring_h4_${nic}.jsonl \
+      contention_onepeer-exp_h4_${nic}.jsonl > contention_all_h4_${nic}.jsonl
   done
   exit 0
 fi
