@@ -55,11 +55,24 @@ if [ "$what" = contention-gossip ]; then
   exit 0
 fi
 if [ "$what" = fedavg-epochs ]; then
-  for nic in 100mbit 1gbit; do
-    "$F" train --np 4 --emulate hosts=4,nic=$nic --model cnn --epochs 4 --progress none \
+  # H=2: on 2 hosts (a core per rank) at 1 Gbit/s, with the ring's fit and a compute-only profile
+  # of 2 ranks (tl_h2_skipcomm.json) taken first.
+  h=${H:-4}
+  nics="100mbit 1gbit"
+  if [ "$h" = 2 ]; then
+    nics=1gbit
+    "$F" --np 2 --emulate hosts=2,nic=1gbit bench allreduce --algorithms ring \
+      --sizes 4K,64K,256K,1M,4M --iters 10 --json fit_h2_1gbit.jsonl > fit_h2_1gbit.log 2>&1
+    echo "fit h2 1gbit rc=$?"
+    "$F" train --np 2 --model cnn --max-steps 40 --progress none --skip-comm \
+      --timeline tl_h2_skipcomm.json --json skipcomm_h2.jsonl > skipcomm_h2.log 2>&1
+    echo "train skip-comm 2 rc=$?"
+  fi
+  for nic in $nics; do
+    "$F" train --np $h --emulate hosts=$h,nic=$nic --model cnn --epochs 4 --progress none \
       --sync fedavg:clients=8,fraction=0.5,local-epochs=1 --partition dirichlet:0.5 \
-      --json fedavg_epochs_h4_${nic}.jsonl > fedavg_epochs_h4_${nic}.log 2>&1
-    echo "train fedavg-epochs 4 $nic rc=$?"
+      --json fedavg_epochs_h${h}_${nic}.jsonl > fedavg_epochs_h${h}_${nic}.log 2>&1
+    echo "train fedavg-epochs $h $nic rc=$?"
   done
   exit 0
 fi
