@@ -167,8 +167,8 @@ struct RankResult {
 constexpr size_t kResultFields = 4;
 
 // One exchange of the busy loop: a ring all-reduce of `buffer` whose last float carries the done
-// flag, or a gossip round of the buffer's bytes and an all-reduce of the flag alone. Leaves the
-// flag's sum over the ranks in the buffer's last float.
+// flag, or a gossip round of the buffer's bytes and an all-reduce of the flag alone. flags_sum()
+// is then the flag's sum over the ranks.
 class Exchange {
  public:
   static StatusOr<Exchange> Make(Transport& world, const ContentionOptions& options) {
@@ -188,15 +188,15 @@ class Exchange {
   Status Run(Transport& world, float done, Duration timeout) {
     if (!rounds_) {
       buffer_.back() = done;
-      return Allreduce(world, buffer_, allreduce_);
+      FRUGAL_RETURN_IF_ERROR(Allreduce(world, buffer_, allreduce_));
+      flags_sum_ = buffer_.back();
+      return Status::Ok();
     }
     FRUGAL_RETURN_IF_ERROR(rounds_->Run(world, round_++, FloatBytes(), timeout));
-    float flag = done;
-    FRUGAL_RETURN_IF_ERROR(Allreduce(world, std::span<float>(&flag, 1), allreduce_));
-    buffer_.back() = flag;
-    return Status::Ok();
+    flags_sum_ = done;
+    return Allreduce(world, std::span<float>(&flags_sum_, 1), allreduce_);
   }
-  float flags_sum() const { return buffer_.back(); }
+  float flags_sum() const { return flags_sum_; }
 
  private:
   std::span<const std::byte> FloatBytes() const { return std::as_bytes(std::span(buffer_)); }
@@ -205,6 +205,7 @@ class Exchange {
   AllreduceOptions allreduce_;
   std::unique_ptr<bench::GossipRounds> rounds_;
   uint64_t round_ = 0;
+  float flags_sum_ = 0;
 };
 
 // The busy phase: the compute iterations' seconds beside the exchange loop's (see the top).

@@ -16,8 +16,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
@@ -135,22 +137,36 @@ StatusOr<std::vector<SimLayer>> Layers(const SimulateFlags& flags) {
   return layers;
 }
 
+// The first JSON object of the lines of `path` (given with `flag`) that `matches` accepts;
+// nothing when none does.
+StatusOr<std::optional<nlohmann::json>> FirstRecord(
+    const std::string& path, const char* flag,
+    const std::function<bool(const nlohmann::json&)>& matches) {
+  FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(path, flag));
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && matches(j)) return std::optional<nlohmann::json>(std::move(j));
+  }
+  return std::optional<nlohmann::json>();
+}
+
 // Encode and decode rates (bytes/s) of `spec` from `frugal bench compress --json` records.
 StatusOr<std::pair<double, double>> Rates(const SimulateFlags& flags, const std::string& spec) {
   if (flags.bench_compress.empty() || spec == "none") return std::pair<double, double>{0, 0};
-  FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.bench_compress, "--bench-compress"));
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("bench", "") != "compress") continue;
-    const std::string name = j.value("compressor", "");
-    if (name == spec || name.substr(0, name.find(':')) == spec.substr(0, spec.find(':'))) {
-      return std::pair<double, double>{j.value("encode_gbps", 0.0) * 1e9,
-                                       j.value("decode_gbps", 0.0) * 1e9};
-    }
+  FRUGAL_ASSIGN_OR_RETURN(
+      const std::optional<nlohmann::json> record,
+      FirstRecord(flags.bench_compress, "--bench-compress", [&](const nlohmann::json& j) {
+        const std::string name = j.value("compressor", "");
+        return j.value("bench", "") == "compress" &&
+               (name == spec || name.substr(0, name.find(':')) == spec.substr(0, spec.find(':')));
+      }));
+  if (!record) {
+    return InvalidArgumentError(
+        fmt::format("--bench-compress {}: no record of {}", flags.bench_compress, spec));
   }
-  return InvalidArgumentError(
-      fmt::format("--bench-compress {}: no record of {}", flags.bench_compress, spec));
+  return std::pair<double, double>{record->value("encode_gbps", 0.0) * 1e9,
+                                   record->value("decode_gbps", 0.0) * 1e9};
 }
 
 // FedAvg with local-epochs: each of the `clients` clients' samples, from --client-samples (the
@@ -165,19 +181,17 @@ StatusOr<std::vector<int64_t>> ClientSamples(const SimulateFlags& flags, int64_t
                        (c < flags.client_samples % clients ? 1 : 0));
     }
   } else if (!flags.fit_partition.empty()) {
-    FRUGAL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.fit_partition, "--fit-partition"));
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) {
-      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_object() || j.value("event", "") != "partition") continue;
-      const nlohmann::json& given = j["counts"];
-      if (!given.is_array()) break;
-      for (const nlohmann::json& c : given) {
+    FRUGAL_ASSIGN_OR_RETURN(
+        const std::optional<nlohmann::json> record,
+        FirstRecord(flags.fit_partition, "--fit-partition",
+                    [](const nlohmann::json& j) { return j.value("event", "") == "partition"; }));
+    const nlohmann::json* given = record ? &(*record)["counts"] : nullptr;
+    if (given && given->is_array()) {
+      for (const nlohmann::json& c : *given) {
         if (!c.is_number_integer()) break;
         counts.push_back(c.get<int64_t>());
       }
-      if (counts.size() == given.size()) return counts;
-      break;
+      if (counts.size() == given->size()) return counts;
     }
     return InvalidArgumentError(fmt::format(
         "--fit-partition {}: no partition record with its clients' counts", flags.fit_partition));
@@ -230,6 +244,7 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     o.sync = plan.sync;
     o.seed = plan.seed;
     o.push_compress = plan.push_compress;
+    o.pull_compress = plan.pull_compress;
     if (o.sync.kind == SyncKind::kFedAvg) {
       FRUGAL_ASSIGN_OR_RETURN(o.client_samples, ClientSamples(flags, o.sync.clients));
       o.batch_size = flags.batch_size;
@@ -239,7 +254,22 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
       return InvalidArgumentError(
           "--client-samples, --fit-partition and --rounds apply to --sync fedavg");
     }
-    o.pull_compress = plan.pull_compress;
+    if ((flags.duplex_share != 1 || !flags.fit_duplex.empty()) &&
+        o.arch.kind != ArchKind::kParameterServer) {
+      return InvalidArgumentError("--duplex-share and --fit-duplex apply to --arch ps only");
+    }
+    o.network.duplex_share = flags.duplex_share;
+    if (!flags.fit_duplex.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(o.network.duplex_share, ReadDuplexFit(flags.fit_duplex));
+    }
+    o.contention = flags.contention;
+    if (!flags.fit_contention.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(
+          o.contention,
+          ReadContentionFit(flags.fit_contention, o.arch.kind == ArchKind::kGossip
+                                                      ? TopologySpecName(o.arch.gossip.topology)
+                                                      : std::string()));
+    }
     FRUGAL_ASSIGN_OR_RETURN(auto rates, Rates(flags, method));
     o.encode_bytes_per_s = rates.first;
     o.decode_bytes_per_s = rates.second;
@@ -260,22 +290,6 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
         o.network.ranks_per_host = flags.ranks_per_host;
         o.network.hosts_per_rack = flags.hosts_per_rack;
         o.network.rack_bytes_per_s = flags.rack_gbit * 1e9 / 8;
-        if ((flags.duplex_share != 1 || !flags.fit_duplex.empty()) &&
-            o.arch.kind != ArchKind::kParameterServer) {
-          return InvalidArgumentError("--duplex-share and --fit-duplex apply to --arch ps only");
-        }
-        o.network.duplex_share = flags.duplex_share;
-        if (!flags.fit_duplex.empty()) {
-          FRUGAL_ASSIGN_OR_RETURN(o.network.duplex_share, ReadDuplexFit(flags.fit_duplex));
-        }
-        o.contention = flags.contention;
-        if (!flags.fit_contention.empty()) {
-          FRUGAL_ASSIGN_OR_RETURN(
-              o.contention,
-              ReadContentionFit(flags.fit_contention, o.arch.kind == ArchKind::kGossip
-                                                          ? TopologySpecName(o.arch.gossip.topology)
-                                                          : std::string()));
-        }
         if (!flags.fit_round.empty()) {
           if (o.arch.kind != ArchKind::kGossip) {
             return InvalidArgumentError("--fit-round applies to --arch gossip only");

@@ -32,7 +32,8 @@
 # With `fedavg-epochs`, the FedAvg runs with local epochs of `validate_emulated.sh BUILD
 # fedavg-epochs` against the simulation of the same 4 rounds (--rounds 4, the run's seed) with
 # each run's partition record (--fit-partition), the compute-only profile (PROFILE) and the
-# all-reduce fit of the NIC rate, without and with the contention. H=2: the 2-host runs.
+# all-reduce fit of the NIC rate (FedAvg's compute is not beside a message: no contention).
+# H=2: the 2-host runs.
 # Usage: compare_arch.sh BUILD_DIR [own|own-contention|ps-compress|local|local-contention|fedavg|fedavg-epochs]
 set -u
 build="$(cd "$1" && pwd)"
@@ -124,9 +125,8 @@ fi
 if [ "${2:-}" = fedavg-epochs ]; then
   # Measured: the mean of the rounds' round_seconds; simulated: the step printed times the rounds'
   # client steps over 4 workers and 4 rounds (the same rounds: the same clients and steps).
-  printf "| NIC | measured round, mean (ms) | rounds (ms) | client steps | simulated (ms) | error |"
-  printf " with contention (ms) | error |\n"
-  printf "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  printf "| NIC | measured round, mean (ms) | rounds (ms) | client steps | simulated (ms) | error |\n"
+  printf "| --- | ---: | --- | ---: | ---: | ---: |\n"
   h=${H:-4}  # H=2: the 2-host runs (1 Gbit/s), PROFILE=tl_h2_skipcomm.json
   nics="100mbit 1gbit"
   [ "$h" = 2 ] && nics=1gbit
@@ -136,17 +136,10 @@ if [ "${2:-}" = fedavg-epochs ]; then
 import json,statistics,sys; r=[json.loads(l) for l in sys.stdin]
 t=[x["round_seconds"]*1e3 for x in r]
 print(statistics.mean(t), "/".join("%.0f" % x for x in t), sum(x["steps"] for x in r))')
-    sim_round() {
-      "$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers $h \
-        --fit fit_h${h}_${nic}.jsonl --sync fedavg:clients=8,fraction=0.5,local-epochs=1 \
-        --fit-partition $run --rounds 4 "$@" | tail -1 |
-        awk -v s=$steps -v h=$h '{print $4 * s / h / 4}'
-    }
-    plain=$(sim_round)
-    busy=$plain
-    [ -f contention_h${h}_${nic}.jsonl ] && busy=$(sim_round --fit-contention contention_h${h}_${nic}.jsonl)
-    printf "| %s | %.1f | %s | %s | %.1f | %s | %.1f | %s |\n" $nic $mean "$all" $steps $plain \
-      "$(err $plain $mean)" $busy "$(err $busy $mean)"
+    sim=$("$F" simulate --timeline ${PROFILE:-tl_h4_skipcomm.json} --model cnn --workers $h \
+      --fit fit_h${h}_${nic}.jsonl --sync fedavg:clients=8,fraction=0.5,local-epochs=1 \
+      --fit-partition $run --rounds 4 | tail -1 | awk -v s=$steps -v h=$h '{print $4 * s / h / 4}')
+    printf "| %s | %.1f | %s | %s | %.1f | %s |\n" $nic $mean "$all" $steps $sim "$(err $sim $mean)"
   done
   exit 0
 fi
