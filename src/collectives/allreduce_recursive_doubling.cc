@@ -10,29 +10,28 @@
 // Post-step: each odd rank below 2*rem sends the result to r - 1. log2(p) exchanges of the full
 // buffer: latency-optimal, for small buffers.
 //
-// Sends of the main loop leave from the buffer itself (options.data_owner) except for buffers of
-// at most kStagedExchangeBytes on one machine whose ranks have a core each: there they are staged.
-// The peer reads a chunk and this rank then writes the sum over it, so every cache line the peer
-// has just read must be taken back from the peer's cache before the write; on 2 ranks at 1 MB that
-// cost 126 against 80 us at 512 KiB and 227 against 194 us at 1 MB, while a staged copy stays in
-// the core's cache. From 2 MB up the staged copy no longer does and costs more than it saves
-// (312 against 437 us), and where ranks share cores the extra copy costs more than the
-// invalidations (docs/performance.md, "Recursive doubling's in-place sends").
+// Sends of the main loop leave from the buffer itself (options.data_owner) except on one machine
+// whose ranks have a core each (there the reading rounds below take over from
+// kReadingRoundsBytes): there they are staged. The peer reads a chunk and this rank then writes
+// the sum over it, so every cache line the peer has just read must be taken back from the peer's
+// cache before the write, while a staged copy stays in the core's cache; where ranks share cores
+// the extra copy costs more than the invalidations (docs/performance.md, "Recursive doubling's
+// in-place sends").
 //
-// Reading rounds (one machine: Transport::SharesMemoryWithPeers, at least kReadingRoundsBytes and
-// 4 ranks in the main loop). The partners read each other's buffers where they lie instead of
-// messaging them: in round k each tells its partner where the buffer it reads lies (a
-// RegionMessage, which also says the buffer is complete), writes the sum of its own and the
-// partner's into a buffer nobody reads in that round, and says "read" (an empty message). The
-// buffers alternate: round 0 reads the caller's buffer (or a copy in mappable memory when it does
-// not lie in such memory), rounds before the last write one of two spare blocks from NewShared,
-// and the last writes the caller's buffer, each only after the partners that read it earlier have
-// said "read". Per round and rank: N read from the partner, N read and N written here, against a
-// copy out of the partner's memory into a receive slot and the slot's sum through a message
-// transport. With 4 ranks on 2 cores, 1-64 MB, that is 0.90-1.21x MPI_Allreduce against 0.79-0.96x;
-// with 2 ranks (one round, which then needs a spare block and a copy back) it loses, and below 1
-// MiB it gains nothing (docs/performance.md). Messages: kDirectRegionBytes and an empty one per
-// round.
+// Reading rounds (one machine: Transport::SharesMemoryWithPeers, at least kReadingRoundsBytes). The
+// partners read each other's buffers where they lie instead of messaging them, and each sums half
+// of the pair's buffer in place: in round k each tells its partner where its buffer lies (a
+// RegionMessage, which also says the buffer holds the previous round's result), the lower rank adds
+// the partner's first half into its own first half and the higher its partner's second half into
+// its own second half (each writes the half of its own buffer the partner does not read), says
+// "summed" (an empty message), copies the half the partner summed out of the partner's buffer, and
+// says "copied". Before it writes its buffer in the next round it waits for the previous partner's
+// "copied". No spare buffers; per round and rank N read and N/2 written for the sum, N/2 read and
+// N/2 written for the copy: 2.5N through memory against 3N for a sum of the whole buffer into a
+// spare one, and against the copy out of the partner's memory into a receive slot and the slot's
+// sum through a message transport: on 2 and 4 ranks from 128 KiB to 64 MiB 1.1-3.0x MPI_Allreduce,
+// against 0.8-1.7x for those (at 64 KiB it gains nothing; docs/performance.md, "Recursive doubling
+// sums half in place"). Messages per round: kDirectRegionBytes and two empty ones.
 //
 // Determinism: both partners of an exchange add the same two partial sums; IEEE addition is
 // commutative (a + b == b + a bit for bit), so after each step the two hold identical bits, and
@@ -46,11 +45,9 @@
 namespace frugal::coll {
 namespace {
 
-constexpr size_t kStagedExchangeBytes = size_t{1} << 20;
-// Reading rounds from this size and 4 ranks in the main loop (docs/performance.md, "Recursive
-// doubling reads its partners' buffers").
-constexpr size_t kReadingRoundsBytes = size_t{1} << 20;
-constexpr int kReadingRoundsRanks = 4;
+// Reading rounds from this size (docs/performance.md, "Recursive doubling sums half in place").
+constexpr size_t kReadingRoundsBytes = size_t{128} << 10;
+constexpr size_t kFloatsPerCacheLine = 64 / sizeof(float);
 
 // The main loop where the ranks read each other's memory (see the file's comment). partners[k] is
 // the rank this one pairs with in round k.
@@ -63,11 +60,6 @@ class ReadingRounds {
   Status Run();
 
  private:
-  // The buffer round k writes: `data` in the last round, a spare buffer before (or when the last
-  // round reads `data` itself).
-  StatusOr<std::span<float>> Target(size_t k);
-  // Waits until no partner still reads `buffer` (the partners of the rounds that read it so far).
-  Status WaitUnread(std::span<const float> buffer, size_t rounds);
   // Tells the partners of rounds k.. that this rank cannot take part, then returns `error`.
   Status Abandon(size_t k, Status error);
 
@@ -75,32 +67,8 @@ class ReadingRounds {
   std::span<float> data_;
   std::span<const int> partners_;
   const AllreduceOptions& options_;
-  std::vector<std::span<float>> read_;       // read_[k]: the buffer the partner reads in round k
-  std::vector<std::unique_ptr<Work>> done_;  // done_[k]: round k's partner has read read_[k]
   std::vector<std::unique_ptr<Work>> sends_;
-  SharedBytes spare_[2];
 };
-
-StatusOr<std::span<float>> ReadingRounds::Target(size_t k) {
-  const bool last = k + 1 == partners_.size();
-  if (last && read_[k].data() != data_.data()) return data_;
-  SharedBytes& spare = spare_[k % 2];
-  if (spare.bytes.empty() && !data_.empty()) {
-    spare = t_.NewShared(data_.size() * sizeof(float));
-    if (!t_.RegionOf(spare.bytes)) return NoMemoryForPeers(t_.rank(), spare.bytes.size());
-  }
-  return std::span<float>(reinterpret_cast<float*>(spare.bytes.data()), data_.size());
-}
-
-Status ReadingRounds::WaitUnread(std::span<const float> buffer, size_t rounds) {
-  for (size_t j = 0; j < rounds; ++j) {
-    if (done_[j] && read_[j].data() == buffer.data()) {
-      FRUGAL_RETURN_IF_ERROR(WaitRecv(*done_[j], 0, options_.timeout));
-      done_[j].reset();
-    }
-  }
-  return Status::Ok();
-}
 
 Status ReadingRounds::Abandon(size_t k, Status error) {
   const RegionMessage none = RegionMessageOf(std::nullopt);
@@ -115,40 +83,42 @@ Status ReadingRounds::Abandon(size_t k, Status error) {
 Status ReadingRounds::Run() {
   const int tag = kTagRecursiveDoubling;
   const Duration timeout = options_.timeout;
-  const size_t rounds = partners_.size();
-  const size_t bytes = data_.size() * sizeof(float);
-  done_.resize(rounds);
-  const ReadableBuffer first = PlaceForPeers(t_, data_, options_.data_owner != nullptr);
-  if (!first.region) return Abandon(0, NoMemoryForPeers(t_.rank(), bytes));
-  std::span<float> source = first.values;
-  std::optional<PeerRegion> region = first.region;
-  RegionMessage theirs{};
-  for (size_t k = 0; k < rounds; ++k) {
+  const size_t n = data_.size();
+  const size_t bytes = n * sizeof(float);
+  // The halves meet on a cache line, so the two writers never share one.
+  const size_t half = n / 2 / kFloatsPerCacheLine * kFloatsPerCacheLine;
+  const ReadableBuffer placed = PlaceForPeers(t_, data_, options_.data_owner != nullptr);
+  if (!placed.region) return Abandon(0, NoMemoryForPeers(t_.rank(), bytes));
+  float* const mine = placed.values.data();
+  const RegionMessage region = RegionMessageOf(placed.region);
+  std::unique_ptr<Work> copied;  // the previous round's partner has copied its half of `mine`
+  for (size_t k = 0; k < partners_.size(); ++k) {
     const int peer = partners_[k];
-    read_.push_back(source);
+    RegionMessage theirs{};
     std::unique_ptr<Work> where =
         t_.IRecv(peer, tag, std::as_writable_bytes(std::span(&theirs, 1)));
-    done_[k] = t_.IRecv(peer, tag, {});
-    const RegionMessage mine = RegionMessageOf(region);
-    sends_.push_back(t_.ISend(peer, tag, std::as_bytes(std::span(&mine, 1))));
+    std::unique_ptr<Work> summed = t_.IRecv(peer, tag, {});
+    std::unique_ptr<Work> peer_copied = t_.IRecv(peer, tag, {});
+    sends_.push_back(t_.ISend(peer, tag, std::as_bytes(std::span(&region, 1))));
     FRUGAL_RETURN_IF_ERROR(WaitRecv(*where, sizeof(RegionMessage), timeout));
-    StatusOr<const float*> peer_values = MapRegionMessage(t_, peer, theirs, bytes);
-    if (!peer_values.ok()) return Abandon(k + 1, peer_values.status());
-    StatusOr<std::span<float>> target = Target(k);
-    if (!target.ok()) return Abandon(k + 1, target.status());
-    FRUGAL_RETURN_IF_ERROR(WaitUnread(*target, k));
-    AddTo(target->data(), source.data(), *peer_values, data_.size());
+    StatusOr<const float*> theirs_values = MapRegionMessage(t_, peer, theirs, bytes);
+    if (!theirs_values.ok()) return Abandon(k + 1, theirs_values.status());
+    const bool lower = t_.rank() < peer;
+    const size_t own_begin = lower ? 0 : half;
+    const size_t own_end = lower ? half : n;
+    const size_t their_begin = lower ? half : 0;
+    const size_t their_end = lower ? n : half;
+    if (copied) FRUGAL_RETURN_IF_ERROR(WaitRecv(*copied, 0, timeout));
+    AddInto(mine + own_begin, *theirs_values + own_begin, own_end - own_begin);
     sends_.push_back(t_.ISend(peer, tag, {}));
-    source = *target;
-    region = t_.RegionOf(FloatBytes(source));
+    FRUGAL_RETURN_IF_ERROR(WaitRecv(*summed, 0, timeout));
+    std::memcpy(mine + their_begin, *theirs_values + their_begin,
+                (their_end - their_begin) * sizeof(float));
+    sends_.push_back(t_.ISend(peer, tag, {}));
+    copied = std::move(peer_copied);
   }
-  if (source.data() != data_.data()) {
-    FRUGAL_RETURN_IF_ERROR(WaitUnread(data_, rounds));
-    std::memcpy(data_.data(), source.data(), bytes);
-  }
-  for (auto& d : done_) {
-    if (d) FRUGAL_RETURN_IF_ERROR(WaitRecv(*d, 0, timeout));
-  }
+  if (copied) FRUGAL_RETURN_IF_ERROR(WaitRecv(*copied, 0, timeout));
+  if (mine != data_.data()) std::memcpy(data_.data(), mine, bytes);
   return WaitAll(sends_, timeout);
 }
 
@@ -179,8 +149,7 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
       vr = r / 2;
     }
   }
-  if (vr >= 0 && p >= kReadingRoundsRanks && bytes.size() >= kReadingRoundsBytes &&
-      t.SharesMemoryWithPeers()) {
+  if (vr >= 0 && p >= 2 && bytes.size() >= kReadingRoundsBytes && t.SharesMemoryWithPeers()) {
     std::vector<int> partners;
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = vr ^ mask;
@@ -189,8 +158,7 @@ Status RecursiveDoublingAllreduce(Transport& t, std::span<float> data,
     FRUGAL_RETURN_IF_ERROR(ReadingRounds(t, data, partners, options).Run());
     if (options.op == ReduceOp::kAverage) ScaleForAverage(data, n);
   } else if (vr >= 0) {
-    const bool staged =
-        bytes.size() <= kStagedExchangeBytes && t.SharesMemoryWithPeers() && t.CoreForEachRank();
+    const bool staged = t.SharesMemoryWithPeers() && t.CoreForEachRank();
     const DataIo exchange_io = staged ? DataIo{} : io;
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = vr ^ mask;

@@ -500,14 +500,15 @@ TEST_P(AllreduceOver, DirectReadsThePeersBuffersInPlace) {
   }
 }
 
-// Recursive doubling from 1 MiB with 4 or more ranks in its main loop on one host reads its
-// partners' buffers: each rank in the main loop sends one region message and one empty message
-// per round (kDirectRegionBytes each round), the pre- and post-steps of a world that is not a
-// power of two still send whole buffers; the sums are the serial reference's and the same bits
-// on every rank, whether the buffer lies in memory shared with the transport or not. Below 1 MiB,
-// with 2 ranks, or across hosts it exchanges whole buffers (log2(p) per rank).
-TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFromOneMiB) {
-  const size_t big = (size_t{1} << 18) + 3;  // 1 MiB and 12 bytes
+// Recursive doubling from 128 KiB on one host reads its partners' buffers: each rank in the main
+// loop sends one region message (kDirectRegionBytes) and two empty messages ("summed", "copied")
+// per round, the pre- and post-steps of a world that is not a power of two still send whole
+// buffers; the sums are the serial reference's and the same bits on every rank, whether the
+// buffer lies in memory shared with the transport or not, and whatever its length (the halves
+// meet on a cache line). Below 128 KiB or across hosts it exchanges whole buffers (log2(p) per
+// rank).
+TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFrom128KiB) {
+  const size_t big = (size_t{1} << 15) + 3;  // 128 KiB and 12 bytes
   struct Layout {
     int n;
     size_t length;
@@ -515,9 +516,10 @@ TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFromOneMiB) {
     bool reads;
   };
   for (const Layout& l :
-       {Layout{4, big, 0, true}, Layout{5, big, 0, true}, Layout{6, big, 0, true},
-        Layout{8, big, 0, true}, Layout{4, (size_t{1} << 18) - 1, 0, false},
-        Layout{2, big, 0, false}, Layout{3, big, 0, false}, Layout{4, big, 2, false}}) {
+       {Layout{2, big, 0, true}, Layout{3, big, 0, true}, Layout{4, big, 0, true},
+        Layout{5, big, 0, true}, Layout{6, big, 0, true}, Layout{8, big, 0, true},
+        Layout{4, 3 * big + 1, 0, true}, Layout{4, (size_t{1} << 15) - 1, 0, false},
+        Layout{2, big, 1, false}, Layout{4, big, 2, false}}) {
     for (const bool shared : {false, true}) {
       const ReduceOp op = l.n % 2 == 0 ? ReduceOp::kSum : ReduceOp::kAverage;
       SCOPED_TRACE(
@@ -526,6 +528,7 @@ TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFromOneMiB) {
       world.ranks_per_host = l.per_host;
       std::vector<std::vector<float>> results(static_cast<size_t>(l.n));
       std::vector<uint64_t> sent(static_cast<size_t>(l.n));
+      std::vector<uint64_t> messages(static_cast<size_t>(l.n));
       auto statuses = Run(
           l.n,
           [&](Transport& t) -> Status {
@@ -542,8 +545,10 @@ TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFromOneMiB) {
             options.check_lengths = false;
             if (shared) options.data_owner = memory.owner;
             const uint64_t before = t.bytes_sent();
+            const uint64_t messages_before = t.messages_sent();
             FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
             sent[static_cast<size_t>(t.rank())] = t.bytes_sent() - before;
+            messages[static_cast<size_t>(t.rank())] = t.messages_sent() - messages_before;
             results[static_cast<size_t>(t.rank())].assign(data.begin(), data.end());
             return Status::Ok();
           },
@@ -565,6 +570,9 @@ TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFromOneMiB) {
                               : r < 2 * rem   ? rounds * per_round + buffer
                                               : rounds * per_round;
         EXPECT_EQ(sent[r], want) << "rank " << r;
+        if (l.reads && r >= 2 * rem) {
+          EXPECT_EQ(messages[r], 3u * rounds) << "rank " << r;
+        }
       }
     }
   }

@@ -22,24 +22,31 @@ uint64_t MessagesSent(AllreduceAlgorithm algorithm, int n, size_t bytes,
                       std::optional<size_t> segment_bytes) {
   const size_t count = bytes / sizeof(float);
   std::atomic<uint64_t> total{0};
-  std::vector<Status> statuses = RunRanks(n, [&](Transport& t) -> Status {
-    std::vector<float> data = MakeInput(t.rank(), count);
-    AllreduceOptions options;
-    options.algorithm = algorithm;
-    options.check_lengths = false;
-    options.segment_bytes = segment_bytes;
-    options.timeout = std::chrono::seconds(30);
-    // On one host whose ranks share memory the hierarchical all-reduce is the direct one, which
-    // sends no values; on two hosts its segments pipeline the broadcast inside each host.
-    if (algorithm == AllreduceAlgorithm::kHierarchical) options.ranks_per_host = n / 2;
-    const uint64_t before = t.messages_sent();
-    FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
-    total += t.messages_sent() - before;
-    const int64_t wrong =
-        FirstMismatch(data, Reference(n, count, ReduceOp::kSum), Tolerance(n, ReduceOp::kSum));
-    if (wrong >= 0) return InternalError("wrong element " + std::to_string(wrong));
-    return Status::Ok();
-  });
+  // Recursive doubling on one host reads its partners' buffers from 128 KiB and sends no values;
+  // its ranks here are on hosts of their own.
+  InProcOptions world;
+  if (algorithm == AllreduceAlgorithm::kRecursiveDoubling) world.ranks_per_host = 1;
+  std::vector<Status> statuses = RunRanks(
+      n,
+      [&](Transport& t) -> Status {
+        std::vector<float> data = MakeInput(t.rank(), count);
+        AllreduceOptions options;
+        options.algorithm = algorithm;
+        options.check_lengths = false;
+        options.segment_bytes = segment_bytes;
+        options.timeout = std::chrono::seconds(30);
+        // On one host whose ranks share memory the hierarchical all-reduce is the direct one, which
+        // sends no values; on two hosts its segments pipeline the broadcast inside each host.
+        if (algorithm == AllreduceAlgorithm::kHierarchical) options.ranks_per_host = n / 2;
+        const uint64_t before = t.messages_sent();
+        FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
+        total += t.messages_sent() - before;
+        const int64_t wrong =
+            FirstMismatch(data, Reference(n, count, ReduceOp::kSum), Tolerance(n, ReduceOp::kSum));
+        if (wrong >= 0) return InternalError("wrong element " + std::to_string(wrong));
+        return Status::Ok();
+      },
+      world);
   ExpectAllOk(statuses);
   return total;
 }
@@ -100,17 +107,13 @@ TEST(SegmentDefaults, BinaryTreePipelinesInItsDefaultSegments) {
 
 // Every algorithm sends, with its segment unset, exactly what it sends with its default given
 // explicitly, and a different count with a segment 4 times smaller (2 MiB on 4 ranks is large
-// enough for each to cut its messages by either: a ring block is 512 KiB; 768 KiB for recursive
-// doubling).
+// enough for each to cut its messages by either: a ring block is 512 KiB).
 TEST(SegmentDefaults, UnsetMeansTheAlgorithmsDefaultForEveryAlgorithm) {
   for (const Default& d : Defaults()) {
     // The direct all-reduce's segment is the piece it sums in the cache; it sends no values.
     if (d.algorithm == AllreduceAlgorithm::kDirect) continue;
     SCOPED_TRACE(AllreduceAlgorithmName(d.algorithm));
-    // Recursive doubling below 1 MiB: from there, with the ranks on one host, it reads its
-    // partners' buffers and sends no values.
-    const size_t bytes =
-        d.algorithm == AllreduceAlgorithm::kRecursiveDoubling ? 768 * kKiB : 2 * kMiB;
+    const size_t bytes = 2 * kMiB;
     const uint64_t unset = MessagesSent(d.algorithm, 4, bytes, std::nullopt);
     EXPECT_EQ(unset, MessagesSent(d.algorithm, 4, bytes, d.bytes));
     EXPECT_LT(unset, MessagesSent(d.algorithm, 4, bytes, d.bytes / 4));
