@@ -10,7 +10,8 @@
 // segment (tree 0 segment s, tree 1 segment s, ...), so every rank is busy as an interior node of
 // one tree while it serves as a leaf of the other, and both halves stream concurrently. Each
 // tree's root computes the sums of its half and the others copy them: results are bit-identical
-// on all ranks.
+// on all ranks. On one machine, from kReadingTreeBytes, each tree's ranks read each other's
+// segments in place instead (ReadingTreePipeline).
 #include "collectives/tree.h"
 
 namespace frugal::coll {
@@ -22,19 +23,19 @@ Status DoubleBinaryTreeAllreduce(Transport& t, std::span<float> data,
   const size_t seg = SegmentElems(SegmentBytes(options));
   const std::array<TreeNode, 2> trees = DoubleTree(n, t.rank());
   const size_t half = (data.size() + 1) / 2;
+  if (TreeReads(t, data.size() * sizeof(float), /*two_ranks_bytes=*/size_t{4} << 20)) {
+    const bool owner = options.data_owner != nullptr;
+    ReadingTreePipeline first(t, trees[0], data.first(half), seg, kTagDoubleTree0, options.timeout,
+                              scale, owner);
+    ReadingTreePipeline second(t, trees[1], data.subspan(half), seg, kTagDoubleTree1,
+                               options.timeout, scale, owner);
+    return RunPipelines(first, second);
+  }
   TreePipeline first(t, trees[0], data.first(half), seg, kTagDoubleTree0, options.timeout, scale,
                      /*broadcast=*/true, DataIo{options.data_owner});
   TreePipeline second(t, trees[1], data.subspan(half), seg, kTagDoubleTree1, options.timeout, scale,
                       /*broadcast=*/true, DataIo{options.data_owner});
-  FRUGAL_RETURN_IF_ERROR(first.Start());
-  FRUGAL_RETURN_IF_ERROR(second.Start());
-  const size_t steps = std::max(first.segments(), second.segments());
-  for (size_t s = 0; s < steps; ++s) {
-    if (s < first.segments()) FRUGAL_RETURN_IF_ERROR(first.Step(s));
-    if (s < second.segments()) FRUGAL_RETURN_IF_ERROR(second.Step(s));
-  }
-  FRUGAL_RETURN_IF_ERROR(first.Finish());
-  return second.Finish();
+  return RunPipelines(first, second);
 }
 
 }  // namespace frugal::coll

@@ -8,7 +8,8 @@
 // it down at once, so the broadcast of segment s overlaps the reduction of segment s + 1, and the
 // whole all-reduce takes about (2 levels + segments) segment times instead of
 // 2 levels x whole-buffer times. The root computes every sum and the others copy it, so all
-// ranks end with bit-identical results.
+// ranks end with bit-identical results. On one machine, from kReadingTreeBytes, the ranks read
+// each other's segments in place instead (ReadingTreePipeline).
 #include "collectives/tree.h"
 
 namespace frugal::coll {
@@ -16,12 +17,16 @@ namespace frugal::coll {
 Status BinaryTreeAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options) {
   const int n = t.size();
   const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
-  TreePipeline pipeline(t, HeapTree(n, t.rank(), 0), data, SegmentElems(SegmentBytes(options)),
-                        kTagTree, options.timeout, scale, /*broadcast=*/true,
+  const TreeNode node = HeapTree(n, t.rank(), 0);
+  const size_t seg = SegmentElems(SegmentBytes(options));
+  if (TreeReads(t, data.size() * sizeof(float), /*two_ranks_bytes=*/size_t{512} << 10)) {
+    ReadingTreePipeline pipeline(t, node, data, seg, kTagTree, options.timeout, scale,
+                                 options.data_owner != nullptr);
+    return RunPipeline(pipeline);
+  }
+  TreePipeline pipeline(t, node, data, seg, kTagTree, options.timeout, scale, /*broadcast=*/true,
                         DataIo{options.data_owner});
-  FRUGAL_RETURN_IF_ERROR(pipeline.Start());
-  for (size_t s = 0; s < pipeline.segments(); ++s) FRUGAL_RETURN_IF_ERROR(pipeline.Step(s));
-  return pipeline.Finish();
+  return RunPipeline(pipeline);
 }
 
 }  // namespace frugal::coll

@@ -68,6 +68,9 @@ inline int Mod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
 void AddInto(float* __restrict dst, const float* __restrict src, size_t n);
 // out[i] = a[i] + b[i] (the same bits as AddInto of b into a copy of a).
 void AddTo(float* __restrict out, const float* __restrict a, const float* __restrict b, size_t n);
+// dst[i] = (dst[i] + a[i]) + b[i] (the same bits as AddInto of a, then of b), in one pass.
+void AddTwoInto(float* __restrict dst, const float* __restrict a, const float* __restrict b,
+                size_t n);
 // x[i] *= factor.
 void ScaleInPlace(float* __restrict x, size_t n, float factor);
 inline void ScaleForAverage(std::span<float> x, int ranks) {

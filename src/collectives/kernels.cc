@@ -13,6 +13,11 @@ void AddTo(float* __restrict out, const float* __restrict a, const float* __rest
   for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
+void AddTwoInto(float* __restrict dst, const float* __restrict a, const float* __restrict b,
+                size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = (dst[i] + a[i]) + b[i];
+}
+
 void ScaleInPlace(float* __restrict x, size_t n, float factor) {
   for (size_t i = 0; i < n; ++i) x[i] *= factor;
 }

@@ -69,8 +69,8 @@ std::array<TreeNode, 2> DoubleTree(int n, int rank) {
   return trees;
 }
 
-TreePipeline::TreePipeline(Transport& t, const TreeNode& node, std::span<float> data, size_t seg,
-                           int tag, Duration timeout, float root_scale, bool broadcast, DataIo io)
+TreeSegments::TreeSegments(Transport& t, const TreeNode& node, std::span<float> data, size_t seg,
+                           int tag, Duration timeout, float root_scale)
     : t_(t),
       node_(node),
       data_(data),
@@ -78,9 +78,13 @@ TreePipeline::TreePipeline(Transport& t, const TreeNode& node, std::span<float> 
       tag_(tag),
       timeout_(timeout),
       root_scale_(root_scale),
+      segments_(ChunkCount(data.size(), seg_)) {}
+
+TreePipeline::TreePipeline(Transport& t, const TreeNode& node, std::span<float> data, size_t seg,
+                           int tag, Duration timeout, float root_scale, bool broadcast, DataIo io)
+    : TreeSegments(t, node, data, seg, tag, timeout, root_scale),
       broadcast_(broadcast),
       io_(std::move(io)),
-      segments_(ChunkCount(data.size(), seg_)),
       window_(std::min(kWindow, segments_)) {}
 
 void TreePipeline::PostChildRecv(int child, size_t s) {

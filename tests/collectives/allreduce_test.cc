@@ -25,9 +25,11 @@ using testing::ExpectAllOk;
 using testing::FirstMismatch;
 using ::testing::HasSubstr;
 using testing::MakeInput;
+using testing::MakeRankInput;
 using testing::Over;
 using testing::OverEachProtocol;
 using testing::Protocol;
+using testing::RankInput;
 using testing::ProtocolName;
 using testing::Reference;
 using testing::Tolerance;
@@ -475,16 +477,11 @@ TEST_P(AllreduceOver, DirectReadsThePeersBuffersInPlace) {
       const size_t length = 70001;  // blocks of unequal length, pieces of 256 KiB and a rest
       std::vector<std::vector<float>> results(static_cast<size_t>(n));
       auto statuses = Run(n, [&](Transport& t) -> Status {
-        const SharedBytes memory = t.NewShared(length * sizeof(float));
-        std::vector<float> own(length);
-        const std::span<float> data =
-            shared ? std::span<float>(reinterpret_cast<float*>(memory.bytes.data()), length)
-                   : std::span<float>(own);
-        const std::vector<float> input = MakeInput(t.rank(), length);
-        std::copy(input.begin(), input.end(), data.begin());
+        RankInput in = MakeRankInput(t, length, shared);
+        const std::span<float> data = in.data;
         AllreduceOptions options;
         options.algorithm = AllreduceAlgorithm::kDirect;
-        if (shared) options.data_owner = memory.owner;
+        if (shared) options.data_owner = in.memory.owner;
         FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
         results[static_cast<size_t>(t.rank())].assign(data.begin(), data.end());
         return Status::Ok();
@@ -532,18 +529,13 @@ TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFrom128KiB) {
       auto statuses = Run(
           l.n,
           [&](Transport& t) -> Status {
-            const SharedBytes memory = t.NewShared(l.length * sizeof(float));
-            std::vector<float> own(l.length);
-            const std::span<float> data =
-                shared ? std::span<float>(reinterpret_cast<float*>(memory.bytes.data()), l.length)
-                       : std::span<float>(own);
-            const std::vector<float> input = MakeInput(t.rank(), l.length);
-            std::copy(input.begin(), input.end(), data.begin());
+            RankInput in = MakeRankInput(t, l.length, shared);
+            const std::span<float> data = in.data;
             AllreduceOptions options;
             options.algorithm = AllreduceAlgorithm::kRecursiveDoubling;
             options.op = op;
             options.check_lengths = false;
-            if (shared) options.data_owner = memory.owner;
+            if (shared) options.data_owner = in.memory.owner;
             const uint64_t before = t.bytes_sent();
             const uint64_t messages_before = t.messages_sent();
             FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));

@@ -22,10 +22,14 @@ uint64_t MessagesSent(AllreduceAlgorithm algorithm, int n, size_t bytes,
                       std::optional<size_t> segment_bytes) {
   const size_t count = bytes / sizeof(float);
   std::atomic<uint64_t> total{0};
-  // Recursive doubling on one host reads its partners' buffers from 128 KiB and sends no values;
-  // its ranks here are on hosts of their own.
+  // Recursive doubling and the trees on one host read each other's buffers from 128 KiB and send
+  // no values; their ranks here are on hosts of their own.
   InProcOptions world;
-  if (algorithm == AllreduceAlgorithm::kRecursiveDoubling) world.ranks_per_host = 1;
+  if (algorithm == AllreduceAlgorithm::kRecursiveDoubling ||
+      algorithm == AllreduceAlgorithm::kBinaryTree ||
+      algorithm == AllreduceAlgorithm::kDoubleBinaryTree) {
+    world.ranks_per_host = 1;
+  }
   std::vector<Status> statuses = RunRanks(
       n,
       [&](Transport& t) -> Status {

@@ -59,6 +59,27 @@ inline bool BitIdentical(const std::vector<float>& a, const std::vector<float>& 
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
+// Rank `rank`'s input of `length` floats (MakeInput) in memory shared with the transport
+// (Transport::NewShared; pass `memory.owner` as AllreduceOptions::data_owner) or in its own.
+struct RankInput {
+  SharedBytes memory;
+  std::vector<float> own;
+  std::span<float> data;
+};
+inline RankInput MakeRankInput(Transport& t, size_t length, bool shared) {
+  RankInput in;
+  const std::vector<float> values = MakeInput(t.rank(), length);
+  if (shared) {
+    in.memory = t.NewShared(length * sizeof(float));
+    in.data = std::span<float>(reinterpret_cast<float*>(in.memory.bytes.data()), length);
+    std::copy(values.begin(), values.end(), in.data.begin());
+  } else {
+    in.own = values;
+    in.data = in.own;
+  }
+  return in;
+}
+
 inline void ExpectAllOk(const std::vector<Status>& statuses) {
   for (size_t r = 0; r < statuses.size(); ++r) {
     EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();

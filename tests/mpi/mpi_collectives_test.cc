@@ -47,8 +47,9 @@ TEST_P(MpiAllreduceTest, SumAndAverageMatchTheSerialReference) {
   ASSERT_NE(world, nullptr);
   ForEachGroup(*world, [&](Transport& t) {
     const int n = t.size();
-    for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{65536 + 13},
-                         size_t{(1 << 18) + 3}}) {  // 1 MiB + 12 bytes: unstaged rd
+    for (size_t count :
+         {size_t{1}, size_t{7}, size_t{1000}, size_t{65536 + 13},
+          size_t{(1 << 18) + 3}}) {  // 1 MiB + 12 bytes: rd and the trees read in place
       // Sum and average on the caller's own memory; the sum also on memory shared with the
       // transport (AllreduceOptions::data_owner: sent and received without staging).
       for (int variant = 0; variant < 3; ++variant) {
