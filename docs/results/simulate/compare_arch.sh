@@ -34,12 +34,16 @@
 # each run's partition record (--fit-partition), the compute-only profile (PROFILE) and the
 # all-reduce fit of the NIC rate (FedAvg's compute is not beside a message: no contention).
 # H=2: the 2-host runs.
-# Usage: compare_arch.sh BUILD_DIR [own|own-contention|ps-compress|local|local-contention|fedavg|fedavg-epochs]
+# With `gossip-compress`, the compressed gossip runs of `validate_emulated.sh BUILD gossip-compress`
+# (CHOCO-SGD with top-k, DCD-PSGD with QSGD, ring of 4 hosts) as `own-contention` does D-PSGD's,
+# with the compressors' encode and decode rates of ../compress_bench (--bench-compress).
+# Usage: compare_arch.sh BUILD_DIR [own|own-contention|ps-compress|local|local-contention|fedavg|fedavg-epochs|gossip-compress]
 set -u
 build="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$(dirname "$0")/${DIR:-.}"  # DIR: the records' directory, as for validate_emulated.sh
 F="$build/apps/frugal/frugal"
+source "$here/gossip_compress_runs.sh"
 # A run's median step, mean step (global_batch / samples_per_second) and compute per step, in ms.
 summary_ms() {
   grep '"event":"summary"' "$1" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
@@ -182,6 +186,20 @@ if [ "${2:-}" = own-contention ]; then
       dpsgd_run $run
       contention_row $nic "$label" ${run}_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
         --arch gossip:topology=$topology
+    done
+  done
+  exit 0
+fi
+if [ "${2:-}" = gossip-compress ]; then
+  printf "| NIC | run | measured mean (ms) | simulated (ms) | error | with contention (ms) | error |\n"
+  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  for nic in 100mbit 1gbit; do
+    for run in choco dcd; do
+      gossip_compress_run $run
+      rates=$here/../compress_bench/bench_sparse.jsonl
+      [ $run = dcd ] && rates=$here/../compress_bench/bench_quant.jsonl
+      contention_row $nic "$label" ${run}_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
+        --bench-compress "$rates" "${flags[@]}"
     done
   done
   exit 0

@@ -20,21 +20,37 @@
 # 1 Gbit/s (`compare_arch.sh BUILD fedavg-epochs`).
 # With `contention-gossip`: the compute's slowdown beside gossip rounds of the cnn model on the
 # ring and the one-peer graph of 4 hosts (`frugal bench contention --topology`).
-# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local|fedavg|fedavg-epochs|contention-gossip] (run alone: the emulated network and the times).
+# With `gossip-compress`: 40 steps of cnn with compressed gossip on the ring of 4 hosts, CHOCO-SGD
+# with top-k 1% (gamma 0.05) and DCD-PSGD with QSGD (64 levels), at 100 Mbit/s and 1 Gbit/s
+# (`compare_arch.sh BUILD gossip-compress`).
+# Usage: validate_emulated.sh BUILD_DIR [arch|dpsgd|local|fedavg|fedavg-epochs|contention-gossip|gossip-compress] (run alone: the emulated network and the times).
 set -u
 build="$(cd "$1" && pwd)"
 what="${2:-allreduce}"
-cd "$(dirname "$0")"
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here"
 # DIR (relative to this directory): where the records are written and read; "." by default.
 mkdir -p "${DIR:-.}" && cd "${DIR:-.}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
+source "$here/gossip_compress_runs.sh"
 if [ "$what" = fedavg ]; then
   for nic in 100mbit 1gbit; do
     "$F" train --np 4 --emulate hosts=4,nic=$nic --model cnn --epochs 6 --progress none \
       --sync fedavg:clients=8,fraction=1,local-steps=10 --json fedavg_h4_${nic}.jsonl \
       > fedavg_h4_${nic}.log 2>&1
     echo "train fedavg 4 $nic rc=$?"
+  done
+  exit 0
+fi
+if [ "$what" = gossip-compress ]; then
+  for nic in 100mbit 1gbit; do
+    for run in choco dcd; do
+      gossip_compress_run $run
+      "$F" train --np 4 --emulate hosts=4,nic=$nic --model cnn --max-steps 40 --progress none \
+        "${flags[@]}" --json ${run}_h4_${nic}.jsonl > ${run}_h4_${nic}.log 2>&1
+      echo "train $run 4 $nic rc=$?"
+    done
   done
   exit 0
 fi
