@@ -138,7 +138,7 @@ class ReadingTreePipeline : public TreeSegments {
 inline constexpr size_t kReadingTreeBytes = size_t{128} << 10;
 inline bool TreeReads(const Transport& t, size_t bytes, size_t two_ranks_bytes) {
   const size_t bound = t.size() == 2 ? two_ranks_bytes : kReadingTreeBytes;
-  return bytes >= bound && t.SharesMemoryWithPeers();
+  return t.size() > 1 && bytes >= bound && t.SharesMemoryWithPeers();
 }
 
 // Runs one pipeline to the end.
