@@ -151,16 +151,24 @@ StatusOr<std::optional<nlohmann::json>> FirstRecord(
   return std::optional<nlohmann::json>();
 }
 
-// Encode and decode rates (bytes/s) of `spec` from `frugal bench compress --json` records.
+// Encode and decode rates (bytes/s) of `spec` from `frugal bench compress --json` records: the
+// record of the same compressor with the same options (as the registry spells them out) when the
+// file has one, else the first of the same kind.
 StatusOr<std::pair<double, double>> Rates(const SimulateFlags& flags, const std::string& spec) {
   if (flags.bench_compress.empty() || spec == "none") return std::pair<double, double>{0, 0};
-  FRUGAL_ASSIGN_OR_RETURN(
-      const std::optional<nlohmann::json> record,
-      FirstRecord(flags.bench_compress, "--bench-compress", [&](const nlohmann::json& j) {
-        const std::string name = j.value("compressor", "");
-        return j.value("bench", "") == "compress" &&
-               (name == spec || name.substr(0, name.find(':')) == spec.substr(0, spec.find(':')));
-      }));
+  auto made = DefaultCompressorRegistry().Create(spec);
+  const std::string full = made.ok() ? (*made)->spec() : spec;
+  const std::string kind = spec.substr(0, spec.find(':'));
+  std::optional<nlohmann::json> record;
+  for (const bool exact : {true, false}) {
+    FRUGAL_ASSIGN_OR_RETURN(
+        record, FirstRecord(flags.bench_compress, "--bench-compress", [&](const nlohmann::json& j) {
+          const std::string name = j.value("compressor", "");
+          return j.value("bench", "") == "compress" &&
+                 (exact ? name == full || name == spec : name.substr(0, name.find(':')) == kind);
+        }));
+    if (record) break;
+  }
   if (!record) {
     return InvalidArgumentError(
         fmt::format("--bench-compress {}: no record of {}", flags.bench_compress, spec));
