@@ -67,6 +67,7 @@ class ReadingRounds {
   std::span<float> data_;
   std::span<const int> partners_;
   const AllreduceOptions& options_;
+  RegionMessage region_{};  // sent from here: outlives the sends
   std::vector<std::unique_ptr<Work>> sends_;
 };
 
@@ -90,7 +91,7 @@ Status ReadingRounds::Run() {
   const ReadableBuffer placed = PlaceForPeers(t_, data_, options_.data_owner != nullptr);
   if (!placed.region) return Abandon(0, NoMemoryForPeers(t_.rank(), bytes));
   float* const mine = placed.values.data();
-  const RegionMessage region = RegionMessageOf(placed.region);
+  region_ = RegionMessageOf(placed.region);
   std::unique_ptr<Work> copied;  // the previous round's partner has copied its half of `mine`
   for (size_t k = 0; k < partners_.size(); ++k) {
     const int peer = partners_[k];
@@ -99,7 +100,7 @@ Status ReadingRounds::Run() {
         t_.IRecv(peer, tag, std::as_writable_bytes(std::span(&theirs, 1)));
     std::unique_ptr<Work> summed = t_.IRecv(peer, tag, {});
     std::unique_ptr<Work> peer_copied = t_.IRecv(peer, tag, {});
-    sends_.push_back(t_.ISend(peer, tag, std::as_bytes(std::span(&region, 1))));
+    sends_.push_back(t_.ISend(peer, tag, std::as_bytes(std::span(&region_, 1))));
     FRUGAL_RETURN_IF_ERROR(WaitRecv(*where, sizeof(RegionMessage), timeout));
     StatusOr<const float*> theirs_values = MapRegionMessage(t_, peer, theirs, bytes);
     if (!theirs_values.ok()) return Abandon(k + 1, theirs_values.status());

@@ -127,6 +127,7 @@ class ReadingTreePipeline : public TreeSegments {
   const float* parent_ = nullptr;
   std::array<const float*, 2> children_{nullptr, nullptr};
   std::unique_ptr<Work> final_;  // the parent's next "final" message
+  RegionMessage region_{};       // sent from here: outlives the sends
   std::vector<std::unique_ptr<Work>> sends_;
   size_t copied_ = 0;  // segments copied from the parent
 };

@@ -40,7 +40,7 @@ Status ReadingTreePipeline::Await(int peer) {
 Status ReadingTreePipeline::Start() {
   const size_t bytes = data_.size() * sizeof(float);
   placed_ = PlaceForPeers(t_, data_, data_owner_);
-  const RegionMessage mine = RegionMessageOf(placed_.region);
+  region_ = RegionMessageOf(placed_.region);
   std::vector<int> peers;
   if (node_.parent >= 0) peers.push_back(node_.parent);
   for (int child : node_.children) {
@@ -50,7 +50,7 @@ Status ReadingTreePipeline::Start() {
   std::vector<std::unique_ptr<Work>> recvs;
   for (size_t i = 0; i < peers.size(); ++i) {
     recvs.push_back(t_.IRecv(peers[i], tag_, std::as_writable_bytes(std::span(&theirs[i], 1))));
-    sends_.push_back(t_.ISend(peers[i], tag_, std::as_bytes(std::span(&mine, 1))));
+    sends_.push_back(t_.ISend(peers[i], tag_, std::as_bytes(std::span(&region_, 1))));
   }
   if (!placed_.region) return NoMemoryForPeers(t_.rank(), bytes);
   mine_ = placed_.values.data();
