@@ -20,18 +20,18 @@
 namespace frugal {
 namespace {
 
+using testing::AllreduceRun;
 using testing::BitIdentical;
 using testing::ExpectAllOk;
 using testing::FirstMismatch;
 using ::testing::HasSubstr;
 using testing::MakeInput;
-using testing::MakeRankInput;
 using testing::Over;
 using testing::OverEachProtocol;
 using testing::Protocol;
-using testing::RankInput;
 using testing::ProtocolName;
 using testing::Reference;
+using testing::RunAllreduce;
 using testing::Tolerance;
 
 // Large enough for every algorithm to cut its messages into many segments of kSmallSegment bytes
@@ -40,41 +40,7 @@ using testing::Tolerance;
 constexpr size_t kLarge = 30011;
 constexpr size_t kSmallSegment = 1204;
 
-struct Result {
-  std::vector<Status> statuses;
-  std::vector<std::vector<float>> outputs;
-};
-
-// Runs Allreduce on `n` threads, rank r starting from MakeInput(r, length), in a vector or, with
-// `shared`, in memory from Transport::NewShared.
-Result RunAllreduce(int n, size_t length, const AllreduceOptions& options, InProcOptions world,
-                    bool shared = false) {
-  Result result;
-  result.outputs.resize(static_cast<size_t>(n));
-  result.statuses = RunRanks(
-      n,
-      [&](Transport& t) -> Status {
-        std::vector<float> data = MakeInput(t.rank(), length);
-        if (!shared) {
-          Status s = Allreduce(t, data, options);
-          result.outputs[static_cast<size_t>(t.rank())] = std::move(data);
-          return s;
-        }
-        // On memory shared with the transport (AllreduceOptions::data_owner).
-        const SharedBytes memory = t.NewShared(length * sizeof(float));
-        const std::span<float> in(reinterpret_cast<float*>(memory.bytes.data()), length);
-        std::copy(data.begin(), data.end(), in.begin());
-        AllreduceOptions on_shared = options;
-        on_shared.data_owner = memory.owner;
-        Status s = Allreduce(t, in, on_shared);
-        result.outputs[static_cast<size_t>(t.rank())].assign(in.begin(), in.end());
-        return s;
-      },
-      world);
-  return result;
-}
-
-void ExpectMatchesReference(const Result& result, int n, size_t length, ReduceOp op,
+void ExpectMatchesReference(const AllreduceRun& result, int n, size_t length, ReduceOp op,
                             const std::string& label) {
   ExpectAllOk(result.statuses);
   const std::vector<double> want = Reference(n, length, op);
@@ -141,10 +107,10 @@ TEST_P(AllreduceTest, MatchesSerialReferenceOnEveryRank) {
   options.op = c.op;
   options.segment_bytes = c.segment_bytes;
   options.timeout = std::chrono::seconds(30);
-  const Result result = RunAllreduce(c.ranks, c.length, options, Over(protocol));
+  const AllreduceRun result = RunAllreduce(c.ranks, c.length, options, Over(protocol));
   ExpectMatchesReference(result, c.ranks, c.length, c.op, CaseName(c));
   if (c.length == kLarge) {
-    const Result on_shared = RunAllreduce(c.ranks, c.length, options, Over(protocol), true);
+    const AllreduceRun on_shared = RunAllreduce(c.ranks, c.length, options, Over(protocol), true);
     ExpectMatchesReference(on_shared, c.ranks, c.length, c.op, CaseName(c) + " on shared memory");
     EXPECT_TRUE(BitIdentical(on_shared.outputs[0], result.outputs[0])) << CaseName(c);
   }
@@ -216,7 +182,7 @@ TEST_P(HierarchicalTest, MatchesReference) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
     options.op = op;
     for (size_t length : {size_t{1}, size_t{7}, size_t{20011}}) {
-      const Result result = RunAllreduce(c.ranks, length, options, Over(protocol, world));
+      const AllreduceRun result = RunAllreduce(c.ranks, length, options, Over(protocol, world));
       ExpectMatchesReference(result, c.ranks, length, op, "len " + std::to_string(length));
     }
   }
@@ -227,7 +193,7 @@ TEST(Hierarchical, RefusesDirectInner) {
   options.algorithm = AllreduceAlgorithm::kHierarchical;
   options.inner_algorithm = AllreduceAlgorithm::kDirect;
   options.ranks_per_host = 2;
-  const Result result = RunAllreduce(4, 100, options, {});
+  const AllreduceRun result = RunAllreduce(4, 100, options, {});
   for (const Status& s : result.statuses) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
     EXPECT_THAT(s.message(), HasSubstr("cannot run between hosts"));
@@ -266,7 +232,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalTest,
 TEST_P(AllreduceOver, HierarchicalPutsAllRanksOnOneHostByDefault) {
   AllreduceOptions options;
   options.algorithm = AllreduceAlgorithm::kHierarchical;
-  const Result result = RunAllreduce(6, 5003, options, Over(protocol()));
+  const AllreduceRun result = RunAllreduce(6, 5003, options, Over(protocol()));
   ExpectMatchesReference(result, 6, 5003, ReduceOp::kSum, "one host");
 }
 
@@ -274,7 +240,7 @@ TEST_P(AllreduceOver, HierarchicalNegativeRanksPerHostIsInvalidOnEveryRank) {
   AllreduceOptions options;
   options.algorithm = AllreduceAlgorithm::kHierarchical;
   options.ranks_per_host = -1;
-  const Result result = RunAllreduce(3, 10, options, Over(protocol()));
+  const AllreduceRun result = RunAllreduce(3, 10, options, Over(protocol()));
   for (const Status& s : result.statuses) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
 
@@ -296,7 +262,7 @@ TEST_P(TorusTest, MatchesReference) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
     options.op = op;
     for (size_t length : {size_t{1}, size_t{5}, size_t{12345}}) {
-      const Result result = RunAllreduce(c.ranks, length, options, Over(protocol));
+      const AllreduceRun result = RunAllreduce(c.ranks, length, options, Over(protocol));
       ExpectMatchesReference(result, c.ranks, length, op, "len " + std::to_string(length));
     }
   }
@@ -330,7 +296,7 @@ TEST_P(AllreduceOver, TorusRowsThatDoNotDivideAreInvalidOnEveryRank) {
     AllreduceOptions options;
     options.algorithm = AllreduceAlgorithm::kTorus2D;
     options.torus_rows = rows;
-    const Result result = RunAllreduce(8, 100, options, Over(protocol()));
+    const AllreduceRun result = RunAllreduce(8, 100, options, Over(protocol()));
     for (const Status& s : result.statuses) {
       EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << rows << ": " << s.ToString();
       EXPECT_THAT(s.message(), HasSubstr("torus_rows"));
@@ -475,18 +441,11 @@ TEST_P(AllreduceOver, DirectReadsThePeersBuffersInPlace) {
   for (const int n : {2, 3, 5}) {
     for (const bool shared : {false, true}) {
       const size_t length = 70001;  // blocks of unequal length, pieces of 256 KiB and a rest
-      std::vector<std::vector<float>> results(static_cast<size_t>(n));
-      auto statuses = Run(n, [&](Transport& t) -> Status {
-        RankInput in = MakeRankInput(t, length, shared);
-        const std::span<float> data = in.data;
-        AllreduceOptions options;
-        options.algorithm = AllreduceAlgorithm::kDirect;
-        if (shared) options.data_owner = in.memory.owner;
-        FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
-        results[static_cast<size_t>(t.rank())].assign(data.begin(), data.end());
-        return Status::Ok();
-      });
-      ExpectAllOk(statuses);
+      AllreduceOptions options;
+      options.algorithm = AllreduceAlgorithm::kDirect;
+      const AllreduceRun run = RunAllreduce(n, length, options, Over(protocol()), shared);
+      const auto& results = run.outputs;
+      ExpectAllOk(run.statuses);
       const std::vector<double> expected = Reference(n, length, ReduceOp::kSum);
       for (int r = 0; r < n; ++r) {
         EXPECT_EQ(FirstMismatch(results[r], expected, Tolerance(n, ReduceOp::kSum)), -1)
@@ -523,29 +482,16 @@ TEST_P(AllreduceOver, RecursiveDoublingReadsItsPartnersFrom128KiB) {
           fmt::format("n {} length {} per host {} shared {}", l.n, l.length, l.per_host, shared));
       InProcOptions world;
       world.ranks_per_host = l.per_host;
-      std::vector<std::vector<float>> results(static_cast<size_t>(l.n));
-      std::vector<uint64_t> sent(static_cast<size_t>(l.n));
-      std::vector<uint64_t> messages(static_cast<size_t>(l.n));
-      auto statuses = Run(
-          l.n,
-          [&](Transport& t) -> Status {
-            RankInput in = MakeRankInput(t, l.length, shared);
-            const std::span<float> data = in.data;
-            AllreduceOptions options;
-            options.algorithm = AllreduceAlgorithm::kRecursiveDoubling;
-            options.op = op;
-            options.check_lengths = false;
-            if (shared) options.data_owner = in.memory.owner;
-            const uint64_t before = t.bytes_sent();
-            const uint64_t messages_before = t.messages_sent();
-            FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
-            sent[static_cast<size_t>(t.rank())] = t.bytes_sent() - before;
-            messages[static_cast<size_t>(t.rank())] = t.messages_sent() - messages_before;
-            results[static_cast<size_t>(t.rank())].assign(data.begin(), data.end());
-            return Status::Ok();
-          },
-          world);
-      ExpectAllOk(statuses);
+      AllreduceOptions options;
+      options.algorithm = AllreduceAlgorithm::kRecursiveDoubling;
+      options.op = op;
+      options.check_lengths = false;
+      const AllreduceRun run =
+          RunAllreduce(l.n, l.length, options, Over(protocol(), world), shared);
+      const auto& results = run.outputs;
+      const auto& sent = run.bytes;
+      const auto& messages = run.messages;
+      ExpectAllOk(run.statuses);
       const std::vector<double> expected = Reference(l.n, l.length, op);
       int p = 1;
       while (p * 2 <= l.n) p *= 2;

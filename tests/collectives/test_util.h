@@ -80,6 +80,41 @@ inline RankInput MakeRankInput(Transport& t, size_t length, bool shared) {
   return in;
 }
 
+// What each rank of an all-reduce returned, ended with and sent (RunAllreduce).
+struct AllreduceRun {
+  std::vector<Status> statuses;
+  std::vector<std::vector<float>> outputs;
+  std::vector<uint64_t> bytes;
+  std::vector<uint64_t> messages;
+};
+
+// Runs Allreduce on `n` threads, rank r starting from MakeInput(r, length), in a vector or, with
+// `shared`, in memory from Transport::NewShared (passed as AllreduceOptions::data_owner).
+inline AllreduceRun RunAllreduce(int n, size_t length, const AllreduceOptions& options,
+                                 InProcOptions world, bool shared = false) {
+  AllreduceRun run;
+  const size_t ranks = static_cast<size_t>(n);
+  run.outputs.resize(ranks);
+  run.bytes.resize(ranks);
+  run.messages.resize(ranks);
+  run.statuses = RunRanks(
+      n,
+      [&](Transport& t) -> Status {
+        RankInput in = MakeRankInput(t, length, shared);
+        AllreduceOptions own = options;
+        if (shared) own.data_owner = in.memory.owner;
+        const uint64_t bytes = t.bytes_sent(), messages = t.messages_sent();
+        Status s = Allreduce(t, in.data, own);
+        const size_t r = static_cast<size_t>(t.rank());
+        run.bytes[r] = t.bytes_sent() - bytes;
+        run.messages[r] = t.messages_sent() - messages;
+        run.outputs[r].assign(in.data.begin(), in.data.end());
+        return s;
+      },
+      world);
+  return run;
+}
+
 inline void ExpectAllOk(const std::vector<Status>& statuses) {
   for (size_t r = 0; r < statuses.size(); ++r) {
     EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();

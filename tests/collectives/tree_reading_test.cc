@@ -70,34 +70,21 @@ TEST_P(TreeReading, TreesReadTheirNeighboursSegmentsInPlace) {
                                  AllreduceAlgorithmName(a), l.n, l.length, l.per_host, shared));
         InProcOptions world;
         world.ranks_per_host = l.per_host;
-        std::vector<std::vector<float>> results(static_cast<size_t>(l.n));
-        std::vector<TreeMessages> sent(static_cast<size_t>(l.n));
-        auto statuses = Run(
-            l.n,
-            [&](Transport& t) -> Status {
-              RankInput in = MakeRankInput(t, l.length, shared);
-              const std::span<float> data = in.data;
-              AllreduceOptions options;
-              options.algorithm = a;
-              options.op = op;
-              options.check_lengths = false;
-              options.segment_bytes = seg_bytes;
-              if (shared) options.data_owner = in.memory.owner;
-              const uint64_t bytes = t.bytes_sent(), messages = t.messages_sent();
-              FRUGAL_RETURN_IF_ERROR(Allreduce(t, data, options));
-              sent[static_cast<size_t>(t.rank())] = {t.bytes_sent() - bytes,
-                                                     t.messages_sent() - messages};
-              results[static_cast<size_t>(t.rank())].assign(data.begin(), data.end());
-              return Status::Ok();
-            },
-            world);
-        ExpectAllOk(statuses);
+        AllreduceOptions options;
+        options.algorithm = a;
+        options.op = op;
+        options.check_lengths = false;
+        options.segment_bytes = seg_bytes;
+        const AllreduceRun run =
+            RunAllreduce(l.n, l.length, options, Over(protocol(), world), shared);
+        const auto& results = run.outputs;
+        ExpectAllOk(run.statuses);
         const std::vector<double> expected = Reference(l.n, l.length, op);
         for (int r = 0; r < l.n; ++r) {
           EXPECT_EQ(FirstMismatch(results[r], expected, Tolerance(l.n, op)), -1) << "rank " << r;
           EXPECT_TRUE(BitIdentical(results[r], results[0])) << "rank " << r;
           if (!l.reads) {
-            EXPECT_GT(sent[r].bytes, l.length * sizeof(float) / 4) << "rank " << r;
+            EXPECT_GT(run.bytes[r], l.length * sizeof(float) / 4) << "rank " << r;
             continue;
           }
           TreeMessages want;
@@ -110,8 +97,8 @@ TEST_P(TreeReading, TreesReadTheirNeighboursSegmentsInPlace) {
             const TreeMessages second = Expected(trees[1], l.length - half, seg);
             want = {first.bytes + second.bytes, first.messages + second.messages};
           }
-          EXPECT_EQ(sent[r].bytes, want.bytes) << "rank " << r;
-          EXPECT_EQ(sent[r].messages, want.messages) << "rank " << r;
+          EXPECT_EQ(run.bytes[r], want.bytes) << "rank " << r;
+          EXPECT_EQ(run.messages[r], want.messages) << "rank " << r;
         }
       }
     }

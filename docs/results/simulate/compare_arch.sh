@@ -85,6 +85,11 @@ contention_row() {
   printf "| %s | %s | %.1f | %.1f | %s | %.1f | %s |\n" $nic "$label" $mean $plain \
     "$(err $plain $mean)" $charged "$(err $charged $mean)"
 }
+# The head of a table of contention_row lines; $1 names the run column.
+contention_head() {
+  printf "| NIC | %s | measured mean (ms) | simulated (ms) | error | with contention (ms) | error |\n" "$1"
+  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+}
 if [ "${2:-}" = ps-compress ]; then
   printf "| run | measured median (ms) | measured mean (ms) | simulated (ms) | error vs median | error vs mean | simulated with rates (ms) |\n"
   printf "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
@@ -150,8 +155,7 @@ fi
 if [ "${2:-}" = local-contention ]; then
   # The same runs against the compute-only profile (PROFILE, a --skip-comm trace on the same
   # hosts) with and without the contention of contention_h4_NIC.jsonl.
-  printf "| NIC | run | measured mean (ms) | simulated (ms) | error | with contention (ms) | error |\n"
-  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  contention_head run
   for nic in 100mbit 1gbit; do
     for run in local4 local4ov local4q; do
       local_run $run
@@ -179,8 +183,7 @@ fi
 if [ "${2:-}" = own-contention ]; then
   # The D-PSGD runs of `dpsgd` against the compute-only profile (PROFILE) with the round's rate
   # and copy rate, with and without the contention of contention_h4_NIC.jsonl.
-  printf "| NIC | graph | measured mean (ms) | simulated (ms) | error | with contention (ms) | error |\n"
-  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  contention_head graph
   for nic in 100mbit 1gbit; do
     for run in dpsgd dpsgd1; do
       dpsgd_run $run
@@ -191,8 +194,7 @@ if [ "${2:-}" = own-contention ]; then
   exit 0
 fi
 if [ "${2:-}" = gossip-compress ]; then
-  printf "| NIC | run | measured mean (ms) | simulated (ms) | error | with contention (ms) | error |\n"
-  printf "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
+  contention_head run
   for nic in 100mbit 1gbit; do
     for run in choco dcd; do
       gossip_compress_run $run
