@@ -113,6 +113,9 @@ struct CompressorTraits {
   // The compressor overrides Aggregate() and moves its own data over the transport (PowerSGD
   // all-reduces P and Q, gTop-k merges pairwise, TernGrad agrees on a scale across ranks).
   bool custom_aggregate = false;
+  // DecodeScaled touches only the entries the payload carries (the sparse compressors): a weighted
+  // sum of such messages costs their length, not numel.
+  bool sparse_decode = false;
   // The body ends with float32 values (TrailingFloats counts them) that the next stage of a
   // composition may code in their place (none, randomk, topk).
   bool ends_with_floats = false;
@@ -304,6 +307,14 @@ class Compressor {
   // zeros or is unchanged.
   virtual Status DecodeOverwrite(std::span<const std::byte> payload, const TensorInfo& tensor,
                                  CompressContext& ctx, std::span<float> output) const;
+
+  // Decode that ADDS `scale` times the decoded values into `output`: output[e] += scale * v[e], in
+  // float. With scale 1 it is Decode. The default decodes into a scratch vector of the context
+  // (DecodeOverwrite) and adds it scaled; the sparse compressors override it to touch only the
+  // entries they carry (a weighted sum of sparse messages costs their length, not numel). Errors
+  // as Decode's: a malformed payload leaves `output` unchanged.
+  virtual Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                              CompressContext& ctx, float scale, std::span<float> output) const;
 
   // Compressors with traits().custom_aggregate move their own data over `t`. Called on every rank
   // in the same order. `data` holds this rank's input on entry and the aggregate (sum, or average

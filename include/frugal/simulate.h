@@ -70,11 +70,11 @@
 //    the round's phase of the topology; a round is alpha + d M / B (d the largest out- or
 //    in-degree of the phase: a rank's messages go at once through its NIC, full duplex; B the
 //    network's round_bytes_per_s when it is set, the NIC's rate otherwise) plus,
-//    for the compressed algorithms, encoding the model and decoding d messages; on the training
-//    thread, the model's passes through memory at copy_bytes_per_s (GossipModelPasses). D-PSGD
-//    (cta) sends the model the step starts from, so its round runs during the step's forward and
-//    backward (the compute `contention` times slower while it moves) and the step ends when both
-//    are done; the others (atc, CHOCO, DCD, ECD, SGP, and
+//    for the compressed algorithms, encoding the model and decoding the messages they decode; on
+//    the training thread, the model's passes through memory at copy_bytes_per_s
+//    (GossipModelPasses). D-PSGD (cta) sends the model the step starts from, so its round runs
+//    during the step's forward and backward (the compute `contention` times slower while it moves)
+//    and the step ends when both are done; the others (atc, CHOCO, DCD, ECD, SGP, and
 //    --sync local:period=H every H steps) run their round after the optimizer's step; SGP with
 //    overlap=1 lets its round run during the next step. The layers are the model (no buffers).
 // Asynchronous models (asp, ssp, backup, lag) and AD-PSGD are not simulated: without stragglers

@@ -125,6 +125,26 @@ Status Compressor::DecodeOverwrite(std::span<const std::byte> payload, const Ten
   return Decode(payload, tensor, ctx, output);
 }
 
+namespace {
+// The dense decode of DecodeScaled's default (slot kScaledDecodeSlot): scratch, visits nothing.
+struct ScaledDecodeScratch : TensorState {
+  std::vector<float> values;
+};
+constexpr std::string_view kScaledDecodeSlot = "decode.scaled";
+}  // namespace
+
+Status Compressor::DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                                CompressContext& ctx, float scale, std::span<float> output) const {
+  if (scale == 1.0f) return Decode(payload, tensor, ctx, output);
+  FRUGAL_CHECK_EQ(output.size(), tensor.numel, "buffer size vs. numel of tensor '", tensor.name,
+                  "'");
+  std::vector<float>& decoded = ctx.State<ScaledDecodeScratch>(tensor, kScaledDecodeSlot).values;
+  decoded.resize(tensor.numel);
+  FRUGAL_RETURN_IF_ERROR(DecodeOverwrite(payload, tensor, ctx, decoded));
+  for (size_t e = 0; e < output.size(); ++e) output[e] += scale * decoded[e];
+  return Status::Ok();
+}
+
 Status Compressor::Aggregate(Transport& t, std::span<float> data, std::span<float> residual,
                              const TensorInfo& tensor, CompressContext& ctx,
                              const AggregateOptions& options) const {

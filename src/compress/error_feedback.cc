@@ -99,6 +99,10 @@ class ErrorFeedbackCompressor final : public Compressor {
                          CompressContext& ctx, std::span<float> output) const override {
     return inner_->DecodeOverwrite(payload, tensor, ctx, output);
   }
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override {
+    return inner_->DecodeScaled(payload, tensor, ctx, scale, output);
+  }
 
   Status Aggregate(Transport& t, std::span<float> data, std::span<float> residual,
                    const TensorInfo& tensor, CompressContext& ctx,

@@ -200,14 +200,15 @@ Status TopKValuesCompressor::Encode(std::span<const float> input, const TensorIn
   return Status::Ok();
 }
 
-Status TopKValuesCompressor::Decode(std::span<const std::byte> payload, const TensorInfo& tensor,
-                                    CompressContext& ctx, std::span<float> output) const {
+Status TopKValuesCompressor::DecodeScaled(std::span<const std::byte> payload,
+                                          const TensorInfo& tensor, CompressContext& ctx,
+                                          float scale, std::span<float> output) const {
   CheckSize(output.size(), tensor);
   SparseBody& body = Scratch(ctx).body;
   FRUGAL_RETURN_IF_ERROR(
       ReadSparsePayload(payload, *this, tensor, kLayout, KeepFor(tensor.numel), &body));
   const SparseVector& e = body.entries;
-  for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += e.values[i];
+  for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += scale * e.values[i];
   return Status::Ok();
 }
 

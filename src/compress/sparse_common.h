@@ -115,6 +115,27 @@ struct TopKParams {
 };
 StatusOr<TopKParams> ParseTopKParams(CompressorParams& params);
 
+// The compressors that decode by adding at the indices they carry implement DecodeScaled, and
+// Decode is DecodeScaled with scale 1 (1 * v == v: the same bits); their traits say
+// sparse_decode.
+template <typename Base>
+class ScaledSparseDecoder : public Base {
+ public:
+  using Base::Base;
+  CompressorTraits traits() const override {
+    CompressorTraits traits = Base::traits();
+    traits.sparse_decode = true;
+    return traits;
+  }
+  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
+                std::span<float> output) const final {
+    return this->DecodeScaled(payload, tensor, ctx, 1.0f, output);
+  }
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale,
+                      std::span<float> output) const override = 0;
+};
+
 // Base of the compressors that keep the top-k entries of their input (topk, stc, gtopk).
 class TopKSelectingCompressor : public SparseCompressorBase {
  public:
@@ -138,15 +159,15 @@ class TopKSelectingCompressor : public SparseCompressorBase {
 
 // topk's payload: the index section, then one float32 value per index. Shared by topk and by
 // gtopk's generic (all-gather) paths.
-class TopKValuesCompressor : public TopKSelectingCompressor {
+class TopKValuesCompressor : public ScaledSparseDecoder<TopKSelectingCompressor> {
  public:
-  using TopKSelectingCompressor::TopKSelectingCompressor;
+  using ScaledSparseDecoder::ScaledSparseDecoder;
   // The index section in the fixed-width code and k values.
   std::optional<uint64_t> MaxBodyBits(const TensorInfo& tensor) const override;
   Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
                 std::vector<std::byte>& out) const override;
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override;
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override;
 
  private:
   static constexpr SparseLayout kLayout{.scalars = 0, .values = true, .signs = false};

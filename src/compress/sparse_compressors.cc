@@ -49,16 +49,16 @@ struct RandomKIndices : TensorState {
   std::vector<uint64_t> bitmap;
 };
 
-class RandomKCompressor final : public SparseCompressorBase {
+class RandomKCompressor final : public ScaledSparseDecoder<SparseCompressorBase> {
  public:
   RandomKCompressor(KeepCount count, bool scale)
-      : SparseCompressorBase("randomk", CompressorId::kRandomK,
-                             CompressorTraits{.unbiased = scale,
-                                              .summable = true,
-                                              .needs_error_feedback = !scale,
-                                              .shared_seed = true,
-                                              .ends_with_floats = true},
-                             fmt::format("{},scale={}", count.Canonical(), scale ? 1 : 0)),
+      : ScaledSparseDecoder("randomk", CompressorId::kRandomK,
+                            CompressorTraits{.unbiased = scale,
+                                             .summable = true,
+                                             .needs_error_feedback = !scale,
+                                             .shared_seed = true,
+                                             .ends_with_floats = true},
+                            fmt::format("{},scale={}", count.Canonical(), scale ? 1 : 0)),
         count_(count),
         scale_(scale) {}
 
@@ -78,8 +78,8 @@ class RandomKCompressor final : public SparseCompressorBase {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override {
     CheckSize(output.size(), tensor);
     FRUGAL_ASSIGN_OR_RETURN(std::span<const std::byte> body, OpenPayload(payload, *this, tensor));
     FRUGAL_RETURN_IF_ERROR(CheckIndexable(tensor));
@@ -94,7 +94,7 @@ class RandomKCompressor final : public SparseCompressorBase {
     for (size_t i = 0; i < k; ++i) {
       float v;
       std::memcpy(&v, body.data() + 4 * i, 4);
-      output[indices[i]] += factor * v;
+      output[indices[i]] += scale * (factor * v);
     }
     return Status::Ok();
   }
@@ -165,10 +165,10 @@ class TopKCompressor final : public TopKValuesCompressor {
 
 // ----- threshold -----
 
-class ThresholdCompressor final : public SparseCompressorBase {
+class ThresholdCompressor final : public ScaledSparseDecoder<SparseCompressorBase> {
  public:
   ThresholdCompressor(double tau, bool quantize)
-      : SparseCompressorBase(
+      : ScaledSparseDecoder(
             "threshold", CompressorId::kThreshold,
             CompressorTraits{.needs_error_feedback = true, .variable_size = true},
             fmt::format("ef=0,quantize={},tau={}", quantize ? 1 : 0, FormatParam(tau))),
@@ -187,17 +187,18 @@ class ThresholdCompressor final : public SparseCompressorBase {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override {
     CheckSize(output.size(), tensor);
     SparseBody& body = Scratch(ctx).body;
     FRUGAL_RETURN_IF_ERROR(
         ReadSparsePayload(payload, *this, tensor, Layout(), tensor.numel, &body));
     const SparseVector& e = body.entries;
     if (quantize_) {
-      for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += body.negative[i] ? -tau_ : tau_;
+      for (size_t i = 0; i < e.size(); ++i)
+        output[e.indices[i]] += scale * (body.negative[i] ? -tau_ : tau_);
     } else {
-      for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += e.values[i];
+      for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += scale * e.values[i];
     }
     return Status::Ok();
   }
@@ -255,12 +256,12 @@ Status CheckScalar(std::string_view name, std::string_view what, float v, int si
   return Status::Ok();
 }
 
-class AdaptiveCompressor final : public SparseCompressorBase {
+class AdaptiveCompressor final : public ScaledSparseDecoder<SparseCompressorBase> {
  public:
   explicit AdaptiveCompressor(double ratio)
-      : SparseCompressorBase("adaptive", CompressorId::kAdaptiveThreshold,
-                             CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             fmt::format("ef=0,ratio={}", FormatParam(ratio))),
+      : ScaledSparseDecoder("adaptive", CompressorId::kAdaptiveThreshold,
+                            CompressorTraits{.needs_error_feedback = true, .variable_size = true},
+                            fmt::format("ef=0,ratio={}", FormatParam(ratio))),
         ratio_(ratio) {}
 
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
@@ -287,8 +288,8 @@ class AdaptiveCompressor final : public SparseCompressorBase {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override {
     CheckSize(output.size(), tensor);
     SparseBody& body = Scratch(ctx).body;
     FRUGAL_RETURN_IF_ERROR(ReadSparsePayload(payload, *this, tensor, kLayout, tensor.numel, &body));
@@ -297,7 +298,7 @@ class AdaptiveCompressor final : public SparseCompressorBase {
     FRUGAL_RETURN_IF_ERROR(CheckScalar("adaptive", "mu-", mu_neg, -1));
     const SparseVector& e = body.entries;
     for (size_t i = 0; i < e.size(); ++i) {
-      output[e.indices[i]] += body.negative[i] ? mu_neg : mu_pos;
+      output[e.indices[i]] += scale * (body.negative[i] ? mu_neg : mu_pos);
     }
     return Status::Ok();
   }
@@ -307,12 +308,12 @@ class AdaptiveCompressor final : public SparseCompressorBase {
   double ratio_;
 };
 
-class SbcCompressor final : public SparseCompressorBase {
+class SbcCompressor final : public ScaledSparseDecoder<SparseCompressorBase> {
  public:
   explicit SbcCompressor(KeepCount count)
-      : SparseCompressorBase("sbc", CompressorId::kSbc,
-                             CompressorTraits{.needs_error_feedback = true, .variable_size = true},
-                             "ef=0," + count.Canonical()),
+      : ScaledSparseDecoder("sbc", CompressorId::kSbc,
+                            CompressorTraits{.needs_error_feedback = true, .variable_size = true},
+                            "ef=0," + count.Canonical()),
         count_(count) {}
 
   std::optional<uint64_t> BodyBits(const TensorInfo& tensor) const override { return std::nullopt; }
@@ -333,15 +334,15 @@ class SbcCompressor final : public SparseCompressorBase {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override {
     CheckSize(output.size(), tensor);
     SparseBody& body = Scratch(ctx).body;
     FRUGAL_RETURN_IF_ERROR(
         ReadSparsePayload(payload, *this, tensor, kLayout, count_.For(tensor.numel), &body));
     const float value = body.scalars[0];
     FRUGAL_RETURN_IF_ERROR(CheckScalar("sbc", "value", value, 0));
-    for (uint32_t index : body.entries.indices) output[index] += value;
+    for (uint32_t index : body.entries.indices) output[index] += scale * value;
     return Status::Ok();
   }
 
@@ -350,12 +351,12 @@ class SbcCompressor final : public SparseCompressorBase {
   KeepCount count_;
 };
 
-class StcCompressor final : public TopKSelectingCompressor {
+class StcCompressor final : public ScaledSparseDecoder<TopKSelectingCompressor> {
  public:
   explicit StcCompressor(const TopKParams& p)
-      : TopKSelectingCompressor(
-            "stc", CompressorId::kStc,
-            CompressorTraits{.needs_error_feedback = true, .variable_size = true}, "ef=0,", p) {}
+      : ScaledSparseDecoder("stc", CompressorId::kStc,
+                            CompressorTraits{.needs_error_feedback = true, .variable_size = true},
+                            "ef=0,", p) {}
 
   Status Encode(std::span<const float> input, const TensorInfo& tensor, CompressContext& ctx,
                 std::vector<std::byte>& out) const override {
@@ -365,8 +366,8 @@ class StcCompressor final : public TopKSelectingCompressor {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override {
     CheckSize(output.size(), tensor);
     SparseBody& body = Scratch(ctx).body;
     FRUGAL_RETURN_IF_ERROR(
@@ -374,7 +375,8 @@ class StcCompressor final : public TopKSelectingCompressor {
     const float mu = body.scalars[0];
     FRUGAL_RETURN_IF_ERROR(CheckScalar("stc", "mu", mu, +1));
     const SparseVector& e = body.entries;
-    for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += body.negative[i] ? -mu : mu;
+    for (size_t i = 0; i < e.size(); ++i)
+      output[e.indices[i]] += scale * (body.negative[i] ? -mu : mu);
     return Status::Ok();
   }
 

@@ -40,10 +40,10 @@ struct DgcParams {
   int64_t epoch_steps = 0;
 };
 
-class DgcCompressor final : public SparseCompressorBase {
+class DgcCompressor final : public ScaledSparseDecoder<SparseCompressorBase> {
  public:
   explicit DgcCompressor(const DgcParams& p)
-      : SparseCompressorBase(
+      : ScaledSparseDecoder(
             "dgc", CompressorId::kDgc, CompressorTraits{.variable_size = true},
             fmt::format("clip={},epoch_steps={},momentum={},ratio={},sample={},warmup_epochs={}",
                         FormatParam(p.clip), p.epoch_steps, FormatParam(p.momentum),
@@ -94,14 +94,14 @@ class DgcCompressor final : public SparseCompressorBase {
     return Status::Ok();
   }
 
-  Status Decode(std::span<const std::byte> payload, const TensorInfo& tensor, CompressContext& ctx,
-                std::span<float> output) const override {
+  Status DecodeScaled(std::span<const std::byte> payload, const TensorInfo& tensor,
+                      CompressContext& ctx, float scale, std::span<float> output) const override {
     CheckSize(output.size(), tensor);
     SparseBody& body = Scratch(ctx).body;
     FRUGAL_RETURN_IF_ERROR(
         ReadSparsePayload(payload, *this, tensor, kLayout, MaxCount(tensor.numel), &body));
     const SparseVector& e = body.entries;
-    for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += e.values[i];
+    for (size_t i = 0; i < e.size(); ++i) output[e.indices[i]] += scale * e.values[i];
     return Status::Ok();
   }
 

@@ -11,6 +11,9 @@
 //   x̂_i <- x̂_i + q_i
 //   s_i <- s_i + sum_j W_ij q_j              (s_i = sum_j W_ij x̂_j, kept instead of the copies)
 //   x   <- x + gamma (s_i - x̂_i)            (= x + gamma sum_j W_ij (x̂_j - x̂_i): rows sum to 1)
+// in float; the messages are added where they are decoded (CompressedExchange), so with a sparse
+// compressor a round passes over the model twice (the difference and the last line) beside the
+// encoding.
 //
 // gamma is the consensus step (--arch gossip:...,gamma=G, default 0.9 as in the authors' code).
 // State: x̂_i ("xhat") and s_i ("neighbour_sum").
@@ -40,15 +43,10 @@ class Choco final : public Algorithm {
     diff_.resize(x.size());
     for (size_t e = 0; e < x.size(); ++e) diff_[e] = x[e] - xhat_[e];
     FRUGAL_RETURN_IF_ERROR(exchange_->Round(t, round, layout_, diff_, "CHOCO"));
-    const std::span<const float> q = exchange_->own();
-    const std::vector<double>& mixed = exchange_->mixed();
-    const double gamma = options_.gamma;
-    for (size_t e = 0; e < x.size(); ++e) {
-      xhat_[e] += q[e];
-      sum_[e] = static_cast<float>(static_cast<double>(sum_[e]) + mixed[e]);
-      x[e] = static_cast<float>(static_cast<double>(x[e]) +
-                                gamma * (static_cast<double>(sum_[e]) - xhat_[e]));
-    }
+    FRUGAL_RETURN_IF_ERROR(exchange_->AddOwn(1.0f, xhat_));
+    FRUGAL_RETURN_IF_ERROR(exchange_->AddMixed(1.0f, sum_));
+    const float gamma = static_cast<float>(options_.gamma);
+    for (size_t e = 0; e < x.size(); ++e) x[e] += gamma * (sum_[e] - xhat_[e]);
     return Status::Ok();
   }
 

@@ -58,9 +58,11 @@ Status MessageCodec::Encode(const FlatLayout& layout, uint64_t round, std::span<
   return Status::Ok();
 }
 
-Status MessageCodec::Decode(const FlatLayout& layout, uint64_t round, int source,
-                            std::span<const std::byte> message, std::span<float> out) const {
+Status MessageCodec::AddDecoded(const FlatLayout& layout, uint64_t round, int source,
+                                std::span<const std::byte> message, float scale,
+                                std::span<float> out) {
   FRUGAL_CHECK_EQ(out.size(), layout.total);
+  FRUGAL_CHECK(source >= 0 && source < world_size_, "source rank ", source);
   const size_t count = layout.tensors.size();
   auto malformed = [&](const std::string& why) {
     return MalformedError(
@@ -72,23 +74,23 @@ Status MessageCodec::Decode(const FlatLayout& layout, uint64_t round, int source
     return malformed(
         fmt::format("{} tensors where {} were expected", Get<uint32_t>(message, 0), count));
   }
-  std::vector<std::span<const std::byte>> payloads;
+  received_.clear();
   size_t at = header;
   for (size_t k = 0; k < count; ++k) {
     const uint64_t bytes = Get<uint64_t>(message, sizeof(uint32_t) + k * sizeof(uint64_t));
     if (bytes > message.size() - at) return malformed("a payload runs past the end");
-    payloads.push_back(message.subspan(at, bytes));
+    received_.push_back(message.subspan(at, bytes));
     at += bytes;
   }
   if (at != message.size()) return malformed("bytes after the last payload");
-  // FlatLayout::Add lays the tensors end to end, so their decodes write every element of `out`
-  // once: no zeroing first. On an error `out` is partly written; the callers discard it.
-  CompressContext context(seed_, source, world_size_);
-  context.set_step(round);
+  decode_contexts_.resize(static_cast<size_t>(world_size_));
+  std::unique_ptr<CompressContext>& context = decode_contexts_[static_cast<size_t>(source)];
+  if (!context) context = std::make_unique<CompressContext>(seed_, source, world_size_);
+  context->set_step(round);
   for (size_t k = 0; k < count; ++k) {
     const TensorInfo& tensor = layout.tensors[k];
-    Status status = For(tensor).DecodeOverwrite(payloads[k], tensor, context,
-                                                out.subspan(layout.offsets[k], tensor.numel));
+    Status status = For(tensor).DecodeScaled(received_[k], tensor, *context, scale,
+                                             out.subspan(layout.offsets[k], tensor.numel));
     if (!status.ok()) return status.Annotate(fmt::format("gossip message of rank {}", source));
   }
   return Status::Ok();
@@ -102,26 +104,33 @@ Status CompressedExchange::Round(Transport& t, uint64_t round, const FlatLayout&
                                  std::span<const float> v, const char* algorithm) {
   const int me = t.rank();
   const std::string what = fmt::format("{} round {}", algorithm, round);
+  layout_ = &layout;
+  round_ = round;
   FRUGAL_RETURN_IF_ERROR(codec_.Encode(layout, round, v, message_));
   const Topology& g = *options_.topology;
   exchange_.Start(t, kCompressedTag, g.Out(me, round), message_, g.In(me, round), 0);
-  FRUGAL_RETURN_IF_ERROR(exchange_.Finish(t, options_.timeout, what));
-  own_.resize(layout.total);
-  FRUGAL_RETURN_IF_ERROR(codec_.Decode(layout, round, me, message_, own_));
-  mixed_.assign(layout.total, 0.0);
-  for (const MixingMatrix::Entry& entry : options_.mixing->Row(me, round)) {
-    std::span<const float> q = own_;
-    if (entry.rank != me) {
-      size_t k = 0;
-      while (k < exchange_.received_count() && exchange_.Source(k) != entry.rank) ++k;
-      FRUGAL_INTERNAL_ASSERT(k < exchange_.received_count(), "no message of rank ", entry.rank);
-      scratch_.resize(layout.total);
-      FRUGAL_RETURN_IF_ERROR(
-          codec_.Decode(layout, round, entry.rank, exchange_.Received(k), scratch_));
-      q = scratch_;
+  return exchange_.Finish(t, options_.timeout, what);
+}
+
+Status CompressedExchange::AddOwn(float scale, std::span<float> out) {
+  FRUGAL_CHECK(layout_ != nullptr, "AddOwn before a round");
+  return codec_.AddDecoded(*layout_, round_, options_.rank, message_, scale, out);
+}
+
+Status CompressedExchange::AddMixed(float scale, std::span<float> out) {
+  FRUGAL_CHECK(layout_ != nullptr, "AddMixed before a round");
+  const int me = options_.rank;
+  for (const MixingMatrix::Entry& entry : options_.mixing->Row(me, round_)) {
+    const float weight = static_cast<float>(scale * entry.weight);
+    if (entry.rank == me) {
+      FRUGAL_RETURN_IF_ERROR(codec_.AddDecoded(*layout_, round_, me, message_, weight, out));
+      continue;
     }
-    const double w = entry.weight;
-    for (size_t e = 0; e < q.size(); ++e) mixed_[e] += w * static_cast<double>(q[e]);
+    size_t k = 0;
+    while (k < exchange_.received_count() && exchange_.Source(k) != entry.rank) ++k;
+    FRUGAL_INTERNAL_ASSERT(k < exchange_.received_count(), "no message of rank ", entry.rank);
+    FRUGAL_RETURN_IF_ERROR(
+        codec_.AddDecoded(*layout_, round_, entry.rank, exchange_.Received(k), weight, out));
   }
   return Status::Ok();
 }

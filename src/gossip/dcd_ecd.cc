@@ -20,6 +20,7 @@
 // (y_j <- (1 - 2/t) y_j + (2/t) C(z_j) is an unbiased estimate of x_j^{t+1} when C is unbiased.)
 //
 // Both need an unbiased compressor (the strategy factory refuses others).
+#include <algorithm>
 #include <optional>
 
 #include "frugal/check.h"
@@ -75,13 +76,9 @@ class Dcd final : public TangBase {
       z_[e] = static_cast<float>(static_cast<double>(sum_[e]) + u - model_[e]);
     }
     FRUGAL_RETURN_IF_ERROR(Exchange(t, round, z_, "DCD-PSGD"));
-    const std::span<const float> c = exchange_->own();
-    const std::vector<double>& mixed = exchange_->mixed();
-    for (size_t e = 0; e < x.size(); ++e) {
-      model_[e] += c[e];
-      sum_[e] = static_cast<float>(static_cast<double>(sum_[e]) + mixed[e]);
-      x[e] = model_[e];
-    }
+    FRUGAL_RETURN_IF_ERROR(exchange_->AddOwn(1.0f, model_));
+    FRUGAL_RETURN_IF_ERROR(exchange_->AddMixed(1.0f, sum_));
+    std::copy(model_.begin(), model_.end(), x.begin());
     return Status::Ok();
   }
 };
@@ -100,12 +97,11 @@ class Ecd final : public TangBase {
       z_[e] = static_cast<float>((1 - step / 2) * model_[e] + (step / 2) * next_[e]);
     }
     FRUGAL_RETURN_IF_ERROR(Exchange(t, round, z_, "ECD-PSGD"));
-    const std::vector<double>& mixed = exchange_->mixed();
-    for (size_t e = 0; e < x.size(); ++e) {
-      sum_[e] = static_cast<float>((1 - 2 / step) * sum_[e] + (2 / step) * mixed[e]);
-      model_[e] = next_[e];
-      x[e] = next_[e];
-    }
+    const float keep = static_cast<float>(1 - 2 / step);
+    for (float& s : sum_) s *= keep;
+    FRUGAL_RETURN_IF_ERROR(exchange_->AddMixed(static_cast<float>(2 / step), sum_));
+    std::copy(next_.begin(), next_.end(), model_.begin());
+    std::copy(next_.begin(), next_.end(), x.begin());
     return Status::Ok();
   }
 

@@ -3,9 +3,10 @@
 // One worker stands for all (every rank of a regular graph has the same degree; otherwise the
 // largest degree of the phase). Per step: the compute of the layers (forward, backward and the
 // optimizer's step), and the round of the step if it has one, of
-//   round = alpha + d M / B + encode + d decode
+//   round = alpha + d M / B + encode + decodes x decode
 // with M the algorithm's message (GossipMessageBytes over the layers' gradients), d the phase's
-// largest out- or in-degree and B the NIC (the host's rate when every rank is on one host), or
+// largest out- or in-degree, decodes the messages the algorithm decodes (GossipModelPasses) and B
+// the NIC (the host's rate when every rank is on one host), or
 // the measured rate of a round's flows through the NIC (round_bytes_per_s) when it is given.
 //   D-PSGD cta:  the round starts with the step (max(channel free, step start)); the step ends
 //                when the compute and the round are both done;
@@ -24,11 +25,22 @@
 
 namespace frugal::strategy_internal {
 
-ModelPasses GossipModelPasses(GossipAlgorithm algorithm, bool cta, int d) {
-  const bool dense = algorithm == GossipAlgorithm::kDpsgd || algorithm == GossipAlgorithm::kSgp;
-  if (!dense) return ModelPasses{0, 2};
-  if (cta) return ModelPasses{3 + d, 3 + d};
-  return ModelPasses{0, 2 + 1 + d + (d + 1)};
+ModelPasses GossipModelPasses(GossipAlgorithm algorithm, bool cta, int d, bool sparse_decode) {
+  const double dd = d;
+  // The weighted decodes of a row: d + 1, each a pass and a half unless sparse.
+  const double weighted = sparse_decode ? 0 : 1.5 * (dd + 1);
+  switch (algorithm) {
+    case GossipAlgorithm::kChoco:
+      return ModelPasses{0, 2 + 1.5 + 2 + weighted, d + 2};
+    case GossipAlgorithm::kDcd:
+      return ModelPasses{0, 2 + 2 + 1 + weighted, d + 2};
+    case GossipAlgorithm::kEcd:
+      return ModelPasses{0, 2 + 2.5 + 1 + 2 + weighted, d + 1};
+    default:
+      break;
+  }
+  if (cta) return ModelPasses{3 + dd, 3 + dd, 0};
+  return ModelPasses{0, 2 + 1 + dd + (dd + 1), 0};
 }
 
 StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry& registry) {
@@ -48,6 +60,11 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
                  algorithm == GossipAlgorithm::kEcd) != o.compressed.has_value()) {
     return InvalidArgumentError(
         "frugal simulate: choco, dcd and ecd need --compress, dpsgd and sgp send models dense");
+  }
+  bool sparse_decode = false;
+  if (!local && o.compressed) {
+    FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Compressor> c, registry.Create(o.compressed->spec));
+    sparse_decode = c->traits().sparse_decode;
   }
   bool exact = true;
   FRUGAL_ASSIGN_OR_RETURN(const uint64_t message,
@@ -76,9 +93,10 @@ StatusOr<SimResult> SimulateGossip(const SimOptions& o, const CompressorRegistry
                       g.In(r, static_cast<uint64_t>(p)).size()});
       }
       const double dd = static_cast<double>(d);
+      const ModelPasses passes =
+          GossipModelPasses(algorithm, cta, static_cast<int>(d), sparse_decode);
       rounds.push_back(o.network.alpha_s + dd * static_cast<double>(message) / b + encode +
-                       dd * decode);
-      const ModelPasses passes = GossipModelPasses(algorithm, cta, static_cast<int>(d));
+                       passes.decodes * decode);
       const double pass = o.copy_bytes_per_s > 0 ? model_bytes / o.copy_bytes_per_s : 0;
       before.push_back(passes.before * pass);
       after.push_back(passes.after * pass);

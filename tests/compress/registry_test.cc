@@ -216,12 +216,11 @@ TEST(CompressorRegistry, ErrorFeedbackWrapping) {
   EXPECT_THROW(WithErrorFeedback(Make("efsign")), CheckError);
 }
 
-// DecodeOverwrite writes what Decode adds into zeros, bit for bit, for every compressor with its
-// defaults and with error feedback: over a buffer of garbage, and after a truncated payload it
-// returns Decode's error.
-TEST(CompressorRegistry, DecodeOverwriteIsDecodeIntoZeros) {
+// Encodes the same input with every registered compressor, with its defaults and with error
+// feedback, and calls check(spec, compressor, context, payload) on each; returns how many.
+template <typename Check>
+size_t ForEveryEncoded(const TensorInfo& t, Check check) {
   CompressorRegistry registry = DefaultCompressorRegistry();
-  TensorInfo t("w", 48 * 40, {48, 40});
   std::vector<float> x(t.numel);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) - 0.1f;
   size_t checked = 0;
@@ -231,18 +230,73 @@ TEST(CompressorRegistry, DecodeOverwriteIsDecodeIntoZeros) {
       if (!c.ok()) continue;  // a compressor with error feedback built in
       CompressContext ctx(5, 0, 1);
       std::vector<std::byte> payload;
-      ASSERT_TRUE((*c)->Encode(x, t, ctx, payload).ok()) << spec;
-      std::vector<float> added(t.numel, 0.0f);
-      std::vector<float> written(t.numel, std::numeric_limits<float>::quiet_NaN());
-      ASSERT_TRUE((*c)->Decode(payload, t, ctx, added).ok()) << spec;
-      ASSERT_TRUE((*c)->DecodeOverwrite(payload, t, ctx, written).ok()) << spec;
-      EXPECT_EQ(std::memcmp(added.data(), written.data(), 4 * t.numel), 0) << spec;
-      std::vector<std::byte> truncated(payload.begin(), payload.end() - 1);
-      Status refused = (*c)->DecodeOverwrite(truncated, t, ctx, written);
-      EXPECT_EQ(refused.code(), StatusCode::kMalformed) << spec << ": " << refused.ToString();
+      EXPECT_TRUE((*c)->Encode(x, t, ctx, payload).ok()) << spec;
+      check(spec, **c, ctx, payload);
       ++checked;
     }
   }
+  return checked;
+}
+
+// DecodeOverwrite writes what Decode adds into zeros, bit for bit, for every compressor with its
+// defaults and with error feedback: over a buffer of garbage, and after a truncated payload it
+// returns Decode's error.
+TEST(CompressorRegistry, DecodeOverwriteIsDecodeIntoZeros) {
+  const TensorInfo t("w", 48 * 40, {48, 40});
+  const size_t checked =
+      ForEveryEncoded(t, [&](const std::string& spec, const Compressor& c, CompressContext& ctx,
+                             const std::vector<std::byte>& payload) {
+        std::vector<float> added(t.numel, 0.0f);
+        std::vector<float> written(t.numel, std::numeric_limits<float>::quiet_NaN());
+        ASSERT_TRUE(c.Decode(payload, t, ctx, added).ok()) << spec;
+        ASSERT_TRUE(c.DecodeOverwrite(payload, t, ctx, written).ok()) << spec;
+        EXPECT_EQ(std::memcmp(added.data(), written.data(), 4 * t.numel), 0) << spec;
+        std::vector<std::byte> truncated(payload.begin(), payload.end() - 1);
+        Status refused = c.DecodeOverwrite(truncated, t, ctx, written);
+        EXPECT_EQ(refused.code(), StatusCode::kMalformed) << spec << ": " << refused.ToString();
+      });
+  EXPECT_GE(checked, AllCompressorNames().size());
+}
+
+// DecodeScaled adds scale times what DecodeOverwrite writes, for every compressor with its
+// defaults and with error feedback: with scale 1 bit for bit what Decode adds, with dyadic scales
+// (whose products are exact) exactly y + scale * v, with 1/3 to float rounding; a truncated
+// payload is refused with the output unchanged.
+TEST(CompressorRegistry, DecodeScaledAddsTheScaledDecode) {
+  const TensorInfo t("w", 48 * 40, {48, 40});
+  std::vector<float> y(t.numel);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::cos(0.11f * static_cast<float>(i)) + 2.0f;
+  const size_t checked =
+      ForEveryEncoded(t, [&](const std::string& spec, const Compressor& c, CompressContext& ctx,
+                             const std::vector<std::byte>& payload) {
+        std::vector<float> v(t.numel);
+        ASSERT_TRUE(c.DecodeOverwrite(payload, t, ctx, v).ok()) << spec;
+        std::vector<float> added = y;
+        ASSERT_TRUE(c.Decode(payload, t, ctx, added).ok()) << spec;
+        std::vector<float> out = y;
+        ASSERT_TRUE(c.DecodeScaled(payload, t, ctx, 1.0f, out).ok()) << spec;
+        EXPECT_EQ(std::memcmp(added.data(), out.data(), 4 * t.numel), 0) << spec;
+        size_t nonzero = 0;
+        for (float scale : {0.5f, -0.25f, 1.0f / 3.0f}) {
+          out = y;
+          ASSERT_TRUE(c.DecodeScaled(payload, t, ctx, scale, out).ok()) << spec;
+          for (size_t e = 0; e < t.numel; ++e) {
+            const float expected = y[e] + scale * v[e];
+            if (scale == 1.0f / 3.0f) {
+              ASSERT_NEAR(out[e], expected, 1e-6f * std::abs(expected)) << spec << " at " << e;
+            } else {
+              ASSERT_EQ(out[e], expected) << spec << " scale " << scale << " at " << e;
+            }
+            nonzero += v[e] != 0.0f;
+          }
+        }
+        EXPECT_GT(nonzero, 0u) << spec;
+        std::vector<std::byte> truncated(payload.begin(), payload.end() - 1);
+        out = y;
+        Status refused = c.DecodeScaled(truncated, t, ctx, 0.5f, out);
+        EXPECT_EQ(refused.code(), StatusCode::kMalformed) << spec << ": " << refused.ToString();
+        EXPECT_EQ(std::memcmp(out.data(), y.data(), 4 * t.numel), 0) << spec;
+      });
   EXPECT_GE(checked, AllCompressorNames().size());
 }
 

@@ -2,8 +2,8 @@
 // NIC carrying every worker's push and answer, keys spread over two servers, the optimizer's step
 // moved to the servers; D-PSGD's round during the step (cta) and after it (atc), Local SGD's
 // rounds every H steps, SGP with and without overlap, Local SGD's average over all-reduce with
-// and without overlap, the training thread's copies of the model at a measured copy rate, and
-// what is refused.
+// and without overlap, the training thread's copies of the model at a measured copy rate, the
+// compressed algorithms' decodes and passes, and what is refused.
 #include <gtest/gtest.h>
 
 #include "frugal/fedavg.h"
@@ -157,6 +157,35 @@ TEST(SimulateArch, GossipCopiesOfTheModelAtTheMeasuredCopyRate) {
   o.sync = ParseSyncSpec("bsp").value();
   o.workers = 1;
   EXPECT_NEAR(StepMs(o), 3, 1e-9);
+}
+
+// The compressed algorithms on the ring of 4 (d = 2), 1 ms a pass, an encode and a decode of the
+// model: what the training thread adds to the step beside the messages (GossipModelPasses).
+TEST(SimulateArch, CompressedGossipDecodesAndPassesOnTheTrainingThread) {
+  struct Case {
+    const char* arch;
+    const char* compress;
+    double added_ms;
+  };
+  for (const Case& c : {
+           // 5.5 passes, the encode, d + 2 sparse decodes.
+           Case{"gossip:topology=ring,algorithm=choco", "topk:ratio=0.1", 5.5 + 1 + 4},
+           // The same with a dense decoder: the d + 1 weighted decodes add 1.5 passes each.
+           Case{"gossip:topology=ring,algorithm=choco", "qsgd", 5.5 + 4.5 + 1 + 4},
+           Case{"gossip:topology=ring,algorithm=dcd", "qsgd", 5 + 4.5 + 1 + 4},
+           Case{"gossip:topology=ring,algorithm=ecd", "qsgd", 7.5 + 4.5 + 1 + 3},
+       }) {
+    SimOptions o = Options(1000, 4, c.arch);
+    CompressedReducerOptions compressed;
+    compressed.spec = c.compress;
+    compressed.min_bytes = 0;
+    o.compressed = compressed;
+    const double messages_only = StepMs(o);
+    o.copy_bytes_per_s = 4e6;
+    o.encode_bytes_per_s = 4e6;
+    o.decode_bytes_per_s = 4e6;
+    EXPECT_NEAR(StepMs(o) - messages_only, c.added_ms, 1e-9) << c.arch << " " << c.compress;
+  }
 }
 
 TEST(SimulateArch, LocalSgdOverAllreduceAveragesEveryPeriod) {
