@@ -83,14 +83,15 @@ StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   return text.str();
 }
 
-// --trace-rank: a rank, or kSlowestRank for "slowest".
+// --trace-rank: a rank, kSlowestRank for "slowest" or kLockstepRank for "lockstep".
 StatusOr<int> TraceRank(const std::string& value) {
   if (value == "slowest") return kSlowestRank;
+  if (value == "lockstep") return kLockstepRank;
   int rank = -1;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), rank);
   if (error != std::errc() || end != value.data() + value.size() || rank < 0) {
     return InvalidArgumentError(
-        fmt::format("--trace-rank '{}': expected a rank (0, 1, ...) or slowest", value));
+        fmt::format("--trace-rank '{}': expected a rank (0, 1, ...), slowest or lockstep", value));
   }
   return rank;
 }
@@ -384,8 +385,10 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
   cmd->add_option("--timeline", flags->timeline,
                   "Per-layer times from a `frugal train --timeline` trace (with --model)")
       ->type_name("FILE");
-  cmd->add_option("--trace-rank", flags->trace_rank,
-                  "The rank of the trace to read, or slowest: the rank with the largest compute")
+  cmd->add_option(
+         "--trace-rank", flags->trace_rank,
+         "The rank of the trace to read; slowest: the rank with the largest compute; lockstep: "
+         "its layers scaled to the median of each step's largest compute of any rank")
       ->capture_default_str();
   cmd->add_option("--model", flags->model, "The model of --timeline (its tensors' sizes)")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -142,6 +143,35 @@ StatusOr<std::vector<ProfiledLayer>> RankLayers(const nlohmann::json& trace, int
   return layers;
 }
 
+// Each step's compute of `rank` (forward + backward + optimizer spans, seconds), in step order.
+std::vector<double> StepComputes(const nlohmann::json& trace, int rank) {
+  std::map<int64_t, bool> compute_rows;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" &&
+        e.value("pid", -1) == rank) {
+      compute_rows[e.value("tid", int64_t{-1})] = e["args"].value("name", "") == "compute";
+    }
+  }
+  std::map<std::string, std::vector<double>> spans;  // forward, backward, step -> durations
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X" || e.value("pid", -1) != rank ||
+        !compute_rows[e.value("tid", int64_t{-1})]) {
+      continue;
+    }
+    const std::string name = e.value("name", "");
+    if (name == "forward" || name == "backward" || name == "step") {
+      spans[name].push_back(e.value("dur", 0.0) * 1e-6);
+    }
+  }
+  const size_t steps =
+      std::min({spans["forward"].size(), spans["backward"].size(), spans["step"].size()});
+  std::vector<double> computes(steps);
+  for (size_t i = 0; i < steps; ++i) {
+    computes[i] = spans["forward"][i] + spans["backward"][i] + spans["step"][i];
+  }
+  return computes;
+}
+
 double ComputeSeconds(const std::vector<ProfiledLayer>& layers) {
   double total = 0;
   for (const ProfiledLayer& layer : layers) total += layer.forward_s + layer.backward_s;
@@ -158,7 +188,9 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
     return InvalidArgumentError(
         fmt::format("{}: not a Chrome trace (write one with frugal train --timeline)", source));
   }
-  if (rank != kSlowestRank) return RankLayers(trace, rank, order, source);
+  if (rank != kSlowestRank && rank != kLockstepRank) {
+    return RankLayers(trace, rank, order, source);
+  }
   std::set<int> ranks;
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" && e.contains("args") &&
@@ -173,6 +205,28 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
   }
   if (!slowest) {
     return InvalidArgumentError(fmt::format("{}: no rank has a compute row", source));
+  }
+  if (rank == kLockstepRank) {
+    std::vector<std::vector<double>> computes;
+    size_t steps = SIZE_MAX;
+    for (int r : ranks) {
+      computes.push_back(StepComputes(trace, r));
+      steps = std::min(steps, computes.back().size());
+    }
+    // The first step (warm-up) is skipped, as for the layers.
+    const size_t first = steps > 1 ? 1 : 0;
+    std::vector<double> largest;
+    for (size_t i = first; i < steps; ++i) {
+      double m = 0;
+      for (const std::vector<double>& c : computes) m = std::max(m, c[i]);
+      largest.push_back(m);
+    }
+    const double own = ComputeSeconds(*slowest);
+    const double factor = own > 0 && !largest.empty() ? Median(largest) / own : 1;
+    for (ProfiledLayer& layer : *slowest) {
+      layer.forward_s *= factor;
+      layer.backward_s *= factor;
+    }
   }
   return *std::move(slowest);
 }

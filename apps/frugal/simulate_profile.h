@@ -19,6 +19,10 @@
 // backward times and the optimizer's step) is the largest of the ranks with a "compute" row, the
 // lowest such rank on a tie: workers in lock step (BSP, a gossip round with its neighbours) go
 // at the pace of the slowest.
+// rank kLockstepRank: the slowest rank's layers scaled so that a step's compute is the median over
+// the steps of the largest compute (forward, backward and optimizer spans) of any rank in that
+// step: ranks in lock step wait each step for whichever is slowest then, and on shared cores (or
+// with jitter) that is not always the same rank.
 //
 // Errors: kInvalidArgument naming the file and the line or what is missing.
 // Thread safety: pure functions.
@@ -34,6 +38,7 @@ namespace frugal::apps {
 
 inline constexpr char kOptimizerLayer[] = "(optimizer step)";
 inline constexpr int kSlowestRank = -1;
+inline constexpr int kLockstepRank = -2;
 
 struct ProfiledLayer {
   std::string name;

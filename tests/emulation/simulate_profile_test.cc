@@ -93,11 +93,12 @@ TEST(LayerTrace, ReadyMarksOfKeptGradientsGiveTheBackward) {
 
 // The events of one step of rank `pid` from time 0 (us): forward for `forward`, backward for
 // `backward` with tensor a ready at its middle and b at its end, then the optimizer's step.
-std::string OneStep(int pid, int forward, int backward, int step) {
+// `at` shifts the step (the rows are named again; a reader takes the last name).
+std::string OneStep(int pid, int forward, int backward, int step, int at = 0) {
   const std::string p = std::to_string(pid);
-  auto span = [&p](const std::string& name, int tid, int ts, int dur) {
+  auto span = [&p, at](const std::string& name, int tid, int ts, int dur) {
     return R"({"name":")" + name + R"(","ph":"X","pid":)" + p + R"(,"tid":)" + std::to_string(tid) +
-           R"(,"ts":)" + std::to_string(ts) + R"(,"dur":)" + std::to_string(dur) + "},";
+           R"(,"ts":)" + std::to_string(at + ts) + R"(,"dur":)" + std::to_string(dur) + "},";
   };
   auto row = [&p](int tid, const std::string& name) {
     return R"({"name":"thread_name","ph":"M","pid":)" + p + R"(,"tid":)" + std::to_string(tid) +
@@ -121,6 +122,44 @@ TEST(LayerTrace, SlowestRankHasTheLargestCompute) {
   auto none = LayersFromTrace(R"({"traceEvents":[]})", kSlowestRank, {"a"}, "t.json");
   ASSERT_FALSE(none.ok());
   EXPECT_THAT(none.status().message(), HasSubstr("no rank has a compute row"));
+}
+
+// Ranks in lock step wait each step for the slowest of that step. Three steps (the first is
+// skipped): rank 0 takes 51 us in step 1 and 22 in step 2, rank 1 the other way round, so each
+// rank's median step is 37 us (forward 20, a and b 7.5 each, optimizer 2) while every step
+// waits 51: the lockstep profile is the slowest rank's scaled by 51 / 37. When one rank is the
+// slowest in every step, lockstep is that rank's profile.
+TEST(LayerTrace, LockstepWaitsForEachStepsSlowest) {
+  auto total = [](const std::vector<ProfiledLayer>& layers) {
+    double t = 0;
+    for (const ProfiledLayer& l : layers) t += l.forward_s + l.backward_s;
+    return t;
+  };
+  std::string alternating = R"({"traceEvents":[)" + OneStep(0, 10, 10, 2, 0) +
+                            OneStep(0, 30, 20, 1, 1000) + OneStep(0, 10, 10, 2, 2000) +
+                            OneStep(1, 10, 10, 2, 0) + OneStep(1, 10, 10, 2, 1000) +
+                            OneStep(1, 30, 20, 1, 2000);
+  alternating.back() = ']';
+  alternating += "}";
+  auto slowest = LayersFromTrace(alternating, kSlowestRank, {"b", "a"}, "t.json");
+  auto lockstep = LayersFromTrace(alternating, kLockstepRank, {"b", "a"}, "t.json");
+  ASSERT_TRUE(slowest.ok() && lockstep.ok());
+  EXPECT_NEAR(total(*slowest), 37e-6, 1e-12);
+  EXPECT_NEAR(total(*lockstep), 51e-6, 1e-12);
+  ASSERT_EQ(lockstep->size(), slowest->size());
+  for (size_t k = 0; k < slowest->size(); ++k) {
+    EXPECT_EQ((*lockstep)[k].name, (*slowest)[k].name);
+    EXPECT_NEAR((*lockstep)[k].forward_s, (*slowest)[k].forward_s * 51 / 37, 1e-12);
+    EXPECT_NEAR((*lockstep)[k].backward_s, (*slowest)[k].backward_s * 51 / 37, 1e-12);
+  }
+  std::string steady = R"({"traceEvents":[)" + OneStep(0, 10, 10, 2, 0) +
+                       OneStep(0, 10, 10, 2, 1000) + OneStep(1, 30, 20, 1, 0) +
+                       OneStep(1, 30, 20, 1, 1000);
+  steady.back() = ']';
+  steady += "}";
+  auto steady_lockstep = LayersFromTrace(steady, kLockstepRank, {"b", "a"}, "t.json");
+  ASSERT_TRUE(steady_lockstep.ok());
+  EXPECT_NEAR(total(*steady_lockstep), 51e-6, 1e-12);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 # and 4 ranks, the ring all-reduce fits and the gossip rounds' rates of the emulated hosts, then
 # 40 steps of cnn of each algorithm on the ring of 2 hosts (1 Gbit/s, a core per rank) and of 4
 # hosts (100 Mbit/s and 1 Gbit/s), and the table of measured against simulated steps.
-# Usage: run.sh FRUGAL [OUT] (alone on the machine: the emulated network and the times).
+# Usage: run.sh FRUGAL [OUT] (alone on the machine: the emulated network and the times);
+# SKIP_RUNS=1 prints the table from the records, TRACE_RANK=lockstep reads the profiles in lock
+# step (each step's slowest rank).
 set -u
 F="$(readlink -f "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -52,7 +54,8 @@ for cell in 2:1gbit 4:100mbit 4:1gbit; do
       /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
       d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
       d["compute_seconds"]/d["steps"]*1e3)')
-    read -r sim sim_compute < <("$F" simulate --timeline tl_h${h}_skipcomm.json --model cnn \
+    read -r sim sim_compute < <("$F" simulate --timeline tl_h${h}_skipcomm.json \
+      --trace-rank ${TRACE_RANK:-0} --model cnn \
       --workers $h --fit fit_h${h}_${nic}.jsonl --fit-round round_h${h}_${nic}.jsonl \
       --bench-compress "$(rates $run)" "${flags[@]}" | tail -1 | awk '{print $4, $5}')
     err=$(/usr/bin/python3 -c "print(f'{($sim-$mean)/$mean*100:+.1f}%')")
