@@ -66,9 +66,15 @@ StatusOr<std::vector<ProfiledLayer>> ParseLayerTable(std::string_view text,
 
 namespace {
 
-StatusOr<std::vector<ProfiledLayer>> RankLayers(const nlohmann::json& trace, int rank,
-                                                const std::vector<std::string>& order,
-                                                std::string_view source) {
+// A rank's spans of a trace: its compute row's forward, backward and optimizer step spans, in
+// order, and each tensor's queue begins and ready marks.
+struct RankSpans {
+  std::vector<Span> forwards, backwards;
+  std::vector<double> optimizer_steps;               // microseconds
+  std::map<std::string, std::vector<double>> ready;  // tensor -> queue begins, ready marks
+};
+
+RankSpans ReadRankSpans(const nlohmann::json& trace, int rank) {
   std::map<int64_t, std::string> rows;
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" &&
@@ -76,22 +82,43 @@ StatusOr<std::vector<ProfiledLayer>> RankLayers(const nlohmann::json& trace, int
       rows[e.value("tid", int64_t{-1})] = e["args"].value("name", "");
     }
   }
-  std::vector<Span> forwards, backwards;
-  std::vector<double> optimizer_steps;               // microseconds
-  std::map<std::string, std::vector<double>> ready;  // tensor -> queue begins, ready marks
+  RankSpans spans;
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e.value("ph", "") != "X" || e.value("pid", -1) != rank) continue;
     const std::string& row = rows[e.value("tid", int64_t{-1})];
     const std::string name = e.value("name", "");
     const double ts = e.value("ts", 0.0);
     const Span span{ts, ts + e.value("dur", 0.0)};
-    if (row == "compute" && name == "forward") forwards.push_back(span);
-    if (row == "compute" && name == "backward") backwards.push_back(span);
-    if (row == "compute" && name == "step") optimizer_steps.push_back(span.end - span.begin);
+    if (row == "compute" && name == "forward") spans.forwards.push_back(span);
+    if (row == "compute" && name == "backward") spans.backwards.push_back(span);
+    if (row == "compute" && name == "step") spans.optimizer_steps.push_back(span.end - span.begin);
     if (row.starts_with("tensor ") && (name == "queue" || name == "ready")) {
-      ready[row.substr(7)].push_back(ts);
+      spans.ready[row.substr(7)].push_back(ts);
     }
   }
+  return spans;
+}
+
+// Each step's compute (forward + backward + optimizer spans, seconds), in step order.
+std::vector<double> StepComputes(const RankSpans& spans) {
+  const size_t steps =
+      std::min({spans.forwards.size(), spans.backwards.size(), spans.optimizer_steps.size()});
+  std::vector<double> computes(steps);
+  for (size_t i = 0; i < steps; ++i) {
+    const Span& f = spans.forwards[i];
+    const Span& b = spans.backwards[i];
+    computes[i] = ((f.end - f.begin) + (b.end - b.begin) + spans.optimizer_steps[i]) * 1e-6;
+  }
+  return computes;
+}
+
+StatusOr<std::vector<ProfiledLayer>> RankLayers(const RankSpans& spans, int rank,
+                                                const std::vector<std::string>& order,
+                                                std::string_view source) {
+  const std::vector<Span>& forwards = spans.forwards;
+  const std::vector<Span>& backwards = spans.backwards;
+  const std::vector<double>& optimizer_steps = spans.optimizer_steps;
+  const std::map<std::string, std::vector<double>>& ready = spans.ready;
   if (backwards.empty() || forwards.empty()) {
     return InvalidArgumentError(fmt::format(
         "{}: rank {} has no forward and backward spans (run frugal train with --timeline and "
@@ -143,35 +170,6 @@ StatusOr<std::vector<ProfiledLayer>> RankLayers(const nlohmann::json& trace, int
   return layers;
 }
 
-// Each step's compute of `rank` (forward + backward + optimizer spans, seconds), in step order.
-std::vector<double> StepComputes(const nlohmann::json& trace, int rank) {
-  std::map<int64_t, bool> compute_rows;
-  for (const nlohmann::json& e : trace["traceEvents"]) {
-    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" &&
-        e.value("pid", -1) == rank) {
-      compute_rows[e.value("tid", int64_t{-1})] = e["args"].value("name", "") == "compute";
-    }
-  }
-  std::map<std::string, std::vector<double>> spans;  // forward, backward, step -> durations
-  for (const nlohmann::json& e : trace["traceEvents"]) {
-    if (e.value("ph", "") != "X" || e.value("pid", -1) != rank ||
-        !compute_rows[e.value("tid", int64_t{-1})]) {
-      continue;
-    }
-    const std::string name = e.value("name", "");
-    if (name == "forward" || name == "backward" || name == "step") {
-      spans[name].push_back(e.value("dur", 0.0) * 1e-6);
-    }
-  }
-  const size_t steps =
-      std::min({spans["forward"].size(), spans["backward"].size(), spans["step"].size()});
-  std::vector<double> computes(steps);
-  for (size_t i = 0; i < steps; ++i) {
-    computes[i] = spans["forward"][i] + spans["backward"][i] + spans["step"][i];
-  }
-  return computes;
-}
-
 double ComputeSeconds(const std::vector<ProfiledLayer>& layers) {
   double total = 0;
   for (const ProfiledLayer& layer : layers) total += layer.forward_s + layer.backward_s;
@@ -189,7 +187,7 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
         fmt::format("{}: not a Chrome trace (write one with frugal train --timeline)", source));
   }
   if (rank != kSlowestRank && rank != kLockstepRank) {
-    return RankLayers(trace, rank, order, source);
+    return RankLayers(ReadRankSpans(trace, rank), rank, order, source);
   }
   std::set<int> ranks;
   for (const nlohmann::json& e : trace["traceEvents"]) {
@@ -199,20 +197,19 @@ StatusOr<std::vector<ProfiledLayer>> LayersFromTrace(std::string_view trace_json
     }
   }
   std::optional<std::vector<ProfiledLayer>> slowest;
+  std::vector<std::vector<double>> computes;  // each rank's step computes (lockstep)
   for (int r : ranks) {
-    FRUGAL_ASSIGN_OR_RETURN(std::vector<ProfiledLayer> layers, RankLayers(trace, r, order, source));
+    const RankSpans spans = ReadRankSpans(trace, r);
+    FRUGAL_ASSIGN_OR_RETURN(std::vector<ProfiledLayer> layers, RankLayers(spans, r, order, source));
     if (!slowest || ComputeSeconds(layers) > ComputeSeconds(*slowest)) slowest = std::move(layers);
+    if (rank == kLockstepRank) computes.push_back(StepComputes(spans));
   }
   if (!slowest) {
     return InvalidArgumentError(fmt::format("{}: no rank has a compute row", source));
   }
   if (rank == kLockstepRank) {
-    std::vector<std::vector<double>> computes;
     size_t steps = SIZE_MAX;
-    for (int r : ranks) {
-      computes.push_back(StepComputes(trace, r));
-      steps = std::min(steps, computes.back().size());
-    }
+    for (const std::vector<double>& c : computes) steps = std::min(steps, c.size());
     // The first step (warm-up) is skipped, as for the layers.
     const size_t first = steps > 1 ? 1 : 0;
     std::vector<double> largest;
