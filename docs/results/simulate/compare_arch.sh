@@ -43,14 +43,7 @@ build="$(cd "$1" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$(dirname "$0")/${DIR:-.}"  # DIR: the records' directory, as for validate_emulated.sh
 F="$build/apps/frugal/frugal"
-source "$here/gossip_compress_runs.sh"
-# A run's median step, mean step (global_batch / samples_per_second) and compute per step, in ms.
-summary_ms() {
-  grep '"event":"summary"' "$1" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
-    d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
-    d["compute_seconds"]/d["steps"]*1e3)'
-}
-err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
+source "$here/sim_runs.sh"  # gossip_compress_run, summary_ms, err
 # The flags and the label of a run of `validate_emulated.sh BUILD local` (flags, label).
 local_run() {
   case $1 in
@@ -198,8 +191,6 @@ if [ "${2:-}" = gossip-compress ]; then
   for nic in 100mbit 1gbit; do
     for run in choco dcd; do
       gossip_compress_run $run
-      rates=$here/../compress_bench/bench_sparse.jsonl
-      [ $run = dcd ] && rates=$here/../compress_bench/bench_quant.jsonl
       contention_row $nic "$label" ${run}_h4_${nic}.jsonl --fit-round round_h4_${nic}.jsonl \
         --bench-compress "$rates" "${flags[@]}"
     done

@@ -33,7 +33,7 @@ cd "$here"
 mkdir -p "${DIR:-.}" && cd "${DIR:-.}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 F="$build/apps/frugal/frugal"
-source "$here/gossip_compress_runs.sh"
+source "$here/sim_runs.sh"
 if [ "$what" = fedavg ]; then
   for nic in 100mbit 1gbit; do
     "$F" train --np 4 --emulate hosts=4,nic=$nic --model cnn --epochs 6 --progress none \

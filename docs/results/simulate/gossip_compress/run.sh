@@ -12,10 +12,8 @@ F="$(readlink -f "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${2:-$here}"
 mkdir -p "$out" && cd "$out"
-source "$here/../gossip_compress_runs.sh"
+source "$here/../sim_runs.sh"  # gossip_compress_run, summary_ms, err
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-rates() { [ "$1" = dcd ] && echo "$here/../../compress_bench/bench_quant.jsonl" ||
-  echo "$here/../../compress_bench/bench_sparse.jsonl"; }
 cells() { # HOSTS NIC: the fits of that network
   "$F" --np $1 --emulate hosts=$1,nic=$2 bench allreduce --algorithms ring \
     --sizes 4K,64K,256K,1M,4M --iters 10 --json fit_h$1_$2.jsonl > fit_h$1_$2.log 2>&1
@@ -50,16 +48,12 @@ for cell in 2:1gbit 4:100mbit 4:1gbit; do
   h=${cell%%:*} nic=${cell#*:}
   for run in choco dcd; do
     gossip_compress_run $run
-    read -r median mean compute < <(grep '"event":"summary"' ${run}_h${h}_${nic}.jsonl |
-      /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
-      d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
-      d["compute_seconds"]/d["steps"]*1e3)')
+    read -r median mean compute < <(summary_ms ${run}_h${h}_${nic}.jsonl)
     read -r sim sim_compute < <("$F" simulate --timeline tl_h${h}_skipcomm.json \
       --trace-rank ${TRACE_RANK:-0} --model cnn \
       --workers $h --fit fit_h${h}_${nic}.jsonl --fit-round round_h${h}_${nic}.jsonl \
-      --bench-compress "$(rates $run)" "${flags[@]}" | tail -1 | awk '{print $4, $5}')
-    err=$(/usr/bin/python3 -c "print(f'{($sim-$mean)/$mean*100:+.1f}%')")
+      --bench-compress "$rates" "${flags[@]}" | tail -1 | awk '{print $4, $5}')
     printf "| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n" $h $nic "$label" $median \
-      $mean $compute $sim_compute $sim "$err"
+      $mean $compute $sim_compute $sim "$(err $sim $mean)"
   done
 done

@@ -15,7 +15,7 @@ F="$(readlink -f "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${2:-$here}"
 mkdir -p "$out" && cd "$out"
-source "$here/../gossip_compress_runs.sh"
+source "$here/../sim_runs.sh"  # gossip_compress_run, summary_ms, err
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 nics="100mbit 1gbit"
 runs="bsp ps1 dpsgd choco dcd"
@@ -30,8 +30,6 @@ run_of() {
     dpsgd) flags=(--arch gossip:topology=ring) label="D-PSGD, ring"
            simflags+=(--fit-round round_h8_$2.jsonl) ;;
     choco|dcd) gossip_compress_run $1
-               rates=$here/../../compress_bench/bench_sparse.jsonl
-               [ $1 = dcd ] && rates=$here/../../compress_bench/bench_quant.jsonl
                simflags=(--fit-round round_h8_$2.jsonl --bench-compress "$rates") ;;
   esac
 }
@@ -72,15 +70,11 @@ printf "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
 for nic in $nics; do
   for run in $runs; do
     run_of $run $nic
-    read -r median mean compute < <(grep '"event":"summary"' ${run}_h8_$nic.jsonl |
-      /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(
-      d["step_seconds_median"]*1e3, d["global_batch"]/d["samples_per_second"]*1e3,
-      d["compute_seconds"]/d["steps"]*1e3)')
+    read -r median mean compute < <(summary_ms ${run}_h8_$nic.jsonl)
     profile=(--timeline ${PROFILE:-tl_h8_skipcomm.json} --trace-rank ${TRACE_RANK:-0})
     [ "${PROFILE:-}" = own ] && profile=(--timeline tl_${run}_h8_$nic.json --trace-rank slowest)
     read -r sim sim_compute < <("$F" simulate "${profile[@]}" --model cnn --workers 8 \
       --fit fit_h8_$nic.jsonl "${simflags[@]}" "${flags[@]}" | tail -1 | awk '{print $4, $5}')
-    err() { /usr/bin/python3 -c "print(f'{($1-$2)/$2*100:+.1f}%')"; }
     printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s |\n" $nic "$label" $median \
       $mean $compute $sim_compute $sim "$(err $sim $mean)" "$(err $sim $median)"
   done
