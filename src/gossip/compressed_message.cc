@@ -34,7 +34,8 @@ MessageCodec::MessageCodec(std::shared_ptr<const Compressor> compressor, size_t 
       min_bytes_(min_bytes),
       seed_(seed),
       world_size_(world_size),
-      context_(seed, rank, world_size) {}
+      context_(seed, rank, world_size),
+      decode_contexts_(static_cast<size_t>(world_size)) {}
 
 const Compressor& MessageCodec::For(const TensorInfo& tensor) const {
   if (compressor_ && tensor.numel * sizeof(float) >= min_bytes_) return *compressor_;
@@ -83,7 +84,6 @@ Status MessageCodec::AddDecoded(const FlatLayout& layout, uint64_t round, int so
     at += bytes;
   }
   if (at != message.size()) return malformed("bytes after the last payload");
-  decode_contexts_.resize(static_cast<size_t>(world_size_));
   std::unique_ptr<CompressContext>& context = decode_contexts_[static_cast<size_t>(source)];
   if (!context) context = std::make_unique<CompressContext>(seed_, source, world_size_);
   context->set_step(round);
