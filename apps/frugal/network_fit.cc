@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -109,18 +110,39 @@ StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topo
   return fit;
 }
 
-StatusOr<double> ReadDuplexFit(const std::string& path) {
-  FRUGAL_ASSIGN_OR_RETURN(
-      const double both_over_one_way,
-      PositiveFieldOfLargest(
-          path, "--fit-duplex",
-          [](const nlohmann::json& j) {
-            return j.value("bench", "") == "exchange" && j.value("mode", "") == "both";
-          },
-          "both_over_one_way",
-          "no record of both directions at once against one way (write one with `frugal bench "
-          "exchange --np W+1 --modes send,recv,both --json FILE`, W the workers of a server)"));
-  return std::min(1.0, 1.0 / both_over_one_way);
+StatusOr<std::vector<DuplexPoint>> ReadDuplexFit(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("--fit-duplex {}: cannot read the file", path));
+  std::map<double, double> by_bytes;
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("bench", "") != "exchange" || j.value("mode", "") != "both" ||
+        !IsNumber(j, "bytes") || !IsNumber(j, "both_over_one_way")) {
+      continue;
+    }
+    const double bytes = j["bytes"].get<double>();
+    const double both_over_one_way = j["both_over_one_way"].get<double>();
+    if (!std::isfinite(both_over_one_way) || both_over_one_way <= 0) {
+      return InvalidArgumentError(
+          fmt::format("--fit-duplex {}: both_over_one_way must be finite and > 0", path));
+    }
+    if (!std::isfinite(bytes) || bytes <= 0) {
+      return InvalidArgumentError(
+          fmt::format("--fit-duplex {}: bytes must be finite and > 0", path));
+    }
+    by_bytes[bytes] = std::min(1.0, 1.0 / both_over_one_way);
+  }
+  if (by_bytes.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "--fit-duplex {}: no record of both directions at once against one way (write one with "
+        "`frugal bench exchange --np W+1 --modes send,recv,both --json FILE`, W the workers of a "
+        "server)",
+        path));
+  }
+  std::vector<DuplexPoint> points;
+  for (const auto& [bytes, share] : by_bytes) points.push_back(DuplexPoint{bytes, share});
+  return points;
 }
 
 StatusOr<double> ReadContentionFit(const std::string& path, const std::string& topology) {

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "frugal/simulate.h"
 #include "frugal/status.h"
 
 namespace frugal::apps {
@@ -37,12 +39,13 @@ struct RoundFit {
 // matches, its round rate is not finite and > 0, or its copy rate is not finite and >= 0.
 StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks);
 
-// The duplex share of the `frugal bench exchange` record of `path` with mode "both" and the largest
-// message (whatever its rank count: a share measured with a server's W workers stands for any
-// W): the slower one-way time over the time of both directions at once (its both_over_one_way
-// inverted), at most 1. kNotFound when the file cannot be read;
-// kInvalidArgument when no such record is there or its both_over_one_way is not finite and > 0.
-StatusOr<double> ReadDuplexFit(const std::string& path);
+// The duplex shares of the `frugal bench exchange` records of `path` with mode "both", one per
+// message size, ascending (whatever their rank count: a share measured with a server's W workers
+// stands for any W; of two records of one size, the later): the slower one-way time over the time
+// of both directions at once (both_over_one_way inverted), at most 1. kNotFound when the file
+// cannot be read; kInvalidArgument when no such record is there or a both_over_one_way is not
+// finite and > 0.
+StatusOr<std::vector<DuplexPoint>> ReadDuplexFit(const std::string& path);
 
 // The slowdown of the `frugal bench contention` record of `path` with the largest all-reduce
 // (whatever its rank count and model: the hosts' property), at least 1 (a compute measured

@@ -269,7 +269,7 @@ StatusOr<std::vector<Point>> RunGrid(const SimulateFlags& flags) {
     }
     o.network.duplex_share = flags.duplex_share;
     if (!flags.fit_duplex.empty()) {
-      FRUGAL_ASSIGN_OR_RETURN(o.network.duplex_share, ReadDuplexFit(flags.fit_duplex));
+      FRUGAL_ASSIGN_OR_RETURN(o.network.duplex_by_bytes, ReadDuplexFit(flags.fit_duplex));
     }
     o.contention = flags.contention;
     if (!flags.fit_contention.empty()) {
@@ -414,9 +414,9 @@ void AddSimulateCommand(CLI::App& app, Dispatcher& dispatcher) {
                    "Parameter server: the share of the NIC's rate each direction of a NIC carries "
                    "while it sends and receives at once, for every push and answer",
                    "--fit-duplex", &flags->fit_duplex,
-                   "Parameter server: the duplex share from a `frugal bench exchange --json` "
-                   "record (one way against both ways at once, its largest message) instead of "
-                   "--duplex-share");
+                   "Parameter server: the duplex shares from `frugal bench exchange --json` "
+                   "records (one way against both ways at once), each push and answer at the "
+                   "share of its size, instead of --duplex-share");
   AddValueOrRecord(cmd, "--contention", &flags->contention,
                    "All-reduce: how many times slower the compute runs while a message moves (the "
                    "CPU communication takes from the training thread), >= 1",

@@ -109,6 +109,13 @@ struct SimLayer {
 };
 
 enum class SimOverlap { kNone, kWfbp, kFusion, kPriority };
+
+// The share of a NIC's rate that each direction keeps while the NIC sends and receives at once,
+// measured with messages of `bytes` (`frugal bench exchange`, mode both against one way).
+struct DuplexPoint {
+  double bytes = 0;
+  double share = 1;
+};
 StatusOr<SimOverlap> ParseSimOverlap(std::string_view name);
 
 struct SimNetwork {
@@ -126,7 +133,16 @@ struct SimNetwork {
   // and answers out overlap for most of the step; on emulated hosts such flows go slower than one
   // direction alone). In (0, 1].
   double duplex_share = 1;
+  // The same share by message size (ascending bytes): when given, each push and answer takes the
+  // share of its own size instead of duplex_share (DuplexShareAt). Small messages keep less of
+  // the NIC than large ones (TCP's flows restart and queue behind the other direction's).
+  std::vector<DuplexPoint> duplex_by_bytes;
 };
+
+// The duplex share of a message of `bytes` on `network`: duplex_share without duplex_by_bytes;
+// otherwise linear in log(bytes) between the two measured sizes around it, the nearest measured
+// size's share below the smallest or above the largest.
+double DuplexShareAt(const SimNetwork& network, double bytes);
 
 struct SimOptions {
   std::vector<SimLayer> layers;  // forward order

@@ -29,6 +29,19 @@ uint64_t Wire(const Compressor& c, const TensorInfo& t) {
 
 }  // namespace
 
+double DuplexShareAt(const SimNetwork& network, double bytes) {
+  const std::vector<DuplexPoint>& points = network.duplex_by_bytes;
+  if (points.empty()) return network.duplex_share;
+  if (bytes <= points.front().bytes) return points.front().share;
+  if (bytes >= points.back().bytes) return points.back().share;
+  const auto above = std::upper_bound(points.begin(), points.end(), bytes,
+                                      [](double b, const DuplexPoint& p) { return b < p.bytes; });
+  const DuplexPoint& lo = *(above - 1);
+  const DuplexPoint& hi = *above;
+  const double t = std::log(bytes / lo.bytes) / std::log(hi.bytes / lo.bytes);
+  return lo.share + t * (hi.share - lo.share);
+}
+
 StatusOr<SimOverlap> ParseSimOverlap(std::string_view name) {
   if (name == "none") return SimOverlap::kNone;
   if (name == "wfbp") return SimOverlap::kWfbp;
@@ -112,6 +125,15 @@ StatusOr<SimResult> Simulate(const SimOptions& o, const CompressorRegistry& regi
   }
   if (!(o.network.duplex_share > 0 && o.network.duplex_share <= 1)) {
     return InvalidArgumentError("--duplex-share must be in (0, 1]");
+  }
+  const std::vector<DuplexPoint>& duplex = o.network.duplex_by_bytes;
+  for (size_t i = 0; i < duplex.size(); ++i) {
+    if (!(duplex[i].share > 0 && duplex[i].share <= 1) || !(duplex[i].bytes > 0) ||
+        !std::isfinite(duplex[i].bytes) || (i > 0 && !(duplex[i].bytes > duplex[i - 1].bytes))) {
+      return InvalidArgumentError(
+          "frugal simulate: the duplex shares by message size need ascending sizes > 0 and "
+          "shares in (0, 1]");
+    }
   }
   const bool simulated =
       o.sync.kind == SyncKind::kBsp ||

@@ -17,8 +17,9 @@
 //   back       = max(out_end, max(nic_in, out_end - a / B) + a / B) + d'
 //                                                                 (the worker's NIC receives)
 // where apply is the optimizer layers' time times the key's share of the floats, and B the NIC's
-// rate times the network's duplex_share. Channel busy time is the largest inbound time of a
-// server; server_out_busy_s the largest outbound.
+// rate times the duplex share of the message's size (DuplexShareAt: m's for the push, a's for
+// the answers). Channel busy time is the largest inbound time of a server; server_out_busy_s the
+// largest outbound.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,7 +46,7 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
   const int layers = static_cast<int>(o.layers.size());
   const double f = o.straggler_factor;
   const double w = o.workers;
-  const double b = o.network.nic_bytes_per_s * o.network.duplex_share;
+  const double nic = o.network.nic_bytes_per_s;
   const double alpha = o.network.alpha_s;
   // The keys, as the servers cut them.
   std::vector<TensorSpec> tensors;
@@ -68,6 +69,7 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
   struct KeyTimes {
     double push = 0, answer = 0;                                      // bytes
     double encode = 0, decode = 0, pull_encode = 0, pull_decode = 0;  // seconds
+    double push_s = 0, answer_s = 0;  // a push's and an answer's time on a NIC
   };
   const auto seconds = [](const std::unique_ptr<Compressor>& c, double bytes, double rate) {
     return c != nullptr && rate > 0 ? bytes / rate : 0.0;
@@ -75,12 +77,15 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
   std::vector<KeyTimes> key_times;
   for (const ps_internal::KeyPart& part : plan.parts) {
     const double dense = 4.0 * static_cast<double>(part.count);
-    key_times.push_back(KeyTimes{static_cast<double>(KeyMessageBytes(codecs.push.get(), part)),
-                                 static_cast<double>(KeyMessageBytes(codecs.pull.get(), part)),
-                                 seconds(codecs.push, dense, o.encode_bytes_per_s),
-                                 seconds(codecs.push, dense, o.decode_bytes_per_s),
-                                 seconds(codecs.pull, dense, o.pull_encode_bytes_per_s),
-                                 seconds(codecs.pull, dense, o.pull_decode_bytes_per_s)});
+    KeyTimes k{static_cast<double>(KeyMessageBytes(codecs.push.get(), part)),
+               static_cast<double>(KeyMessageBytes(codecs.pull.get(), part)),
+               seconds(codecs.push, dense, o.encode_bytes_per_s),
+               seconds(codecs.push, dense, o.decode_bytes_per_s),
+               seconds(codecs.pull, dense, o.pull_encode_bytes_per_s),
+               seconds(codecs.pull, dense, o.pull_decode_bytes_per_s)};
+    k.push_s = k.push / (nic * DuplexShareAt(o.network, k.push));
+    k.answer_s = k.answer / (nic * DuplexShareAt(o.network, k.answer));
+    key_times.push_back(k);
   }
 
   std::vector<double> step_end(static_cast<size_t>(o.steps), 0);
@@ -135,17 +140,17 @@ StatusOr<SimResult> SimulateParameterServer(const SimOptions& o) {
           floats > 0 ? optimizer_s * static_cast<double>(part.count) / static_cast<double>(floats)
                      : 0;
       const double start = t + times.encode;
-      nic_out = start + times.push / b;
+      nic_out = start + times.push_s;
       const double in_start = std::max(in[server], start);
-      const double in_end = std::max(in_start + alpha + w * times.push / b, nic_out + alpha);
+      const double in_end = std::max(in_start + alpha + w * times.push_s, nic_out + alpha);
       busy_in[server] += in_end - in_start;
       in[server] = in_end;
       const double decoded =
-          in_end + times.decode + std::max(0.0, (w - 1) * (times.decode - times.push / b));
+          in_end + times.decode + std::max(0.0, (w - 1) * (times.decode - times.push_s));
       const double out_start = std::max(out[server], decoded + apply + times.pull_encode);
-      out[server] = out_start + alpha + w * times.answer / b;
+      out[server] = out_start + alpha + w * times.answer_s;
       busy_out[server] += out[server] - out_start;
-      nic_in = std::max(nic_in, out[server] - times.answer / b) + times.answer / b;
+      nic_in = std::max(nic_in, out[server] - times.answer_s) + times.answer_s;
       const double back = std::max(out[server], nic_in) + times.pull_decode;
       const int layer = layer_of[part.tensor];
       layer_updated[layer] = std::max(layer_updated[layer], back);

@@ -112,25 +112,37 @@ TEST(RoundFit, RefusesWhatDoesNotMatch) {
       << negative_copy.status().message();
 }
 
-TEST(DuplexFit, InvertsBothOverOneWayOfTheLargestMessageAndCapsAtOne) {
+TEST(DuplexFit, InvertsBothOverOneWayOfEachMessageSizeAndCapsAtOne) {
   const std::string path =
       Write("duplex_ok.jsonl",
             "{\"bench\":\"exchange\",\"bytes\":4194304,\"mode\":\"send\",\"seconds\":0.4}\n"
-            "{\"bench\":\"exchange\",\"bytes\":1048576,\"mode\":\"both\","
-            "\"both_over_one_way\":1.6}\n"
             "{\"bench\":\"exchange\",\"bytes\":4194304,\"mode\":\"both\","
             "\"both_over_one_way\":1.25}\n"
+            "{\"bench\":\"exchange\",\"bytes\":131072,\"mode\":\"both\","
+            "\"both_over_one_way\":3}\n"
+            "{\"bench\":\"exchange\",\"bytes\":1048576,\"mode\":\"both\","
+            "\"both_over_one_way\":1.6}\n"
             "{\"bench\":\"round\",\"bytes\":8388608,\"mode\":\"both\","
+            "\"both_over_one_way\":2}\n"
+            // A later record of a size replaces the earlier one.
+            "{\"bench\":\"exchange\",\"bytes\":131072,\"mode\":\"both\","
             "\"both_over_one_way\":2}\n");
-  auto share = ReadDuplexFit(path);
-  ASSERT_TRUE(share.ok()) << share.status().ToString();
-  EXPECT_DOUBLE_EQ(*share, 0.8);  // 1 / 1.25, of the 4 MiB record
+  auto shares = ReadDuplexFit(path);
+  ASSERT_TRUE(shares.ok()) << shares.status().ToString();
+  ASSERT_EQ(shares->size(), 3u);
+  EXPECT_DOUBLE_EQ((*shares)[0].bytes, 131072);
+  EXPECT_DOUBLE_EQ((*shares)[0].share, 0.5);
+  EXPECT_DOUBLE_EQ((*shares)[1].bytes, 1048576);
+  EXPECT_DOUBLE_EQ((*shares)[1].share, 0.625);
+  EXPECT_DOUBLE_EQ((*shares)[2].bytes, 4194304);
+  EXPECT_DOUBLE_EQ((*shares)[2].share, 0.8);
   // Both ways faster than one (noise on a full-duplex link): each direction keeps the whole NIC.
   auto faster = ReadDuplexFit(Write("duplex_faster.jsonl",
                                     "{\"bench\":\"exchange\",\"bytes\":1000,\"mode\":\"both\","
                                     "\"both_over_one_way\":0.9}\n"));
   ASSERT_TRUE(faster.ok()) << faster.status().ToString();
-  EXPECT_DOUBLE_EQ(*faster, 1.0);
+  ASSERT_EQ(faster->size(), 1u);
+  EXPECT_DOUBLE_EQ(faster->front().share, 1.0);
 }
 
 TEST(DuplexFit, RefusesWhatDoesNotMatch) {

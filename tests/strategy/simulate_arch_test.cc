@@ -6,6 +6,8 @@
 // compressed algorithms' decodes and passes, and what is refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "frugal/fedavg.h"
 #include "frugal/simulate.h"
 #include "strategy/strategy_test_util.h"
@@ -60,6 +62,37 @@ TEST(SimulateArch, ParameterServerLinksAtTheDuplexShare) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(r.status().message().find("--duplex-share must be in (0, 1]"), std::string::npos);
+  }
+}
+
+TEST(SimulateArch, ParameterServerMessagesAtTheDuplexShareOfTheirSize) {
+  // The key of the tests above (4052-byte pushes and answers) between two measured sizes: its
+  // share is linear in log bytes, 0.4 at 1000 and 1 at 16000 bytes.
+  SimOptions o = Options(1000, 2, "ps:servers=1");
+  o.network.duplex_by_bytes = {{1000, 0.4}, {16000, 1}};
+  const double share = 0.4 + 0.6 * std::log(4052.0 / 1000) / std::log(16.0);
+  EXPECT_NEAR(DuplexShareAt(o.network, 4052), share, 1e-12);
+  EXPECT_NEAR(StepMs(o), 3 + 2 * 8.104 / share, 1e-9);
+  // Beyond the measured sizes, the nearest one's share (duplex_share is not read).
+  o.network.duplex_share = 0.9;
+  o.network.duplex_by_bytes = {{8000, 0.4}, {16000, 1}};
+  EXPECT_NEAR(StepMs(o), 3 + 2 * 20.26, 1e-9);
+  o.network.duplex_by_bytes = {{100, 1}, {2000, 0.4}};
+  EXPECT_NEAR(StepMs(o), 3 + 2 * 20.26, 1e-9);
+  // Sizes not ascending, a size of 0 and a share outside (0, 1] are refused.
+  for (const std::vector<DuplexPoint>& bad :
+       std::vector<std::vector<DuplexPoint>>{{{2000, 0.5}, {1000, 0.6}},
+                                             {{0, 0.5}},
+                                             {{1000, 0}},
+                                             {{1000, 0.5}, {1000, 0.6}},
+                                             {{1000, 1.2}}}) {
+    o.network.duplex_by_bytes = bad;
+    auto r = Simulate(o, DefaultCompressorRegistry());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("duplex shares by message size need ascending sizes"),
+              std::string::npos)
+        << r.status().message();
   }
 }
 

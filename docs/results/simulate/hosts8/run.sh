@@ -5,7 +5,8 @@
 # server's NIC with 8 peers (bench exchange on 9 hosts), and 40 steps of cnn of: BSP over the ring
 # all-reduce, a parameter server (1 server + 8 workers, 9 hosts), D-PSGD on the ring, CHOCO-SGD with
 # top-k 1% and DCD-PSGD with QSGD of 64 levels; then the table of measured against simulated steps.
-# Usage: run.sh FRUGAL [OUT] (alone on the machine); SKIP_RUNS=1 prints the table from the records,
+# Usage: run.sh FRUGAL [OUT] (alone on the machine); RUNS="ps1" (a subset of the runs below) runs
+# and prints only those, with the records they need; SKIP_RUNS=1 prints the table from the records,
 # PROFILE=tl_h8_1gbit_topk.json against the traced top-k run instead of the compute-only run,
 # PROFILE=own against each run's own trace (its slowest rank: the compute as it ran, so that only
 # the communication is simulated); TRACE_RANK=lockstep reads the profile in lock step (each step's
@@ -18,7 +19,7 @@ mkdir -p "$out" && cd "$out"
 source "$here/../sim_runs.sh"  # gossip_compress_run, summary_ms, err
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 nics="100mbit 1gbit"
-runs="bsp ps1 dpsgd choco dcd"
+runs="${RUNS:-bsp ps1 dpsgd choco dcd}"
 # run_of NAME NIC: the run's processes (np), strategy flags (flags), label and the simulator's
 # extra flags (simflags).
 run_of() {
@@ -47,13 +48,16 @@ if [ "${SKIP_RUNS:-0}" = 0 ]; then
     "$F" --np 8 --emulate hosts=8,nic=$nic bench allreduce --algorithms ring \
       --sizes 4K,64K,256K,1M,4M --iters 10 --json fit_h8_$nic.jsonl > fit_h8_$nic.log 2>&1
     echo "fit h8 $nic rc=$?"
-    "$F" --np 8 --emulate hosts=8,nic=$nic bench contention --model cnn --bytes 1M --iters 20 \
-      --json contention_h8_$nic.jsonl > contention_h8_$nic.log 2>&1
-    echo "contention h8 $nic rc=$?"
-    "$F" bench round --np 8 --emulate hosts=8,nic=$nic --topology ring --sizes 32290,1819688 \
-      --rounds 20 --json round_h8_$nic.jsonl > round_h8_$nic.log 2>&1
-    echo "round h8 $nic rc=$?"
-    "$F" bench exchange --np 9 --emulate hosts=9,nic=$nic --sizes 1M,4M --iters 10 \
+    if [ "$runs" != ps1 ]; then
+      "$F" --np 8 --emulate hosts=8,nic=$nic bench contention --model cnn --bytes 1M --iters 20 \
+        --json contention_h8_$nic.jsonl > contention_h8_$nic.log 2>&1
+      echo "contention h8 $nic rc=$?"
+      "$F" bench round --np 8 --emulate hosts=8,nic=$nic --topology ring --sizes 32290,1819688 \
+        --rounds 20 --json round_h8_$nic.jsonl > round_h8_$nic.log 2>&1
+      echo "round h8 $nic rc=$?"
+    fi
+    # The server's keys are 128 KiB or less: the duplex share at their size and larger.
+    "$F" bench exchange --np 9 --emulate hosts=9,nic=$nic --sizes 128K,1M,4M --iters 10 \
       --json exchange_h9_$nic.jsonl > exchange_h9_$nic.log 2>&1
     echo "exchange h9 $nic rc=$?"
     for run in $runs; do
