@@ -1,17 +1,21 @@
 #!/bin/bash
 # The duplex share of a parameter server's NIC measured, and the simulator against measured PS
-# steps with it (docs/performance.md, "The duplex share measured"). Run alone from this directory:
-#   run.sh FRUGAL_BINARY measure   # bench exchange on 2 and 5 emulated hosts, PS runs of 1 and 2 servers
-#   run.sh FRUGAL_BINARY compare   # frugal simulate with each share against the measured steps
+# steps with it (docs/performance.md, "The duplex share measured"). Run alone, in OUT (default: this
+# directory):
+#   run.sh FRUGAL_BINARY measure [OUT]  # bench exchange on 2 and 5 emulated hosts, PS runs of 1 and 2 servers
+#   run.sh FRUGAL_BINARY compare [OUT]  # frugal simulate with each share against the measured steps
 set -u
-frugal="$1"
+frugal="$(readlink -f "$1")"
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "${3:-$here}" && cd "${3:-$here}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-sim=(--timeline ../tl_h4_1gbit_topk.json --model cnn --workers 4 --fit ../fit_h4_100mbit.jsonl)
+sim=(--timeline "$here/../tl_h4_1gbit_topk.json" --model cnn --workers 4
+     --fit "$here/../fit_h4_100mbit.jsonl")
 case $2 in
   measure)
-    "$frugal" bench exchange --np 2 --emulate hosts=2,nic=100mbit --sizes 1M,4M --iters 10 \
+    "$frugal" bench exchange --np 2 --emulate hosts=2,nic=100mbit --sizes 128K,1M,4M --iters 10 \
       --json exchange_h2_100mbit.jsonl
-    "$frugal" bench exchange --np 5 --emulate hosts=5,nic=100mbit --sizes 1M,4M --iters 10 \
+    "$frugal" bench exchange --np 5 --emulate hosts=5,nic=100mbit --sizes 128K,1M,4M --iters 10 \
       --json exchange_h5_100mbit.jsonl
     for s in 1 2; do
       "$frugal" train --progress none --json "ps${s}_cnn.jsonl" --np $((4 + s)) \
