@@ -92,11 +92,12 @@ StatusOr<int> RunEmulatedJob(const EmulatedJob& job, const Logger& logger) {
   FRUGAL_ASSIGN_OR_RETURN(fs::path hostfile, network->WriteHostfile(ranks_of_hosts));
   FRUGAL_ASSIGN_OR_RETURN(fs::path agent, network->WriteRshAgent());
   std::vector<std::string> cmd = BuildMpirunCommand(job, hostfile, agent, ranks_of_hosts);
-  logger.Info(
-      fmt::format("emulating {} hosts, rank(s) per host {}, NIC {} each way{}, TCP {} ({}): {}",
-                  job.spec.hosts, fmt::join(ranks_of_hosts, "/"), FormatNicRates(job.spec),
-                  job.spec.links.mtu > 0 ? fmt::format(", MTU {}", job.spec.links.mtu) : "",
-                  job.spec.links.tcp, network->tag(), ShellQuote(cmd)));
+  logger.Info(fmt::format(
+      "emulating {} hosts, rank(s) per host {}, NIC {} each way{}, TCP {}{} ({}): {}",
+      job.spec.hosts, fmt::join(ranks_of_hosts, "/"), FormatNicRates(job.spec),
+      job.spec.links.mtu > 0 ? fmt::format(", MTU {}", job.spec.links.mtu) : "", job.spec.links.tcp,
+      job.spec.links.slow_start_after_idle ? "" : " without slow start after idle", network->tag(),
+      ShellQuote(cmd)));
   SpawnOptions spawn;
   spawn.netns_path = EmulatedNetwork::NamespacePath(network->control_namespace());
   spawn.extra_env = job.extra_env;

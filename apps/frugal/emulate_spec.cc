@@ -87,6 +87,9 @@ std::string FormatRate(std::uint64_t bits_per_second) {
   return fmt::format("{}bit", bits_per_second);
 }
 
+constexpr std::string_view kEmulateKeys =
+    "hosts, nic, nic.I, ranks-per-host, mtu, tcp, slow-start-after-idle";
+
 StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   EmulateSpec spec;
   std::set<std::string> seen;
@@ -95,8 +98,8 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   std::string s(text);
   if (Trim(s).empty()) {
     return InvalidArgumentError(
-        "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME] "
-        "(e.g. hosts=4,nic=100mbit)");
+        "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]"
+        "[,slow-start-after-idle=0|1] (e.g. hosts=4,nic=100mbit)");
   }
   size_t start = 0;
   while (start <= s.size()) {
@@ -106,9 +109,8 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
     start = end + 1;
     size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      return InvalidArgumentError(fmt::format(
-          "--emulate: '{}' is not key=value (keys: hosts, nic, nic.I, ranks-per-host, mtu, tcp)",
-          item));
+      return InvalidArgumentError(
+          fmt::format("--emulate: '{}' is not key=value (keys: {})", item, kEmulateKeys));
     }
     std::string key = Trim(item.substr(0, eq));
     std::string value = Trim(item.substr(eq + 1));
@@ -152,10 +154,15 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
             value));
       }
       spec.links.tcp = value;
+    } else if (key == "slow-start-after-idle") {
+      if (value != "0" && value != "1") {
+        return InvalidArgumentError(
+            fmt::format("--emulate: slow-start-after-idle='{}' is not 0 or 1", value));
+      }
+      spec.links.slow_start_after_idle = value == "1";
     } else {
-      return InvalidArgumentError(fmt::format(
-          "--emulate: unknown key '{}' (accepted: hosts, nic, nic.I, ranks-per-host, mtu, tcp)",
-          key));
+      return InvalidArgumentError(
+          fmt::format("--emulate: unknown key '{}' (accepted: {})", key, kEmulateKeys));
     }
   }
   if (spec.hosts == 0) return InvalidArgumentError("--emulate: hosts=H is missing");

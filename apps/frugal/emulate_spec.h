@@ -1,7 +1,7 @@
-// `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]`: what the
-// flag says, how the ranks spread over the emulated hosts and how a NIC rate becomes token-bucket
-// parameters.
-// Pure functions; the network itself is emulated_network.h, running a job on it emulate_job.h.
+// `--emulate hosts=H,nic=RATE[,nic.I=RATE...][,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]
+// [,slow-start-after-idle=0|1]`: what the flag says, how the ranks spread over the emulated hosts
+// and how a NIC rate becomes token-bucket parameters. Pure functions; the network itself is
+// emulated_network.h, running a job on it emulate_job.h.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,10 @@ struct EmulatedLinks {
   int mtu = 0;
   // net.ipv4.tcp_congestion_control in every namespace of the network (tcp=NAME).
   std::string tcp{kDefaultEmulatedTcp};
+  // net.ipv4.tcp_slow_start_after_idle in every namespace (slow-start-after-idle=0|1): true,
+  // Linux's default, restarts a connection idle for longer than its retransmission timeout from
+  // the initial window; false keeps its window (a common setting of clusters).
+  bool slow_start_after_idle = true;
 };
 
 struct EmulateSpec {

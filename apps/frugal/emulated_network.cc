@@ -200,7 +200,12 @@ Status EmulatedNetwork::SetTcp(const std::string& ns) const {
         fmt::format("tcp={}: the kernel refused it as TCP congestion control ({}; available: {})",
                     links_.tcp, set.message(), available));
   }
-  return Status::Ok();
+  // Per namespace too; a new one starts at Linux's default (1), set anyway so that it is what
+  // the spec says whatever a kernel's default.
+  return RunChecked(
+      {"sysctl", "-qw",
+       fmt::format("net.ipv4.tcp_slow_start_after_idle={}", links_.slow_start_after_idle ? 1 : 0)},
+      options);
 }
 
 Status EmulatedNetwork::Destroy() {

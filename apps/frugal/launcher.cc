@@ -38,7 +38,8 @@ void AddLaunchOptions(CLI::App& app, LaunchOptions& options) {
   // --emulate: see emulate_job.h.
   app.add_option("--emulate", options.emulate,
                  "Run the --np ranks on emulated hosts with rate-limited NICs (needs root), e.g. "
-                 "hosts=4,nic=100mbit[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]")
+                 "hosts=4,nic=100mbit[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]"
+                 "[,slow-start-after-idle=0|1]")
       ->type_name("SPEC");
   app.add_option("--max-restarts", options.max_restarts,
                  "With --np: when the job fails, relaunch it from its last checkpoint "

@@ -63,10 +63,16 @@ TEST(ParseEmulateSpec, AcceptsTheDocumentedForms) {
   EXPECT_EQ(spec->links.mtu, 0);
   EXPECT_EQ(spec->links.tcp, "cubic");
 
-  spec = ParseEmulateSpec("hosts=2,nic=100mbit,mtu=9000,tcp=bbr");
+  EXPECT_TRUE(spec->links.slow_start_after_idle);
+
+  spec = ParseEmulateSpec("hosts=2,nic=100mbit,mtu=9000,tcp=bbr,slow-start-after-idle=0");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->links.mtu, 9000);
   EXPECT_EQ(spec->links.tcp, "bbr");
+  EXPECT_FALSE(spec->links.slow_start_after_idle);
+  spec = ParseEmulateSpec("hosts=2,nic=100mbit,slow-start-after-idle=1");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->links.slow_start_after_idle);
 }
 
 TEST(ParseEmulateSpec, HostsMayHaveTheirOwnRates) {
@@ -113,6 +119,9 @@ TEST(ParseEmulateSpec, RejectsBadSpecsWithAClearMessage) {
         Case{"hosts=4,nic=1gbit,tcp=cubic;reboot", "is not a congestion control's name"},
         Case{"hosts=4,nic=1gbit,tcp=averyveryverylongname", "is not a congestion control's name"},
         Case{"hosts=4,nic=1gbit,tcp=reno,tcp=cubic", "given twice"},
+        Case{"hosts=4,nic=1gbit,slow-start-after-idle=yes",
+             "slow-start-after-idle='yes' is not 0 or 1"},
+        Case{"hosts=4,nic=1gbit,slow-start-after-idle=", "slow-start-after-idle='' is not 0 or 1"},
         Case{"hosts4,nic=1gbit", "not key=value"},
         Case{"hosts=4,nic=1gbit,nic.4=10mbit", "nic.4 names host 4, but hosts are 0 to 3"},
         Case{"hosts=4,nic=1gbit,nic.1=10mbit,nic.1=20mbit", "given twice"},

@@ -268,7 +268,8 @@ TEST(EmulatedNetwork, JumboFramesPassAtTheRate) {
 
 // tcp=NAME: every namespace of the network (control and hosts) runs that congestion control,
 // whatever the machine's own is, which stays as it was; a name the kernel does not know fails
-// the creation with one line naming it, and leaves nothing behind.
+// the creation with one line naming it, and leaves nothing behind. slow-start-after-idle=0|1
+// likewise sets every namespace's tcp_slow_start_after_idle (1 unless told).
 TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
   SKIP_WITHOUT_EMULATION();
   auto machine_tcp = [] {
@@ -281,21 +282,32 @@ TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
   ASSERT_FALSE(before.empty());
   // reno is built into every kernel; pick the other of reno and cubic than the machine's.
   const std::string wanted = before == "reno" ? "cubic" : "reno";
+  // The sysctl `key` in every namespace of `network`, as sysctl -n shows it.
+  auto expect_everywhere = [](EmulatedNetwork& network, const std::string& key,
+                              const std::string& value) {
+    std::vector<std::string> namespaces = {network.control_namespace()};
+    for (const auto& host : network.hosts()) namespaces.push_back(host.name);
+    for (const std::string& ns : namespaces) {
+      RunCommandOptions in_ns;
+      in_ns.netns_path = EmulatedNetwork::NamespacePath(ns);
+      auto shown = RunCommand({"sysctl", "-n", key}, in_ns);
+      ASSERT_TRUE(shown.ok()) << shown.status().ToString();
+      EXPECT_EQ(shown->exit_code, 0) << shown->output;
+      EXPECT_EQ(shown->output, value + "\n") << ns << " " << key;
+    }
+  };
   auto network =
-      EmulatedNetwork::Create({100'000'000, 100'000'000}, Quiet(), EmulatedLinks{.tcp = wanted});
+      EmulatedNetwork::Create({100'000'000, 100'000'000}, Quiet(),
+                              EmulatedLinks{.tcp = wanted, .slow_start_after_idle = false});
   ASSERT_TRUE(network.ok()) << network.status().ToString();
-  std::vector<std::string> namespaces = {(*network)->control_namespace()};
-  for (const auto& host : (*network)->hosts()) namespaces.push_back(host.name);
-  for (const std::string& ns : namespaces) {
-    RunCommandOptions in_ns;
-    in_ns.netns_path = EmulatedNetwork::NamespacePath(ns);
-    auto shown = RunCommand({"sysctl", "-n", "net.ipv4.tcp_congestion_control"}, in_ns);
-    ASSERT_TRUE(shown.ok()) << shown.status().ToString();
-    EXPECT_EQ(shown->exit_code, 0) << shown->output;
-    EXPECT_EQ(shown->output, wanted + "\n") << ns;
-  }
+  expect_everywhere(**network, "net.ipv4.tcp_congestion_control", wanted);
+  expect_everywhere(**network, "net.ipv4.tcp_slow_start_after_idle", "0");
   EXPECT_EQ(machine_tcp(), before);
   ASSERT_TRUE((*network)->Destroy().ok());
+  auto by_default = EmulatedNetwork::Create({100'000'000}, Quiet(), EmulatedLinks{});
+  ASSERT_TRUE(by_default.ok()) << by_default.status().ToString();
+  expect_everywhere(**by_default, "net.ipv4.tcp_slow_start_after_idle", "1");
+  ASSERT_TRUE((*by_default)->Destroy().ok());
 
   auto refused = EmulatedNetwork::Create({100'000'000}, Quiet(), EmulatedLinks{.tcp = "nosuchcc"});
   ASSERT_FALSE(refused.ok());
