@@ -109,6 +109,7 @@ struct SimLayer {
 };
 
 enum class SimOverlap { kNone, kWfbp, kFusion, kPriority };
+StatusOr<SimOverlap> ParseSimOverlap(std::string_view name);
 
 // The share of a NIC's rate that each direction keeps while the NIC sends and receives at once,
 // measured with messages of `bytes` (`frugal bench exchange`, mode both against one way).
@@ -116,7 +117,6 @@ struct DuplexPoint {
   double bytes = 0;
   double share = 1;
 };
-StatusOr<SimOverlap> ParseSimOverlap(std::string_view name);
 
 struct SimNetwork {
   double alpha_s = 50e-6;

@@ -1,5 +1,5 @@
 # Shared by the validation scripts (validate_emulated.sh, compare_arch.sh, gossip_compress/run.sh,
-# hosts8/run.sh), sourced.
+# hosts8/run.sh, hosts8/ps_duplex/idle/run.sh), sourced.
 sim_runs_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # gossip_compress_run NAME (choco, dcd) sets `flags` (the run's strategy flags, as frugal train and
