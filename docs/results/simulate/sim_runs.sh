@@ -1,6 +1,14 @@
 # Shared by the validation scripts (validate_emulated.sh, compare_arch.sh, gossip_compress/run.sh,
-# hosts8/run.sh, hosts8/ps_duplex/idle/run.sh), sourced.
+# hosts8/run.sh, hosts8/ps_duplex/idle/run.sh, duplex/run.sh), sourced.
 sim_runs_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# sim_runs_start FRUGAL OUT: F, the binary's absolute path; OUT made and entered (the records are
+# written there); mpirun allowed to run as root.
+sim_runs_start() {
+  F="$(readlink -f "$1")"
+  mkdir -p "$2" && cd "$2"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+}
 
 # gossip_compress_run NAME (choco, dcd) sets `flags` (the run's strategy flags, as frugal train and
 # frugal simulate take them), `label`, and `rates` (the `frugal bench compress` records of its

@@ -8,12 +8,9 @@
 # SKIP_RUNS=1 prints the table from the records, TRACE_RANK=lockstep reads the profiles in lock
 # step (each step's slowest rank).
 set -u
-F="$(readlink -f "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
-out="${2:-$here}"
-mkdir -p "$out" && cd "$out"
-source "$here/../sim_runs.sh"  # gossip_compress_run, summary_ms, err
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$here/../sim_runs.sh"  # sim_runs_start, gossip_compress_run, summary_ms, err
+sim_runs_start "$1" "${2:-$here}"
 cells() { # HOSTS NIC: the fits of that network
   "$F" --np $1 --emulate hosts=$1,nic=$2 bench allreduce --algorithms ring \
     --sizes 4K,64K,256K,1M,4M --iters 10 --json fit_h$1_$2.jsonl > fit_h$1_$2.log 2>&1

@@ -12,12 +12,9 @@
 # the communication is simulated); TRACE_RANK=lockstep reads the profile in lock step (each step's
 # slowest rank).
 set -u
-F="$(readlink -f "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
-out="${2:-$here}"
-mkdir -p "$out" && cd "$out"
-source "$here/../sim_runs.sh"  # gossip_compress_run, summary_ms, err
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$here/../sim_runs.sh"  # sim_runs_start, gossip_compress_run, summary_ms, err
+sim_runs_start "$1" "${2:-$here}"
 nics="100mbit 1gbit"
 runs="${RUNS:-bsp ps1 dpsgd choco dcd}"
 # run_of NAME NIC: the run's processes (np), strategy flags (flags), label and the simulator's

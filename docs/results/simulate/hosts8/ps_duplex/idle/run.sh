@@ -3,11 +3,9 @@
 # without TCP's slow start after idle, interleaved: default, slow-start-after-idle=0, twice.
 # Usage: run.sh FRUGAL [OUT] (alone on the machine); prints the median and mean steps.
 set -u
-F="$(readlink -f "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
-out="${2:-$here}"
-mkdir -p "$out" && cd "$out"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$here/../../../sim_runs.sh"  # sim_runs_start, summary_ms
+sim_runs_start "$1" "${2:-$here}"
 for r in 1 2; do
   for idle in 1 0; do
     "$F" train --np 9 --emulate hosts=9,nic=100mbit,slow-start-after-idle=$idle --model cnn \
@@ -16,7 +14,6 @@ for r in 1 2; do
     echo "ps1 slow-start-after-idle=$idle run $r rc=$?"
   done
 done
-source "$here/../../../sim_runs.sh"  # summary_ms
 printf "| slow-start-after-idle | run | median step (ms) | mean step (ms) |\n| --- | ---: | ---: | ---: |\n"
 for idle in 1 0; do
   for r in 1 2; do
