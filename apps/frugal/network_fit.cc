@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 namespace frugal::apps {
 
@@ -19,19 +20,33 @@ bool IsNumber(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number();
 }
 
-// The record of `path` (a JSON object per line) that `matches` accepts and has the most "bytes",
-// the one least swayed by per-message costs; nothing when none matches. `flag` names the option in
-// the message when the file cannot be read.
-StatusOr<std::optional<nlohmann::json>> LargestMatchingRecord(
+// The records of `path` (a JSON object per line; other lines are skipped) that `matches` accepts,
+// in the file's order. kNotFound "FLAG PATH: cannot read the file" when it cannot be read.
+StatusOr<std::vector<nlohmann::json>> MatchingRecords(
     const std::string& path, const std::string& flag,
     const std::function<bool(const nlohmann::json&)>& matches) {
   std::ifstream in(path);
   if (!in) return NotFoundError(fmt::format("{} {}: cannot read the file", flag, path));
   std::string line;
-  std::optional<nlohmann::json> best;
+  std::vector<nlohmann::json> records;
   while (std::getline(in, line)) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !IsNumber(j, "bytes") || !matches(j)) continue;
+    if (j.is_object() && matches(j)) records.push_back(std::move(j));
+  }
+  return records;
+}
+
+// The record of `path` that `matches` accepts and has the most "bytes" (the first of equals), the
+// one least swayed by per-message costs; nothing when none matches.
+StatusOr<std::optional<nlohmann::json>> LargestMatchingRecord(
+    const std::string& path, const std::string& flag,
+    const std::function<bool(const nlohmann::json&)>& matches) {
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records,
+                          MatchingRecords(path, flag, [&](const nlohmann::json& j) {
+                            return IsNumber(j, "bytes") && matches(j);
+                          }));
+  std::optional<nlohmann::json> best;
+  for (nlohmann::json& j : records) {
     if (!best || j["bytes"].get<double>() > (*best)["bytes"].get<double>()) best = std::move(j);
   }
   return best;
@@ -57,28 +72,28 @@ StatusOr<double> PositiveFieldOfLargest(const std::string& path, const std::stri
 }  // namespace
 
 StatusOr<NetworkFit> ReadNetworkFit(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("--fit {}: cannot read the file", path));
-  std::string line;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !IsNumber(j, "alpha_us") || !IsNumber(j, "beta_s_per_byte")) continue;
-    NetworkFit fit;
-    fit.alpha_s = j["alpha_us"].get<double>() * 1e-6;
-    fit.beta_s_per_byte = j["beta_s_per_byte"].get<double>();
-    if (IsNumber(j, "gamma_s_per_byte")) fit.gamma_s_per_byte = j["gamma_s_per_byte"].get<double>();
-    if (!std::isfinite(fit.alpha_s) || fit.alpha_s < 0 || !std::isfinite(fit.beta_s_per_byte) ||
-        fit.beta_s_per_byte <= 0 || !std::isfinite(fit.gamma_s_per_byte) ||
-        fit.gamma_s_per_byte < 0) {
-      return InvalidArgumentError(fmt::format(
-          "--fit {}: alpha_us and gamma_s_per_byte must be >= 0 and beta_s_per_byte > 0", path));
-    }
-    return fit;
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records,
+                          MatchingRecords(path, "--fit", [](const nlohmann::json& j) {
+                            return IsNumber(j, "alpha_us") && IsNumber(j, "beta_s_per_byte");
+                          }));
+  if (records.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "--fit {}: no record with alpha_us and beta_s_per_byte (write one with `frugal bench "
+        "allreduce --json FILE`)",
+        path));
   }
-  return InvalidArgumentError(fmt::format(
-      "--fit {}: no record with alpha_us and beta_s_per_byte (write one with `frugal bench "
-      "allreduce --json FILE`)",
-      path));
+  const nlohmann::json& j = records.front();
+  NetworkFit fit;
+  fit.alpha_s = j["alpha_us"].get<double>() * 1e-6;
+  fit.beta_s_per_byte = j["beta_s_per_byte"].get<double>();
+  if (IsNumber(j, "gamma_s_per_byte")) fit.gamma_s_per_byte = j["gamma_s_per_byte"].get<double>();
+  if (!std::isfinite(fit.alpha_s) || fit.alpha_s < 0 || !std::isfinite(fit.beta_s_per_byte) ||
+      fit.beta_s_per_byte <= 0 || !std::isfinite(fit.gamma_s_per_byte) ||
+      fit.gamma_s_per_byte < 0) {
+    return InvalidArgumentError(fmt::format(
+        "--fit {}: alpha_us and gamma_s_per_byte must be >= 0 and beta_s_per_byte > 0", path));
+  }
+  return fit;
 }
 
 StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topology, int ranks) {
@@ -111,16 +126,14 @@ StatusOr<RoundFit> ReadRoundFit(const std::string& path, const std::string& topo
 }
 
 StatusOr<std::vector<DuplexPoint>> ReadDuplexFit(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("--fit-duplex {}: cannot read the file", path));
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records,
+                          MatchingRecords(path, "--fit-duplex", [](const nlohmann::json& j) {
+                            return j.value("bench", "") == "exchange" &&
+                                   j.value("mode", "") == "both" && IsNumber(j, "bytes") &&
+                                   IsNumber(j, "both_over_one_way");
+                          }));
   std::map<double, double> by_bytes;
-  std::string line;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("bench", "") != "exchange" || j.value("mode", "") != "both" ||
-        !IsNumber(j, "bytes") || !IsNumber(j, "both_over_one_way")) {
-      continue;
-    }
+  for (const nlohmann::json& j : records) {
     const double bytes = j["bytes"].get<double>();
     const double both_over_one_way = j["both_over_one_way"].get<double>();
     if (!std::isfinite(both_over_one_way) || both_over_one_way <= 0) {
