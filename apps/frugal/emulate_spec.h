@@ -85,7 +85,9 @@ struct TbfParameters {
   std::uint64_t burst_bytes;
   std::uint64_t limit_bytes;
 };
-// The bucket holds at least one packet of `mtu` bytes (a larger packet would never pass).
+// The bucket holds at least one packet of `mtu` bytes (a larger packet would never pass); the
+// queue at least kQueueFrames of them.
+inline constexpr std::uint64_t kQueueFrames = 16;
 TbfParameters TbfFor(std::uint64_t bits_per_second, int mtu = 0);
 
 }  // namespace frugal::apps

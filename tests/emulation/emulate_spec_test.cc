@@ -195,6 +195,14 @@ TEST(TbfFor, BucketAndQueueGrowWithTheRate) {
   EXPECT_EQ(TbfFor(10'000'000, 9000).burst_bytes, 16u * 1024);
   EXPECT_EQ(TbfFor(10'000'000, 65535).burst_bytes, 65535u + 18);
   EXPECT_EQ(TbfFor(10'000'000'000, 65535).burst_bytes, 1'250'000u);
+  // The queue holds 16 frames of the MTU where 20 ms of traffic would hold fewer: 64 KB frames
+  // below about 420 Mbit/s, 9000-byte frames below about 58 Mbit/s; 1500-byte frames never.
+  EXPECT_EQ(TbfFor(100'000'000, 65535).limit_bytes, 16u * (65535 + 18));
+  EXPECT_EQ(TbfFor(1'000'000'000, 65535).limit_bytes, 2'500'000u);  // 20 ms
+  EXPECT_EQ(TbfFor(100'000'000, 9000).limit_bytes, 250'000u);       // 20 ms
+  EXPECT_EQ(TbfFor(10'000'000, 9000).limit_bytes, 16u * (9000 + 18));
+  EXPECT_EQ(TbfFor(100'000'000, 1500).limit_bytes, 250'000u);
+  EXPECT_EQ(TbfFor(1'000'000, 1500).limit_bytes, 64u * 1024);
 }
 
 TEST(Tags, NameTheRunAndItsOwner) {
