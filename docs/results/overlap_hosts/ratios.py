@@ -3,11 +3,15 @@
 # step), communication per step (the none run's comm_seconds / steps), every overlapped run's
 # median step and its ratio to max(compute, communication), and the share of communication hidden.
 # MODEL_hHOSTSmMTU groups ran with that MTU (run.sh's MTU), groups ending tTCP with that TCP
-# congestion control (run.sh's TCP; the others with the default of their time).
+# congestion control (run.sh's TCP; the others with the default of their time). A directory as
+# the argument reads the records there instead (run.sh's OUT).
 import glob, os, re, sys
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, *['..'] * 3, 'scripts'))
 from frugal_results import summary  # noqa: E402
+
+if len(sys.argv) > 1:
+    here = os.path.abspath(sys.argv[1])
 
 print('| model | hosts | MTU | TCP | compute | communication | run | median step | / max(compute, comm) | comm hidden |')
 print('| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |')

@@ -7,10 +7,12 @@
 # Writes MODEL_hHOSTS[mMTU][tTCP]_CONFIG[_pP][_rREP].{jsonl,txt} beside this script (ratios.py
 # reads them); REP (environment) names a repeat, MTU (environment) gives the emulated NICs that
 # MTU, TCP (environment) the hosts' TCP congestion control (the default: cubic since 9769cc6, the
-# machine's own before it).
+# machine's own before it), OUT (environment) another directory for the records (queue16/: the
+# emulated NICs' queues of at least 16 frames, since d79bf06).
 set -e
 frugal=$1 model=$2 hosts=$3 config=$4 partition=$5
-out=$(dirname "$0")
+out=${OUT:-$(dirname "$0")}
+mkdir -p "$out"
 case $model in
   cnn) steps=80 ;;
   vgg) steps=24 ;;
