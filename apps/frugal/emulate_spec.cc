@@ -101,8 +101,8 @@ StatusOr<EmulateSpec> ParseEmulateSpec(std::string_view text) {
   std::string s(text);
   if (Trim(s).empty()) {
     return InvalidArgumentError(
-        "--emulate: empty; expected hosts=H,nic=RATE[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]"
-        "[,slow-start-after-idle=0|1] (e.g. hosts=4,nic=100mbit)");
+        fmt::format("--emulate: empty; expected hosts=H,nic=RATE{} (e.g. hosts=4,nic=100mbit)",
+                    kEmulateOptionalKeys));
   }
   size_t start = 0;
   while (start <= s.size()) {

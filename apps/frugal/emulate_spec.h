@@ -88,6 +88,10 @@ struct TbfParameters {
 // The bucket holds at least one packet of `mtu` bytes (a larger packet would never pass); the
 // queue at least kQueueFrames of them.
 inline constexpr std::uint64_t kQueueFrames = 16;
+
+// The optional keys of --emulate as its messages and help show them, after hosts and nic.
+inline constexpr char kEmulateOptionalKeys[] =
+    "[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME][,slow-start-after-idle=0|1]";
 TbfParameters TbfFor(std::uint64_t bits_per_second, int mtu = 0);
 
 }  // namespace frugal::apps

@@ -24,6 +24,7 @@
 
 #include "child_process.h"
 #include "emulate_job.h"
+#include "emulate_spec.h"
 
 namespace frugal::apps {
 
@@ -37,9 +38,9 @@ void AddLaunchOptions(CLI::App& app, LaunchOptions& options) {
       ->type_name("FILE");
   // --emulate: see emulate_job.h.
   app.add_option("--emulate", options.emulate,
-                 "Run the --np ranks on emulated hosts with rate-limited NICs (needs root), e.g. "
-                 "hosts=4,nic=100mbit[,ranks-per-host=R][,mtu=BYTES][,tcp=NAME]"
-                 "[,slow-start-after-idle=0|1]")
+                 fmt::format("Run the --np ranks on emulated hosts with rate-limited NICs "
+                             "(needs root), e.g. hosts=4,nic=100mbit{}",
+                             kEmulateOptionalKeys))
       ->type_name("SPEC");
   app.add_option("--max-restarts", options.max_restarts,
                  "With --np: when the job fails, relaunch it from its last checkpoint "
