@@ -10,6 +10,7 @@
 
 #include "child_process.h"
 #include "emulate_spec.h"
+#include "tcp_allowance.h"
 
 namespace frugal::apps {
 namespace fs = std::filesystem;
@@ -142,7 +143,9 @@ Status EmulatedNetwork::Build() {
   FRUGAL_RETURN_IF_ERROR(
       RunChecked({"ip", "-n", c, "addr", "add", control_address() + "/24", "dev", "br0"}));
   FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", "br0", "up"}));
-  FRUGAL_RETURN_IF_ERROR(SetTcp(c));
+  // Widens the machine's allowed congestion controls while the namespaces take theirs, if it must.
+  TcpAllowance allowance(logger_);
+  FRUGAL_RETURN_IF_ERROR(SetTcp(c, allowance));
 
   for (int i = 0; i < hosts; ++i) {
     const TbfParameters tbf = TbfFor(rates_[static_cast<size_t>(i)], links_.mtu);
@@ -154,7 +157,7 @@ Status EmulatedNetwork::Build() {
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "netns", "add", host.name}));
     namespaces_.push_back(host.name);
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", host.name, "link", "set", "lo", "up"}));
-    FRUGAL_RETURN_IF_ERROR(SetTcp(host.name));
+    FRUGAL_RETURN_IF_ERROR(SetTcp(host.name, allowance));
     FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "add", port, "type", "veth", "peer",
                                        "name", "eth0", "netns", host.name}));
     if (links_.mtu > 0) {
@@ -180,17 +183,23 @@ Status EmulatedNetwork::Build() {
     }
     hosts_.push_back(std::move(host));
   }
-  return Status::Ok();
+  return allowance.Restore();
 }
 
-Status EmulatedNetwork::SetTcp(const std::string& ns) const {
+Status EmulatedNetwork::SetTcp(const std::string& ns, TcpAllowance& allowance) const {
   // A namespace's net.* sysctls are those of the namespace of whoever opens them: sysctl runs
   // inside it. The kernel loads a congestion control's module on demand (root may).
   RunCommandOptions options;
   options.netns_path = NamespacePath(ns);
   const std::string key = "net.ipv4.tcp_congestion_control";
   // CheckEmulationSupport found sysctl before anything was built.
-  const Status set = RunChecked({"sysctl", "-qw", key + "=" + links_.tcp}, options);
+  const std::vector<std::string> command = {"sysctl", "-qw", key + "=" + links_.tcp};
+  Status set = RunChecked(command, options);
+  if (!set.ok()) {
+    // Refused as restricted to the machine's own namespace (tcp_allowance.h): allow it and retry.
+    FRUGAL_ASSIGN_OR_RETURN(const bool allowed, allowance.Allow(links_.tcp));
+    if (allowed) set = RunChecked(command, options);
+  }
   if (!set.ok()) {
     // Most often a name the kernel has no module for ("No such file or directory").
     std::string available = "unknown";

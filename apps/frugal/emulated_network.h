@@ -8,7 +8,8 @@
 // have different rates): egress of the host's eth0 (what the host sends) and egress of the
 // bridge-side veth (what the host receives). The kernel has no netem, so latency is not
 // emulated: only bandwidth. Every NIC has the MTU given (mtu=BYTES; the kernel's 1500 otherwise),
-// every namespace the TCP congestion control given (tcp=NAME; cubic otherwise).
+// every namespace the TCP congestion control given (tcp=NAME; cubic otherwise, allowed for the
+// namespaces while they take it when the machine restricts it: tcp_allowance.h).
 // Names, state files and the removal of what killed runs left behind: emulate_state.h.
 //
 // Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip`, `tc`, `unshare` and `sysctl`. Not thread safe.
@@ -26,6 +27,8 @@
 #include "frugal/status.h"
 
 namespace frugal::apps {
+
+class TcpAllowance;
 
 inline constexpr std::string_view kEmulateSubnet = "10.213.0.0/24";
 
@@ -74,8 +77,9 @@ class EmulatedNetwork {
  private:
   EmulatedNetwork(std::string tag, std::vector<std::uint64_t> rates, EmulatedLinks links,
                   const Logger& logger);
-  // Sets the links' TCP congestion control in namespace `ns`.
-  Status SetTcp(const std::string& ns) const;
+  // Sets the links' TCP congestion control in namespace `ns`, through `allowance` when the
+  // machine restricts it to its own namespace.
+  Status SetTcp(const std::string& ns, TcpAllowance& allowance) const;
   Status Build();
 
   std::string tag_;

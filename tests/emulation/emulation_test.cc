@@ -31,6 +31,7 @@
 #include "emulate_state.h"
 #include "emulated_network.h"
 #include "frugal/logging.h"
+#include "tcp_allowance.h"
 
 namespace frugal::apps {
 namespace {
@@ -319,6 +320,64 @@ TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
   // This process's networks are frg-<pid>-<k>: none is left.
   EXPECT_THAT(NamespacesOf(fmt::format("frg-{}", ::getpid())), ::testing::IsEmpty());
   EXPECT_EQ(machine_tcp(), before);
+}
+
+// A congestion control the machine restricts to its own namespace (not in
+// net.ipv4.tcp_allowed_congestion_control: the kernel refuses it to every other namespace) is
+// taken by every namespace of the network all the same, and the machine's list is as it was
+// afterwards. The test restricts one (the machine's list is put back at the end, under the
+// emulation's lock as every change of it).
+TEST(EmulatedNetwork, TakesACongestionControlTheMachineRestricts) {
+  SKIP_WITHOUT_EMULATION();
+  auto read = [](const std::string& name) {
+    std::ifstream in("/proc/sys/net/ipv4/" + name);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  auto write_allowed = [](const std::string& list) {
+    auto lock = StateLock::Acquire();
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    Status written =
+        RunChecked({"sysctl", "-qw", "net.ipv4.tcp_allowed_congestion_control=" + list});
+    ASSERT_TRUE(written.ok()) << written.ToString();
+  };
+  const std::string machine = read("tcp_congestion_control");
+  const std::string original = read("tcp_allowed_congestion_control");
+  ASSERT_FALSE(original.empty());
+  // A loaded congestion control other than reno (always allowed) and the machine's default.
+  std::string restricted;
+  for (const char* name : {"cubic", "bbr"}) {
+    if (name != machine && ListsWord(read("tcp_available_congestion_control"), name)) {
+      restricted = name;
+      break;
+    }
+  }
+  if (restricted.empty()) GTEST_SKIP() << "neither cubic nor bbr is loaded beside " << machine;
+  const std::string narrowed = machine == "reno" ? "reno" : "reno " + machine;
+  write_allowed(narrowed);
+  auto network = EmulatedNetwork::Create({100'000'000, 100'000'000}, Quiet(),
+                                         EmulatedLinks{.tcp = restricted});
+  std::string after;
+  {
+    auto lock = StateLock::Acquire();
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    after = read("tcp_allowed_congestion_control");
+  }
+  write_allowed(original);
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  std::vector<std::string> namespaces = {(*network)->control_namespace()};
+  for (const auto& host : (*network)->hosts()) namespaces.push_back(host.name);
+  for (const std::string& ns : namespaces) {
+    RunCommandOptions in_ns;
+    in_ns.netns_path = EmulatedNetwork::NamespacePath(ns);
+    auto shown = RunCommand({"sysctl", "-n", "net.ipv4.tcp_congestion_control"}, in_ns);
+    ASSERT_TRUE(shown.ok()) << shown.status().ToString();
+    EXPECT_EQ(shown->output, restricted + "\n") << ns;
+  }
+  EXPECT_EQ(after, narrowed);
+  EXPECT_EQ(read("tcp_congestion_control"), machine);
+  ASSERT_TRUE((*network)->Destroy().ok());
 }
 
 // Two senders into one receiver: the receiver's downstream bucket (on the bridge side) must hold

@@ -1,0 +1,66 @@
+#include "tcp_allowance.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "child_process.h"
+
+namespace frugal::apps {
+namespace {
+
+constexpr const char* kAllowedKey = "net.ipv4.tcp_allowed_congestion_control";
+
+// The first line of /proc/sys/net/ipv4/NAME (kIoError naming the file when it cannot be read).
+StatusOr<std::string> ReadIpv4Sysctl(const std::string& name) {
+  const std::string path = "/proc/sys/net/ipv4/" + name;
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return IoError(fmt::format("cannot read {}", path));
+  return line;
+}
+
+Status WriteAllowed(const std::string& list) {
+  return RunChecked({"sysctl", "-qw", fmt::format("{}={}", kAllowedKey, list)});
+}
+
+}  // namespace
+
+bool ListsWord(const std::string& list, const std::string& name) {
+  std::istringstream words(list);
+  for (std::string word; words >> word;) {
+    if (word == name) return true;
+  }
+  return false;
+}
+
+StatusOr<bool> TcpAllowance::Allow(const std::string& name) {
+  FRUGAL_ASSIGN_OR_RETURN(const std::string allowed,
+                          ReadIpv4Sysctl("tcp_allowed_congestion_control"));
+  if (ListsWord(allowed, name)) return false;
+  // A name the kernel has not loaded cannot be allowed (the kernel loads it when a namespace asks
+  // for it, and then refuses it).
+  FRUGAL_ASSIGN_OR_RETURN(const std::string available,
+                          ReadIpv4Sysctl("tcp_available_congestion_control"));
+  if (!ListsWord(available, name)) return false;
+  FRUGAL_RETURN_IF_ERROR(WriteAllowed(allowed + " " + name)
+                             .Annotate(fmt::format("allowing {} in the emulated hosts", name)));
+  if (!original_) original_ = allowed;
+  return true;
+}
+
+Status TcpAllowance::Restore() {
+  if (!original_) return Status::Ok();
+  Status written =
+      WriteAllowed(*original_).Annotate("restoring the machine's allowed TCP congestion controls");
+  original_.reset();
+  return written;
+}
+
+TcpAllowance::~TcpAllowance() {
+  Status s = Restore();
+  if (!s.ok()) logger_.Error(s.ToString());
+}
+
+}  // namespace frugal::apps
