@@ -8,7 +8,8 @@
 # reads them); REP (environment) names a repeat, MTU (environment) gives the emulated NICs that
 # MTU, TCP (environment) the hosts' TCP congestion control (the default: cubic since 9769cc6, the
 # machine's own before it), OUT (environment) another directory for the records (queue16/: the
-# emulated NICs' queues of at least 16 frames, since d79bf06).
+# emulated NICs' queues of at least 16 frames, since d79bf06), ALG (environment) the all-reduce
+# algorithm (--allreduce; ring when not given).
 set -e
 frugal=$1 model=$2 hosts=$3 config=$4 partition=$5
 out=${OUT:-$(dirname "$0")}
@@ -28,6 +29,10 @@ name=${model}_h${hosts}${MTU:+m$MTU}${TCP:+t$TCP}_$config
 if [ -n "$partition" ]; then
   flags="$flags --partition-mb $partition"
   name=${name}_p$partition
+fi
+if [ -n "$ALG" ]; then
+  flags="$flags --allreduce $ALG"
+  name=${name}_a$ALG
 fi
 if [ -n "$REP" ]; then name=${name}_r$REP; fi
 "$frugal" train --np "$hosts" --emulate hosts="$hosts",nic=100mbit${MTU:+,mtu=$MTU}${TCP:+,tcp=$TCP} --progress none --seed 1 \
