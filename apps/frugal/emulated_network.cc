@@ -99,6 +99,7 @@ StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
   FRUGAL_RETURN_IF_ERROR(CheckEmulationSupport());
   FRUGAL_ASSIGN_OR_RETURN(auto lock, StateLock::Acquire());
   FRUGAL_RETURN_IF_ERROR(RemoveLeftoversLocked(logger).status());
+  FRUGAL_RETURN_IF_ERROR(RestoreLeftAllowance(kEmulateStateRoot, logger));
 
   // A fresh tag: this process may run several networks one after another (or at once).
   long pid = ::getpid();
@@ -144,7 +145,7 @@ Status EmulatedNetwork::Build() {
       RunChecked({"ip", "-n", c, "addr", "add", control_address() + "/24", "dev", "br0"}));
   FRUGAL_RETURN_IF_ERROR(RunChecked({"ip", "-n", c, "link", "set", "br0", "up"}));
   // Widens the machine's allowed congestion controls while the namespaces take theirs, if it must.
-  TcpAllowance allowance(logger_);
+  TcpAllowance allowance(kEmulateStateRoot, logger_);
   FRUGAL_RETURN_IF_ERROR(SetTcp(c, allowance));
 
   for (int i = 0; i < hosts; ++i) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "child_process.h"
+#include "emulate_state.h"
 
 namespace frugal::apps {
 namespace {
@@ -23,6 +24,16 @@ StatusOr<std::string> ReadIpv4Sysctl(const std::string& name) {
 
 Status WriteAllowed(const std::string& list) {
   return RunChecked({"sysctl", "-qw", fmt::format("{}={}", kAllowedKey, list)});
+}
+
+// Writes `list` back to the machine and removes `record`.
+Status PutBack(const std::string& list, const std::filesystem::path& record) {
+  FRUGAL_RETURN_IF_ERROR(
+      WriteAllowed(list).Annotate("restoring the machine's allowed TCP congestion controls"));
+  std::error_code ec;
+  std::filesystem::remove(record, ec);
+  if (ec) return IoError(fmt::format("cannot remove {}: {}", record.string(), ec.message()));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -44,6 +55,11 @@ StatusOr<bool> TcpAllowance::Allow(const std::string& name) {
   FRUGAL_ASSIGN_OR_RETURN(const std::string available,
                           ReadIpv4Sysctl("tcp_available_congestion_control"));
   if (!ListsWord(available, name)) return false;
+  if (!original_) {
+    FRUGAL_RETURN_IF_ERROR(
+        WriteStateFile(record_, allowed + "\n",
+                       std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  }
   FRUGAL_RETURN_IF_ERROR(WriteAllowed(allowed + " " + name)
                              .Annotate(fmt::format("allowing {} in the emulated hosts", name)));
   if (!original_) original_ = allowed;
@@ -52,10 +68,25 @@ StatusOr<bool> TcpAllowance::Allow(const std::string& name) {
 
 Status TcpAllowance::Restore() {
   if (!original_) return Status::Ok();
-  Status written =
-      WriteAllowed(*original_).Annotate("restoring the machine's allowed TCP congestion controls");
+  Status put_back = PutBack(*original_, record_);
   original_.reset();
-  return written;
+  return put_back;
+}
+
+Status RestoreLeftAllowance(const std::filesystem::path& state_root, const Logger& logger) {
+  const std::filesystem::path record = state_root / kAllowanceRecord;
+  std::ifstream in(record);
+  if (!in) return Status::Ok();
+  std::string list;
+  std::getline(in, list);
+  if (list.empty()) return MalformedError(fmt::format("{} is empty", record.string()));
+  FRUGAL_RETURN_IF_ERROR(PutBack(list, record));
+  logger.Warning(
+      fmt::format("--emulate: put back the machine's allowed TCP congestion controls ('{}'), which "
+                  "a killed run "
+                  "had widened",
+                  list));
+  return Status::Ok();
 }
 
 TcpAllowance::~TcpAllowance() {

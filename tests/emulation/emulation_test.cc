@@ -380,6 +380,52 @@ TEST(EmulatedNetwork, TakesACongestionControlTheMachineRestricts) {
   ASSERT_TRUE((*network)->Destroy().ok());
 }
 
+// A run killed while the allowed list was widened leaves its record of the list as it was; the
+// next network puts that list back and removes the record.
+TEST(EmulatedNetwork, PutsBackTheAllowedListAKilledRunWidened) {
+  SKIP_WITHOUT_EMULATION();
+  auto read = [](const std::string& name) {
+    std::ifstream in("/proc/sys/net/ipv4/" + name);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  auto set_allowed = [](const std::string& list) {
+    return RunChecked({"sysctl", "-qw", "net.ipv4.tcp_allowed_congestion_control=" + list});
+  };
+  const std::string machine = read("tcp_congestion_control");
+  const std::string narrowed = machine == "reno" ? "reno" : "reno " + machine;
+  const std::string extra = machine == "cubic" ? "bbr" : "cubic";
+  if (!ListsWord(read("tcp_available_congestion_control"), extra)) {
+    GTEST_SKIP() << extra << " is not loaded";
+  }
+  const fs::path record = fs::path(kEmulateStateRoot) / kAllowanceRecord;
+  std::string original;
+  {
+    auto lock = StateLock::Acquire();
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    original = read("tcp_allowed_congestion_control");
+    ASSERT_TRUE(set_allowed(narrowed + " " + extra).ok());
+    fs::create_directories(kEmulateStateRoot);
+    std::ofstream(record) << narrowed << "\n";
+  }
+  auto network = EmulatedNetwork::Create({100'000'000}, Quiet(), EmulatedLinks{.tcp = "reno"});
+  std::string after;
+  bool record_left = false;
+  {
+    auto lock = StateLock::Acquire();
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    after = read("tcp_allowed_congestion_control");
+    record_left = fs::exists(record);
+    fs::remove(record);
+    ASSERT_TRUE(set_allowed(original).ok());
+  }
+  ASSERT_TRUE(network.ok()) << network.status().ToString();
+  EXPECT_EQ(after, narrowed);
+  EXPECT_FALSE(record_left);
+  ASSERT_TRUE((*network)->Destroy().ok());
+}
+
 // Two senders into one receiver: the receiver's downstream bucket (on the bridge side) must hold
 // the sum to the NIC rate, not twice it.
 TEST(EmulatedNetwork, DownstreamIsShapedToo) {
