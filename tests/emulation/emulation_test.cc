@@ -50,6 +50,19 @@ using Clock = std::chrono::steady_clock;
 
 Logger Quiet() { return Logger(LogLevel::kError); }
 
+// The first line of /proc/sys/net/ipv4/NAME (empty when unreadable).
+std::string ReadIpv4Sysctl(const std::string& name) {
+  std::ifstream in("/proc/sys/net/ipv4/" + name);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Sets the machine's net.ipv4.tcp_allowed_congestion_control.
+Status SetAllowedCongestionControls(const std::string& list) {
+  return RunChecked({"sysctl", "-qw", "net.ipv4.tcp_allowed_congestion_control=" + list});
+}
+
 #define SKIP_WITHOUT_EMULATED_MPIRUN()                                                  \
   do {                                                                                  \
     SKIP_WITHOUT_EMULATION();                                                           \
@@ -273,12 +286,7 @@ TEST(EmulatedNetwork, JumboFramesPassAtTheRate) {
 // likewise sets every namespace's tcp_slow_start_after_idle (1 unless told).
 TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
   SKIP_WITHOUT_EMULATION();
-  auto machine_tcp = [] {
-    std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
-    std::string name;
-    std::getline(in, name);
-    return name;
-  };
+  auto machine_tcp = [] { return ReadIpv4Sysctl("tcp_congestion_control"); };
   const std::string before = machine_tcp();
   ASSERT_FALSE(before.empty());
   // reno is built into every kernel; pick the other of reno and cubic than the machine's.
@@ -329,17 +337,11 @@ TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
 // emulation's lock as every change of it).
 TEST(EmulatedNetwork, TakesACongestionControlTheMachineRestricts) {
   SKIP_WITHOUT_EMULATION();
-  auto read = [](const std::string& name) {
-    std::ifstream in("/proc/sys/net/ipv4/" + name);
-    std::string line;
-    std::getline(in, line);
-    return line;
-  };
+  const auto read = ReadIpv4Sysctl;
   auto write_allowed = [](const std::string& list) {
     auto lock = StateLock::Acquire();
     ASSERT_TRUE(lock.ok()) << lock.status().ToString();
-    Status written =
-        RunChecked({"sysctl", "-qw", "net.ipv4.tcp_allowed_congestion_control=" + list});
+    Status written = SetAllowedCongestionControls(list);
     ASSERT_TRUE(written.ok()) << written.ToString();
   };
   const std::string machine = read("tcp_congestion_control");
@@ -384,15 +386,7 @@ TEST(EmulatedNetwork, TakesACongestionControlTheMachineRestricts) {
 // next network puts that list back and removes the record.
 TEST(EmulatedNetwork, PutsBackTheAllowedListAKilledRunWidened) {
   SKIP_WITHOUT_EMULATION();
-  auto read = [](const std::string& name) {
-    std::ifstream in("/proc/sys/net/ipv4/" + name);
-    std::string line;
-    std::getline(in, line);
-    return line;
-  };
-  auto set_allowed = [](const std::string& list) {
-    return RunChecked({"sysctl", "-qw", "net.ipv4.tcp_allowed_congestion_control=" + list});
-  };
+  const auto read = ReadIpv4Sysctl;
   const std::string machine = read("tcp_congestion_control");
   const std::string narrowed = machine == "reno" ? "reno" : "reno " + machine;
   const std::string extra = machine == "cubic" ? "bbr" : "cubic";
@@ -405,7 +399,7 @@ TEST(EmulatedNetwork, PutsBackTheAllowedListAKilledRunWidened) {
     auto lock = StateLock::Acquire();
     ASSERT_TRUE(lock.ok()) << lock.status().ToString();
     original = read("tcp_allowed_congestion_control");
-    ASSERT_TRUE(set_allowed(narrowed + " " + extra).ok());
+    ASSERT_TRUE(SetAllowedCongestionControls(narrowed + " " + extra).ok());
     fs::create_directories(kEmulateStateRoot);
     std::ofstream(record) << narrowed << "\n";
   }
@@ -418,7 +412,7 @@ TEST(EmulatedNetwork, PutsBackTheAllowedListAKilledRunWidened) {
     after = read("tcp_allowed_congestion_control");
     record_left = fs::exists(record);
     fs::remove(record);
-    ASSERT_TRUE(set_allowed(original).ok());
+    ASSERT_TRUE(SetAllowedCongestionControls(original).ok());
   }
   ASSERT_TRUE(network.ok()) << network.status().ToString();
   EXPECT_EQ(after, narrowed);
