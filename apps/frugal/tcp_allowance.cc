@@ -59,10 +59,10 @@ StatusOr<bool> TcpAllowance::Allow(const std::string& name) {
     FRUGAL_RETURN_IF_ERROR(
         WriteStateFile(record_, allowed + "\n",
                        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    original_ = allowed;  // from here Restore puts it back and removes the record, whatever fails
   }
   FRUGAL_RETURN_IF_ERROR(WriteAllowed(allowed + " " + name)
                              .Annotate(fmt::format("allowing {} in the emulated hosts", name)));
-  if (!original_) original_ = allowed;
   return true;
 }
 
