@@ -11,7 +11,22 @@ plot 'docs/results/study_resnet20_4w/plots/np_4_seed_3_0.dat' using 1:2 with lin
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_1.dat' using 1:2 with linespoints lw 2 pt 2 title 'local_4', \
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_2.dat' using 1:2 with linespoints lw 2 pt 3 title 'fedavg', \
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_3.dat' using 1:2 with linespoints lw 2 pt 4 title 'dpsgd', \
-     'docs/results/study_resnet20_4w/plots/np_4_seed_3_4.dat' using 1:2 with linespoints lw 2 pt 5 title 'topk_100x_ef'
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_4.dat' using 1:2 with linespoints lw 2 pt 5 title 'topk_100x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_5.dat' using 1:2 with linespoints lw 2 pt 6 title 'local_2', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_6.dat' using 1:2 with linespoints lw 2 pt 7 title 'local_8', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_7.dat' using 1:2 with linespoints lw 2 pt 8 title 'local_16', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_8.dat' using 1:2 with linespoints lw 2 pt 9 title 'asp_ps', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_9.dat' using 1:2 with linespoints lw 2 pt 10 title 'dcd_psgd', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_10.dat' using 1:2 with linespoints lw 2 pt 11 title 'choco_sgd', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_11.dat' using 1:2 with linespoints lw 2 pt 12 title 'fp16_2x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_12.dat' using 1:2 with linespoints lw 2 pt 1 title 'qsgd_16x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_13.dat' using 1:2 with linespoints lw 2 pt 2 title 'topk_10x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_14.dat' using 1:2 with linespoints lw 2 pt 3 title 'topk_10x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_15.dat' using 1:2 with linespoints lw 2 pt 4 title 'topk_100x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_16.dat' using 1:2 with linespoints lw 2 pt 5 title 'topk_1000x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_17.dat' using 1:2 with linespoints lw 2 pt 6 title 'topk_1000x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_18.dat' using 1:2 with linespoints lw 2 pt 7 title 'local_8_topk_100x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_19.dat' using 1:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
 set output 'docs/results/study_resnet20_4w/accuracy_vs_time_np_4_seed_3.png'
 set title 'study_resnet20_4w, np=4 seed=3, each at its best lr'
 set xlabel 'wall time (s)'
@@ -20,7 +35,22 @@ plot 'docs/results/study_resnet20_4w/plots/np_4_seed_3_0.dat' using 3:2 with lin
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_1.dat' using 3:2 with linespoints lw 2 pt 2 title 'local_4', \
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_2.dat' using 3:2 with linespoints lw 2 pt 3 title 'fedavg', \
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_3.dat' using 3:2 with linespoints lw 2 pt 4 title 'dpsgd', \
-     'docs/results/study_resnet20_4w/plots/np_4_seed_3_4.dat' using 3:2 with linespoints lw 2 pt 5 title 'topk_100x_ef'
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_4.dat' using 3:2 with linespoints lw 2 pt 5 title 'topk_100x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_5.dat' using 3:2 with linespoints lw 2 pt 6 title 'local_2', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_6.dat' using 3:2 with linespoints lw 2 pt 7 title 'local_8', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_7.dat' using 3:2 with linespoints lw 2 pt 8 title 'local_16', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_8.dat' using 3:2 with linespoints lw 2 pt 9 title 'asp_ps', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_9.dat' using 3:2 with linespoints lw 2 pt 10 title 'dcd_psgd', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_10.dat' using 3:2 with linespoints lw 2 pt 11 title 'choco_sgd', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_11.dat' using 3:2 with linespoints lw 2 pt 12 title 'fp16_2x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_12.dat' using 3:2 with linespoints lw 2 pt 1 title 'qsgd_16x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_13.dat' using 3:2 with linespoints lw 2 pt 2 title 'topk_10x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_14.dat' using 3:2 with linespoints lw 2 pt 3 title 'topk_10x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_15.dat' using 3:2 with linespoints lw 2 pt 4 title 'topk_100x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_16.dat' using 3:2 with linespoints lw 2 pt 5 title 'topk_1000x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_17.dat' using 3:2 with linespoints lw 2 pt 6 title 'topk_1000x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_18.dat' using 3:2 with linespoints lw 2 pt 7 title 'local_8_topk_100x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_19.dat' using 3:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
 set output 'docs/results/study_resnet20_4w/accuracy_vs_bytes_np_4_seed_3.png'
 set title 'study_resnet20_4w, np=4 seed=3, each at its best lr'
 set xlabel 'MB sent per worker'
@@ -29,4 +59,19 @@ plot 'docs/results/study_resnet20_4w/plots/np_4_seed_3_0.dat' using 4:2 with lin
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_1.dat' using 4:2 with linespoints lw 2 pt 2 title 'local_4', \
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_2.dat' using 4:2 with linespoints lw 2 pt 3 title 'fedavg', \
      'docs/results/study_resnet20_4w/plots/np_4_seed_3_3.dat' using 4:2 with linespoints lw 2 pt 4 title 'dpsgd', \
-     'docs/results/study_resnet20_4w/plots/np_4_seed_3_4.dat' using 4:2 with linespoints lw 2 pt 5 title 'topk_100x_ef'
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_4.dat' using 4:2 with linespoints lw 2 pt 5 title 'topk_100x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_5.dat' using 4:2 with linespoints lw 2 pt 6 title 'local_2', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_6.dat' using 4:2 with linespoints lw 2 pt 7 title 'local_8', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_7.dat' using 4:2 with linespoints lw 2 pt 8 title 'local_16', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_8.dat' using 4:2 with linespoints lw 2 pt 9 title 'asp_ps', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_9.dat' using 4:2 with linespoints lw 2 pt 10 title 'dcd_psgd', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_10.dat' using 4:2 with linespoints lw 2 pt 11 title 'choco_sgd', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_11.dat' using 4:2 with linespoints lw 2 pt 12 title 'fp16_2x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_12.dat' using 4:2 with linespoints lw 2 pt 1 title 'qsgd_16x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_13.dat' using 4:2 with linespoints lw 2 pt 2 title 'topk_10x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_14.dat' using 4:2 with linespoints lw 2 pt 3 title 'topk_10x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_15.dat' using 4:2 with linespoints lw 2 pt 4 title 'topk_100x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_16.dat' using 4:2 with linespoints lw 2 pt 5 title 'topk_1000x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_17.dat' using 4:2 with linespoints lw 2 pt 6 title 'topk_1000x_ef', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_18.dat' using 4:2 with linespoints lw 2 pt 7 title 'local_8_topk_100x', \
+     'docs/results/study_resnet20_4w/plots/np_4_seed_3_19.dat' using 4:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
