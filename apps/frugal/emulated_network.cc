@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <utility>
 
@@ -203,12 +202,10 @@ Status EmulatedNetwork::SetTcp(const std::string& ns, TcpAllowance& allowance) c
   }
   if (!set.ok()) {
     // Most often a name the kernel has no module for ("No such file or directory").
-    std::string available = "unknown";
-    std::ifstream listed("/proc/sys/net/ipv4/tcp_available_congestion_control");
-    std::getline(listed, available);
+    const StatusOr<std::string> available = ReadIpv4Sysctl("tcp_available_congestion_control");
     return InvalidArgumentError(
         fmt::format("tcp={}: the kernel refused it as TCP congestion control ({}; available: {})",
-                    links_.tcp, set.message(), available));
+                    links_.tcp, set.message(), available.ok() ? *available : "unknown"));
   }
   // Per namespace too; a new one starts at Linux's default (1), set anyway so that it is what
   // the spec says whatever a kernel's default.

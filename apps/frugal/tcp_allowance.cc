@@ -13,15 +13,6 @@ namespace {
 
 constexpr const char* kAllowedKey = "net.ipv4.tcp_allowed_congestion_control";
 
-// The first line of /proc/sys/net/ipv4/NAME (kIoError naming the file when it cannot be read).
-StatusOr<std::string> ReadIpv4Sysctl(const std::string& name) {
-  const std::string path = "/proc/sys/net/ipv4/" + name;
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return IoError(fmt::format("cannot read {}", path));
-  return line;
-}
-
 Status WriteAllowed(const std::string& list) {
   return RunChecked({"sysctl", "-qw", fmt::format("{}={}", kAllowedKey, list)});
 }
@@ -37,6 +28,14 @@ Status PutBack(const std::string& list, const std::filesystem::path& record) {
 }
 
 }  // namespace
+
+StatusOr<std::string> ReadIpv4Sysctl(const std::string& name) {
+  const std::string path = "/proc/sys/net/ipv4/" + name;
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return IoError(fmt::format("cannot read {}", path));
+  return line;
+}
 
 bool ListsWord(const std::string& list, const std::string& name) {
   std::istringstream words(list);
@@ -81,11 +80,10 @@ Status RestoreLeftAllowance(const std::filesystem::path& state_root, const Logge
   std::getline(in, list);
   if (list.empty()) return MalformedError(fmt::format("{} is empty", record.string()));
   FRUGAL_RETURN_IF_ERROR(PutBack(list, record));
-  logger.Warning(
-      fmt::format("--emulate: put back the machine's allowed TCP congestion controls ('{}'), which "
-                  "a killed run "
-                  "had widened",
-                  list));
+  logger.Warning(fmt::format(
+      "--emulate: put back the machine's allowed TCP congestion controls ('{}'), which a killed "
+      "run had widened",
+      list));
   return Status::Ok();
 }
 

@@ -55,6 +55,10 @@ class TcpAllowance {
 // nothing to do without a record. Callers hold the StateLock.
 Status RestoreLeftAllowance(const std::filesystem::path& state_root, const Logger& logger);
 
+// The first line of /proc/sys/net/ipv4/NAME, the machine's own (kIoError naming the file when it
+// cannot be read).
+StatusOr<std::string> ReadIpv4Sysctl(const std::string& name);
+
 // True when the space-separated `list` holds the word `name`.
 bool ListsWord(const std::string& list, const std::string& name);
 

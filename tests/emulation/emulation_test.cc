@@ -51,11 +51,9 @@ using Clock = std::chrono::steady_clock;
 Logger Quiet() { return Logger(LogLevel::kError); }
 
 // The first line of /proc/sys/net/ipv4/NAME (empty when unreadable).
-std::string ReadIpv4Sysctl(const std::string& name) {
-  std::ifstream in("/proc/sys/net/ipv4/" + name);
-  std::string line;
-  std::getline(in, line);
-  return line;
+std::string Ipv4Sysctl(const std::string& name) {
+  const StatusOr<std::string> line = ReadIpv4Sysctl(name);
+  return line.ok() ? *line : std::string();
 }
 
 // Sets the machine's net.ipv4.tcp_allowed_congestion_control.
@@ -286,7 +284,7 @@ TEST(EmulatedNetwork, JumboFramesPassAtTheRate) {
 // likewise sets every namespace's tcp_slow_start_after_idle (1 unless told).
 TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
   SKIP_WITHOUT_EMULATION();
-  auto machine_tcp = [] { return ReadIpv4Sysctl("tcp_congestion_control"); };
+  auto machine_tcp = [] { return Ipv4Sysctl("tcp_congestion_control"); };
   const std::string before = machine_tcp();
   ASSERT_FALSE(before.empty());
   // reno is built into every kernel; pick the other of reno and cubic than the machine's.
@@ -337,7 +335,7 @@ TEST(EmulatedNetwork, SetsTheCongestionControlOfEveryNamespace) {
 // emulation's lock as every change of it).
 TEST(EmulatedNetwork, TakesACongestionControlTheMachineRestricts) {
   SKIP_WITHOUT_EMULATION();
-  const auto read = ReadIpv4Sysctl;
+  const auto read = Ipv4Sysctl;
   auto write_allowed = [](const std::string& list) {
     auto lock = StateLock::Acquire();
     ASSERT_TRUE(lock.ok()) << lock.status().ToString();
@@ -386,7 +384,7 @@ TEST(EmulatedNetwork, TakesACongestionControlTheMachineRestricts) {
 // next network puts that list back and removes the record.
 TEST(EmulatedNetwork, PutsBackTheAllowedListAKilledRunWidened) {
   SKIP_WITHOUT_EMULATION();
-  const auto read = ReadIpv4Sysctl;
+  const auto read = Ipv4Sysctl;
   const std::string machine = read("tcp_congestion_control");
   const std::string narrowed = machine == "reno" ? "reno" : "reno " + machine;
   const std::string extra = machine == "cubic" ? "bbr" : "cubic";
