@@ -27,9 +27,11 @@ namespace fs = std::filesystem;
  * divided by this run's bytes), wall time, and time to the target accuracy (first epoch record
  * at or above the target).
  *
- * Plots (RenderReport): the axes that are neither methods nor columns define groups (e.g. one
- * per worker count); within a group each method contributes one line, taken from its run with
- * the best final accuracy over the column values, as the survey plots each method at its best
+ * Plots (RenderReport): the tuned axis is the last column axis (the learning rate; with
+ * `columns = ["model", "lr"]` the model is not tuned over, so each model has plots of its own).
+ * The axes that are neither methods nor the tuned axis define groups (e.g. one per worker count
+ * and model); within a group each method contributes one line, taken from its run with the best
+ * final accuracy over the tuned axis's values, as the survey plots each method at its best
  * learning rate. For every group three PNGs are drawn by gnuplot from one data file per line
  * (epoch, accuracy %, wall s, MB per worker): accuracy against epoch, wall time and bytes (log
  * scale when the bytes of the lines span more than 20x).
@@ -129,11 +131,13 @@ struct Layout {
   std::vector<Row> rows;
 };
 
-Layout MakeLayout(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+// Rows over the axes other than `column_axis`, cells over its values ("": one cell per row).
+Layout MakeLayout(const SweepSpec& spec, const std::string& column_axis,
+                  const std::vector<SweepPoint>& points,
                   const std::vector<nlohmann::json>& records) {
   Layout layout;
   for (const auto& a : spec.axes) {
-    if (a.name == spec.report.columns) {
+    if (a.name == column_axis) {
       for (const auto& v : a.values) layout.column_values.push_back(v.AsWord());
     } else {
       layout.row_axes.push_back(a.name);
@@ -153,8 +157,8 @@ Layout MakeLayout(const SweepSpec& spec, const std::vector<SweepPoint>& points,
       layout.rows.push_back(std::move(row));
     }
     size_t column = 0;
-    if (!spec.report.columns.empty()) {
-      std::string word = p.Find(spec.report.columns)->AsWord();
+    if (!column_axis.empty()) {
+      std::string word = p.Find(column_axis)->AsWord();
       column = static_cast<size_t>(
           std::find(layout.column_values.begin(), layout.column_values.end(), word) -
           layout.column_values.begin());
@@ -241,7 +245,7 @@ RunMetrics ExtractMetrics(const nlohmann::json& record) {
 std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                                 const std::vector<nlohmann::json>& records) {
   if (UsesStudyTable(spec)) return RenderStudyTable(spec, points, records);
-  Layout layout = MakeLayout(spec, points, records);
+  Layout layout = MakeLayout(spec, spec.report.columns, points, records);
   const double target = spec.report.target_accuracy * 100.0;
   std::string out = fmt::format("### {}: final test accuracy (%)\n\n", spec.name);
   if (!spec.description.empty()) out += spec.description + "\n\n";
@@ -325,13 +329,15 @@ StatusOr<ReportFiles> RenderReport(const SweepSpec& spec, const std::vector<Swee
     if (!out) return IoError(fmt::format("cannot write {}", files.table.string()));
   }
 
-  Layout layout = MakeLayout(spec, points, records);
-  // Group axes: neither a method nor the columns.
+  const std::string tuned =
+      spec.report.column_axes.empty() ? std::string() : spec.report.column_axes.back();
+  Layout layout = MakeLayout(spec, tuned, points, records);
+  // Group axes: neither a method nor the tuned axis.
   std::vector<std::string> group_axes;
   for (const auto& a : spec.axes) {
     bool is_method = std::find(spec.report.methods.begin(), spec.report.methods.end(), a.name) !=
                      spec.report.methods.end();
-    if (!is_method && a.name != spec.report.columns) group_axes.push_back(a.name);
+    if (!is_method && a.name != tuned) group_axes.push_back(a.name);
   }
   struct Line {
     std::string method;
@@ -398,7 +404,7 @@ StatusOr<ReportFiles> RenderReport(const SweepSpec& spec, const std::vector<Swee
       fs::path png = out_dir / fmt::format("accuracy_vs_{}_{}.png", f.name, tag);
       script += fmt::format("set output {}\n", GnuplotQuote(png.string()));
       std::string title = spec.name + (group.empty() ? "" : ", " + group);
-      if (!spec.report.columns.empty()) title += ", each at its best " + spec.report.columns;
+      if (!tuned.empty()) title += ", each at its best " + tuned;
       script +=
           fmt::format("set title {}\nset xlabel {}\n", GnuplotQuote(title), GnuplotQuote(f.xlabel));
       bool log_x = f.column == 4 && min_bytes > 0 && max_bytes / min_bytes > 20;

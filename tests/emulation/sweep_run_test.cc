@@ -88,22 +88,25 @@ TEST_F(FoldRunJsonTest, RefusesBrokenLinesAndRunsWithoutSummary) {
 // ---------------------------------------------------------------------------------------------
 // Runner, resume, report
 
-// Stands in for `frugal train`: 3 epochs, accuracy 0.1*epoch + lr (+0.05 for top-k), 1 s of
-// "wall time" per epoch, 1e6 bytes per epoch for none and 1e4 for top-k. Records each call.
+// Stands in for `frugal train`: 3 epochs, accuracy 0.1*epoch + lr (+0.05 for top-k, +0.2 for
+// --model=big), 1 s of "wall time" per epoch, 1e6 bytes per epoch for none and 1e4 for top-k.
+// Records each call.
 constexpr const char* kFakeTrain = R"(#!/bin/sh
 calls="$1"; shift
-json=""; lr=0; comp=none
+json=""; lr=0; comp=none; big=0
 for a in "$@"; do
   case "$a" in
     --json=*) json="${a#--json=}" ;;
     --lr=*) lr="${a#--lr=}" ;;
     --compressor=*) comp="${a#--compressor=}" ;;
+    --model=big) big=0.2 ;;
   esac
 done
 echo "$*" >> "$calls"
 case "$comp" in fail*) echo "boom: bad run" >&2; exit 3 ;; sleep*) sleep 30 ;; esac
 bonus=0; bytes=1000000
 case "$comp" in topk*) bonus=0.05; bytes=10000 ;; esac
+bonus=$(awk "BEGIN{print $bonus + $big}")
 for e in 1 2 3; do
   acc=$(awk "BEGIN{print 0.1*$e + $lr + $bonus}")
   b=$(awk "BEGIN{print $bytes*$e}")
@@ -303,6 +306,42 @@ TEST_F(SweepRun, PlotsArePngs) {
   EXPECT_THAT(header, HasSubstr("topk:ratio=0.01,ef=1"));
   std::getline(data, line);
   EXPECT_EQ(line, "1 25 1 0.01");
+}
+
+TEST_F(SweepRun, PlotsOfAModelByLrStudyAreOneSetPerModel) {
+  if (std::system("gnuplot --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
+  // "big" beats "small" at every learning rate, and "small" is best at lr 0.1: a line of small's
+  // plots is small's run at lr 0.1, never big's.
+  auto spec = Spec(R"(
+name = "models"
+[base]
+np = 2
+[axes]
+model = ["small", "big"]
+lr = [0.01, 0.1]
+compressor = ["none"]
+[report]
+columns = ["model", "lr"]
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto points = ExpandSweep(*spec);
+  ASSERT_TRUE(RunSweep(*spec, points, Options(), logger_).ok());
+  auto records = ReadResults(dir_ / "out" / "results.jsonl", logger_);
+  ASSERT_TRUE(records.ok());
+  auto files = RenderReport(*spec, points, *records, dir_ / "out", logger_);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_EQ(files->plots.size(), 6u);  // 3 kinds x (small, big)
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "accuracy_vs_epoch_model_small.png"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "accuracy_vs_epoch_model_big.png"));
+  auto first_point = [&](const std::string& name) {
+    std::ifstream data(dir_ / "out" / "plots" / name);
+    std::string header, line;
+    std::getline(data, header);
+    std::getline(data, line);
+    return line;
+  };
+  EXPECT_EQ(first_point("model_small_0.dat"), "1 20 1 1");  // 0.1 + lr 0.1
+  EXPECT_EQ(first_point("model_big_0.dat"), "1 40 1 1");    // 0.1 + lr 0.1 + 0.2
 }
 
 }  // namespace
