@@ -11,16 +11,10 @@
 namespace frugal::apps {
 namespace {
 
-constexpr const char* kAllowedKey = "net.ipv4.tcp_allowed_congestion_control";
-
-Status WriteAllowed(const std::string& list) {
-  return RunChecked({"sysctl", "-qw", fmt::format("{}={}", kAllowedKey, list)});
-}
-
 // Writes `list` back to the machine and removes `record`.
 Status PutBack(const std::string& list, const std::filesystem::path& record) {
-  FRUGAL_RETURN_IF_ERROR(
-      WriteAllowed(list).Annotate("restoring the machine's allowed TCP congestion controls"));
+  FRUGAL_RETURN_IF_ERROR(SetAllowedCongestionControls(list).Annotate(
+      "restoring the machine's allowed TCP congestion controls"));
   std::error_code ec;
   std::filesystem::remove(record, ec);
   if (ec) return IoError(fmt::format("cannot remove {}: {}", record.string(), ec.message()));
@@ -28,6 +22,10 @@ Status PutBack(const std::string& list, const std::filesystem::path& record) {
 }
 
 }  // namespace
+
+Status SetAllowedCongestionControls(const std::string& list) {
+  return RunChecked({"sysctl", "-qw", "net.ipv4.tcp_allowed_congestion_control=" + list});
+}
 
 StatusOr<std::string> ReadIpv4Sysctl(const std::string& name) {
   const std::string path = "/proc/sys/net/ipv4/" + name;
@@ -60,7 +58,7 @@ StatusOr<bool> TcpAllowance::Allow(const std::string& name) {
                        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
     original_ = allowed;  // from here Restore puts it back and removes the record, whatever fails
   }
-  FRUGAL_RETURN_IF_ERROR(WriteAllowed(allowed + " " + name)
+  FRUGAL_RETURN_IF_ERROR(SetAllowedCongestionControls(allowed + " " + name)
                              .Annotate(fmt::format("allowing {} in the emulated hosts", name)));
   return true;
 }

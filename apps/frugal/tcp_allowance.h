@@ -59,6 +59,10 @@ Status RestoreLeftAllowance(const std::filesystem::path& state_root, const Logge
 // cannot be read).
 StatusOr<std::string> ReadIpv4Sysctl(const std::string& name);
 
+// Sets the machine's net.ipv4.tcp_allowed_congestion_control to `list` (space-separated names).
+// Callers hold the StateLock.
+Status SetAllowedCongestionControls(const std::string& list);
+
 // True when the space-separated `list` holds the word `name`.
 bool ListsWord(const std::string& list, const std::string& name);
 

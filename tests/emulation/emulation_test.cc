@@ -56,9 +56,9 @@ std::string Ipv4Sysctl(const std::string& name) {
   return line.ok() ? *line : std::string();
 }
 
-// Sets the machine's net.ipv4.tcp_allowed_congestion_control.
-Status SetAllowedCongestionControls(const std::string& list) {
-  return RunChecked({"sysctl", "-qw", "net.ipv4.tcp_allowed_congestion_control=" + list});
+// The narrowest allowed list a machine whose default is `machine` can have: reno and it.
+std::string NarrowestAllowedList(const std::string& machine) {
+  return machine == "reno" ? "reno" : "reno " + machine;
 }
 
 #define SKIP_WITHOUT_EMULATED_MPIRUN()                                                  \
@@ -354,7 +354,7 @@ TEST(EmulatedNetwork, TakesACongestionControlTheMachineRestricts) {
     }
   }
   if (restricted.empty()) GTEST_SKIP() << "neither cubic nor bbr is loaded beside " << machine;
-  const std::string narrowed = machine == "reno" ? "reno" : "reno " + machine;
+  const std::string narrowed = NarrowestAllowedList(machine);
   write_allowed(narrowed);
   auto network = EmulatedNetwork::Create({100'000'000, 100'000'000}, Quiet(),
                                          EmulatedLinks{.tcp = restricted});
@@ -386,7 +386,7 @@ TEST(EmulatedNetwork, PutsBackTheAllowedListAKilledRunWidened) {
   SKIP_WITHOUT_EMULATION();
   const auto read = Ipv4Sysctl;
   const std::string machine = read("tcp_congestion_control");
-  const std::string narrowed = machine == "reno" ? "reno" : "reno " + machine;
+  const std::string narrowed = NarrowestAllowedList(machine);
   const std::string extra = machine == "cubic" ? "bbr" : "cubic";
   if (!ListsWord(read("tcp_available_congestion_control"), extra)) {
     GTEST_SKIP() << extra << " is not loaded";
