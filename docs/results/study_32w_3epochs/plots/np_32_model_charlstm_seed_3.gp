@@ -18,14 +18,15 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_0.dat' us
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_8.dat' using 1:2 with linespoints lw 2 pt 9 title 'local_8', \
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_9.dat' using 1:2 with linespoints lw 2 pt 10 title 'local_8_topk_100x', \
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_10.dat' using 1:2 with linespoints lw 2 pt 11 title 'fedavg', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_11.dat' using 1:2 with linespoints lw 2 pt 12 title 'dpsgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_12.dat' using 1:2 with linespoints lw 2 pt 1 title 'choco_sgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_13.dat' using 1:2 with linespoints lw 2 pt 2 title 'fp16_2x', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_14.dat' using 1:2 with linespoints lw 2 pt 3 title 'topk_1000x', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_15.dat' using 1:2 with linespoints lw 2 pt 4 title 'local_4', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_16.dat' using 1:2 with linespoints lw 2 pt 5 title 'local_16', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_17.dat' using 1:2 with linespoints lw 2 pt 6 title 'dcd_psgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_18.dat' using 1:2 with linespoints lw 2 pt 7 title 'fedavg_topk_100x'
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_11.dat' using 1:2 with linespoints lw 2 pt 12 title 'asp_ps', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_12.dat' using 1:2 with linespoints lw 2 pt 1 title 'dpsgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_13.dat' using 1:2 with linespoints lw 2 pt 2 title 'choco_sgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_14.dat' using 1:2 with linespoints lw 2 pt 3 title 'fp16_2x', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_15.dat' using 1:2 with linespoints lw 2 pt 4 title 'topk_1000x', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_16.dat' using 1:2 with linespoints lw 2 pt 5 title 'local_4', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_17.dat' using 1:2 with linespoints lw 2 pt 6 title 'local_16', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_18.dat' using 1:2 with linespoints lw 2 pt 7 title 'dcd_psgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_19.dat' using 1:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_time_np_32_model_charlstm_seed_3.png'
 set title 'study_32w_3epochs, np=32 model=charlstm seed=3, each at its best lr'
 set xlabel 'wall time (s)'
@@ -41,14 +42,15 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_0.dat' us
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_8.dat' using 3:2 with linespoints lw 2 pt 9 title 'local_8', \
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_9.dat' using 3:2 with linespoints lw 2 pt 10 title 'local_8_topk_100x', \
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_10.dat' using 3:2 with linespoints lw 2 pt 11 title 'fedavg', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_11.dat' using 3:2 with linespoints lw 2 pt 12 title 'dpsgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_12.dat' using 3:2 with linespoints lw 2 pt 1 title 'choco_sgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_13.dat' using 3:2 with linespoints lw 2 pt 2 title 'fp16_2x', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_14.dat' using 3:2 with linespoints lw 2 pt 3 title 'topk_1000x', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_15.dat' using 3:2 with linespoints lw 2 pt 4 title 'local_4', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_16.dat' using 3:2 with linespoints lw 2 pt 5 title 'local_16', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_17.dat' using 3:2 with linespoints lw 2 pt 6 title 'dcd_psgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_18.dat' using 3:2 with linespoints lw 2 pt 7 title 'fedavg_topk_100x'
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_11.dat' using 3:2 with linespoints lw 2 pt 12 title 'asp_ps', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_12.dat' using 3:2 with linespoints lw 2 pt 1 title 'dpsgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_13.dat' using 3:2 with linespoints lw 2 pt 2 title 'choco_sgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_14.dat' using 3:2 with linespoints lw 2 pt 3 title 'fp16_2x', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_15.dat' using 3:2 with linespoints lw 2 pt 4 title 'topk_1000x', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_16.dat' using 3:2 with linespoints lw 2 pt 5 title 'local_4', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_17.dat' using 3:2 with linespoints lw 2 pt 6 title 'local_16', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_18.dat' using 3:2 with linespoints lw 2 pt 7 title 'dcd_psgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_19.dat' using 3:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
 set output 'docs/results/study_32w_3epochs/accuracy_vs_bytes_np_32_model_charlstm_seed_3.png'
 set title 'study_32w_3epochs, np=32 model=charlstm seed=3, each at its best lr'
 set xlabel 'MB sent per worker'
@@ -64,11 +66,12 @@ plot 'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_0.dat' us
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_8.dat' using 4:2 with linespoints lw 2 pt 9 title 'local_8', \
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_9.dat' using 4:2 with linespoints lw 2 pt 10 title 'local_8_topk_100x', \
      'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_10.dat' using 4:2 with linespoints lw 2 pt 11 title 'fedavg', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_11.dat' using 4:2 with linespoints lw 2 pt 12 title 'dpsgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_12.dat' using 4:2 with linespoints lw 2 pt 1 title 'choco_sgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_13.dat' using 4:2 with linespoints lw 2 pt 2 title 'fp16_2x', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_14.dat' using 4:2 with linespoints lw 2 pt 3 title 'topk_1000x', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_15.dat' using 4:2 with linespoints lw 2 pt 4 title 'local_4', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_16.dat' using 4:2 with linespoints lw 2 pt 5 title 'local_16', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_17.dat' using 4:2 with linespoints lw 2 pt 6 title 'dcd_psgd', \
-     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_18.dat' using 4:2 with linespoints lw 2 pt 7 title 'fedavg_topk_100x'
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_11.dat' using 4:2 with linespoints lw 2 pt 12 title 'asp_ps', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_12.dat' using 4:2 with linespoints lw 2 pt 1 title 'dpsgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_13.dat' using 4:2 with linespoints lw 2 pt 2 title 'choco_sgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_14.dat' using 4:2 with linespoints lw 2 pt 3 title 'fp16_2x', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_15.dat' using 4:2 with linespoints lw 2 pt 4 title 'topk_1000x', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_16.dat' using 4:2 with linespoints lw 2 pt 5 title 'local_4', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_17.dat' using 4:2 with linespoints lw 2 pt 6 title 'local_16', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_18.dat' using 4:2 with linespoints lw 2 pt 7 title 'dcd_psgd', \
+     'docs/results/study_32w_3epochs/plots/np_32_model_charlstm_seed_3_19.dat' using 4:2 with linespoints lw 2 pt 8 title 'fedavg_topk_100x'
