@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gnuplot.h"
+#include "sweep_per_seed.h"
 #include "sweep_results.h"
 #include "sweep_study.h"
 
@@ -77,11 +78,6 @@ std::string Words(const SweepPoint& p, const std::vector<std::string>& axes) {
   std::vector<std::string> parts;
   for (const auto& a : axes) parts.push_back(p.Find(a)->AsWord());
   return fmt::format("{}", fmt::join(parts, " "));
-}
-
-std::string MethodLabel(const SweepSpec& spec, const SweepPoint& p) {
-  if (spec.report.methods.empty()) return spec.name;
-  return Words(p, spec.report.methods);
 }
 
 std::string FormatSeconds(std::optional<double> s) {
@@ -208,6 +204,11 @@ std::string Sanitize(const std::string& s) {
 
 }  // namespace
 
+std::string MethodLabel(const SweepSpec& spec, const SweepPoint& p) {
+  if (spec.report.methods.empty()) return spec.name;
+  return Words(p, spec.report.methods);
+}
+
 std::optional<double> RunMetrics::TimeTo(double target_percent) const {
   for (const auto& e : epochs) {
     if (e.test_accuracy && e.wall_seconds && *e.test_accuracy >= target_percent) {
@@ -244,7 +245,10 @@ RunMetrics ExtractMetrics(const nlohmann::json& record) {
 
 std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                                 const std::vector<nlohmann::json>& records) {
-  if (UsesStudyTable(spec)) return RenderStudyTable(spec, points, records);
+  if (UsesStudyTable(spec)) {
+    const std::string per_seed = RenderPerSeedTables(spec, points, records);
+    return RenderStudyTable(spec, points, records) + (per_seed.empty() ? "" : "\n" + per_seed);
+  }
   Layout layout = MakeLayout(spec, spec.report.columns, points, records);
   const double target = spec.report.target_accuracy * 100.0;
   std::string out = fmt::format("### {}: final test accuracy (%)\n\n", spec.name);

@@ -9,6 +9,7 @@
 #include "sweep_spec.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -242,6 +243,7 @@ class SpecReader {
   // Defaults: lr as columns, np as workers, the other axes as methods.
   Status ReadReport(const toml::table* table) {
     SweepReportSpec& report = spec_.report;
+    int baseline_line = table != nullptr ? TomlLine(*table) : 1;
     if (IsAxis("lr")) report.columns = "lr";
     if (IsAxis("lr")) report.column_axes = {"lr"};
     if (flag_names_.count("np") != 0) report.workers = "np";
@@ -294,6 +296,7 @@ class SpecReader {
         report.target_accuracy = *target;
       } else if (key == "baseline") {
         FRUGAL_ASSIGN_OR_RETURN(report.baseline, String(*node, "[report] baseline"));
+        baseline_line = TomlLine(*node);
       } else {
         return Error(*node, fmt::format("unknown key '{}' in [report] (accepted: columns, "
                                         "seeds, workers, methods, target_accuracy, baseline)",
@@ -325,7 +328,39 @@ class SpecReader {
           table != nullptr ? TomlLine(*table) : 1,
           fmt::format("[report] '{}' cannot be the seeds and a column at once", report.seeds));
     }
-    return Status::Ok();
+    return CheckBaseline(baseline_line);
+  }
+
+  // The baseline is a method label: one value of each method axis, joined by spaces.
+  Status CheckBaseline(int line) const {
+    const SweepReportSpec& report = spec_.report;
+    if (report.baseline.empty() || report.methods.empty()) return Status::Ok();
+    std::vector<std::string> words;
+    for (size_t start = 0; start <= report.baseline.size();) {
+      size_t end = report.baseline.find(' ', start);
+      if (end == std::string::npos) end = report.baseline.size();
+      words.push_back(report.baseline.substr(start, end - start));
+      start = end + 1;
+    }
+    bool known = words.size() == report.methods.size();
+    std::vector<std::string> labels;  // of the first method axis, for the message
+    for (size_t i = 0; i < report.methods.size(); ++i) {
+      const SweepAxis& axis =
+          *std::find_if(spec_.axes.begin(), spec_.axes.end(),
+                        [&](const SweepAxis& a) { return a.name == report.methods[i]; });
+      bool has = false;
+      for (const FlagValue& v : axis.values) {
+        if (i == 0) labels.push_back(v.AsWord());
+        has = has || (i < words.size() && v.AsWord() == words[i]);
+      }
+      known = known && has;
+    }
+    if (known) return Status::Ok();
+    return Error(line, fmt::format("[report] baseline: '{}' is not a method of the sweep (a value "
+                                   "of {}{}: {})",
+                                   report.baseline, report.methods.front(),
+                                   report.methods.size() > 1 ? " and the other method axes" : "",
+                                   fmt::join(labels, ", ")));
   }
 
   SweepSpec spec_;

@@ -28,11 +28,6 @@ std::string Words(const SweepPoint& p, const std::vector<std::string>& axes, con
   return fmt::format("{}", fmt::join(parts, sep));
 }
 
-struct StudyCell {
-  std::vector<double> accuracies;  // percent, completed runs
-  size_t failed = 0;
-};
-
 }  // namespace
 
 MeanStd Summarize(const std::vector<double>& values) {
@@ -61,50 +56,69 @@ bool UsesStudyTable(const SweepSpec& spec) {
   return !spec.report.seeds.empty() || spec.report.column_axes.size() > 1;
 }
 
-std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                             const std::vector<nlohmann::json>& records) {
+const StudyCell* StudyGrid::Find(size_t row, size_t column) const {
+  auto it = cells.find({row, column});
+  return it == cells.end() ? nullptr : &it->second;
+}
+
+StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                      const std::vector<nlohmann::json>& records) {
   const std::vector<std::string>& columns = spec.report.column_axes;
-  std::vector<std::string> row_axes;
-  size_t seeds = 1;
-  std::vector<std::string> seed_words;
+  StudyGrid grid;
   for (const SweepAxis& a : spec.axes) {
     if (a.name == spec.report.seeds) {
-      seeds = a.values.size();
-      for (const FlagValue& v : a.values) seed_words.push_back(v.AsWord());
+      for (const FlagValue& v : a.values) grid.seed_words.push_back(v.AsWord());
     } else if (!Contains(columns, a.name)) {
-      row_axes.push_back(a.name);
+      grid.row_axes.push_back(a.name);
     }
   }
+  if (grid.seed_words.empty()) grid.seed_words.push_back("");
   std::map<std::string, const nlohmann::json*> last;
   for (const nlohmann::json& r : records) {
     if (r.contains("key") && r["key"].is_string()) last[r["key"].get<std::string>()] = &r;
   }
-  std::vector<std::string> row_keys;
-  std::vector<const SweepPoint*> row_first;
-  std::vector<std::string> column_keys;
-  std::map<std::pair<std::string, std::string>, StudyCell> cells;
   for (const SweepPoint& p : points) {
-    const std::string row = Words(p, row_axes, " ", false);
+    const std::string row = Words(p, grid.row_axes, " ", false);
     const std::string column = Words(p, columns, " ", true);
-    if (!Contains(row_keys, row)) {
-      row_keys.push_back(row);
-      row_first.push_back(&p);
+    auto row_it = std::find(grid.row_keys.begin(), grid.row_keys.end(), row);
+    if (row_it == grid.row_keys.end()) {
+      grid.row_keys.push_back(row);
+      grid.row_first.push_back(&p);
+      row_it = grid.row_keys.end() - 1;
     }
-    if (!Contains(column_keys, column)) column_keys.push_back(column);
-    StudyCell& cell = cells[{row, column}];
+    auto column_it = std::find(grid.column_keys.begin(), grid.column_keys.end(), column);
+    if (column_it == grid.column_keys.end()) {
+      grid.column_keys.push_back(column);
+      column_it = grid.column_keys.end() - 1;
+    }
+    StudyCell& cell = grid.cells[{static_cast<size_t>(row_it - grid.row_keys.begin()),
+                                  static_cast<size_t>(column_it - grid.column_keys.begin())}];
+    size_t seed = 0;
+    if (!spec.report.seeds.empty()) {
+      const std::string& word = p.Find(spec.report.seeds)->AsWord();
+      seed = static_cast<size_t>(std::find(grid.seed_words.begin(), grid.seed_words.end(), word) -
+                                 grid.seed_words.begin());
+    }
     auto it = last.find(p.key);
     if (it == last.end()) continue;
     if (!IsCompleted(*it->second)) {
-      ++cell.failed;
+      cell.failed.insert(seed);
       continue;
     }
     const RunMetrics m = ExtractMetrics(*it->second);
-    if (m.test_accuracy) cell.accuracies.push_back(*m.test_accuracy);
+    if (m.test_accuracy) cell.accuracy[seed] = *m.test_accuracy;
   }
+  return grid;
+}
 
+std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                             const std::vector<nlohmann::json>& records) {
+  const StudyGrid grid = GatherStudy(spec, points, records);
+  const size_t seeds = grid.seed_words.size();
   std::string out = fmt::format("### {}: final test accuracy (%)", spec.name);
   if (!spec.report.seeds.empty()) {
-    out += fmt::format(", mean ± std over {} {}", spec.report.seeds, fmt::join(seed_words, ", "));
+    out +=
+        fmt::format(", mean ± std over {} {}", spec.report.seeds, fmt::join(grid.seed_words, ", "));
   }
   out += "\n\n";
   if (!spec.description.empty()) out += spec.description + "\n\n";
@@ -112,25 +126,27 @@ std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint
   for (const std::string& word : FlagWords(spec.base)) fixed.push_back("`" + word + "`");
   if (!fixed.empty()) out += fmt::format("Common flags: {}.\n\n", fmt::join(fixed, " "));
   out += "|";
-  for (const std::string& a : row_axes) out += fmt::format(" {} |", a);
-  if (row_axes.empty()) out += " sweep |";
-  for (const std::string& c : column_keys) out += fmt::format(" {} |", MarkdownCell(c));
+  for (const std::string& a : grid.row_axes) out += fmt::format(" {} |", a);
+  if (grid.row_axes.empty()) out += " sweep |";
+  for (const std::string& c : grid.column_keys) out += fmt::format(" {} |", MarkdownCell(c));
   out += "\n|";
-  for (size_t i = 0; i < std::max<size_t>(row_axes.size(), 1); ++i) out += " --- |";
-  for (size_t i = 0; i < column_keys.size(); ++i) out += " ---: |";
+  for (size_t i = 0; i < std::max<size_t>(grid.row_axes.size(), 1); ++i) out += " --- |";
+  for (size_t i = 0; i < grid.column_keys.size(); ++i) out += " ---: |";
   out += "\n";
-  for (size_t r = 0; r < row_keys.size(); ++r) {
+  for (size_t r = 0; r < grid.row_keys.size(); ++r) {
     out += "|";
-    for (const std::string& a : row_axes) {
-      out += fmt::format(" {} |", MarkdownCell(row_first[r]->Find(a)->AsWord()));
+    for (const std::string& a : grid.row_axes) {
+      out += fmt::format(" {} |", MarkdownCell(grid.row_first[r]->Find(a)->AsWord()));
     }
-    if (row_axes.empty()) out += fmt::format(" {} |", MarkdownCell(spec.name));
-    for (const std::string& c : column_keys) {
-      const StudyCell& cell = cells[{row_keys[r], c}];
+    if (grid.row_axes.empty()) out += fmt::format(" {} |", MarkdownCell(spec.name));
+    for (size_t c = 0; c < grid.column_keys.size(); ++c) {
+      const StudyCell* cell = grid.Find(r, c);
       std::string text = "–";
-      if (!cell.accuracies.empty()) {
-        text = FormatMeanStd(Summarize(cell.accuracies), seeds);
-      } else if (cell.failed > 0) {
+      if (cell != nullptr && !cell->accuracy.empty()) {
+        std::vector<double> values;
+        for (const auto& [seed, accuracy] : cell->accuracy) values.push_back(accuracy);
+        text = FormatMeanStd(Summarize(values), seeds);
+      } else if (cell != nullptr && !cell->failed.empty()) {
         text = "failed";
       }
       out += " " + text + " |";

@@ -11,7 +11,9 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,26 @@ MeanStd Summarize(const std::vector<double>& values);
 std::string FormatMeanStd(const MeanStd& stats, size_t expected);
 
 bool UsesStudyTable(const SweepSpec& spec);
+
+// One cell of the study: the runs of one row and column, by seed.
+struct StudyCell {
+  std::map<size_t, double> accuracy;  // position in the seeds axis -> percent (completed runs)
+  std::set<size_t> failed;            // positions whose last run failed
+};
+
+// The study's rows, columns and cells, gathered from the last record of each point.
+struct StudyGrid {
+  std::vector<std::string> row_axes;         // axes that are neither columns nor seeds, grid order
+  std::vector<std::string> seed_words;       // values of the seeds axis ({""} without one)
+  std::vector<std::string> row_keys;         // the row axes' words, in grid order
+  std::vector<const SweepPoint*> row_first;  // a point of each row (for its words)
+  std::vector<std::string> column_keys;      // "model=resnet20 lr=0.1", in grid order
+  std::map<std::pair<size_t, size_t>, StudyCell> cells;  // (row, column)
+
+  const StudyCell* Find(size_t row, size_t column) const;
+};
+StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                      const std::vector<nlohmann::json>& records);
 
 std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                              const std::vector<nlohmann::json>& records);

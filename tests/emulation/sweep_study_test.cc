@@ -13,23 +13,8 @@ namespace frugal::apps {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kStudySweep;
 using testing::Spec;
-
-constexpr char kStudy[] = R"(name = "study"
-[base]
-epochs = 1
-[axes]
-model = ["mlp", "cnn"]
-lr = [0.05, 0.1]
-np = [2, 4]
-seed = [1, 2, 3]
-[variants]
-bsp = []
-local_4 = ["--sync=local:period=4"]
-[report]
-columns = ["model", "lr"]
-seeds = "seed"
-)";
 
 TEST(MeanStd, SampleStandardDeviation) {
   const MeanStd s = Summarize({86.0, 88.0, 90.0});
@@ -42,7 +27,7 @@ TEST(MeanStd, SampleStandardDeviation) {
 }
 
 TEST(StudyTable, RowsMethodTimesWorkersColumnsModelTimesLr) {
-  auto spec = Spec(kStudy);
+  auto spec = Spec(kStudySweep);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->report.column_axes, (std::vector<std::string>{"model", "lr"}));
   EXPECT_EQ(spec->report.seeds, "seed");
@@ -69,7 +54,7 @@ TEST(StudyTable, RowsMethodTimesWorkersColumnsModelTimesLr) {
     }
     records.push_back(r);
   }
-  const std::string table = RenderMarkdownTable(*spec, points, records);
+  const std::string table = RenderStudyTable(*spec, points, records);
   EXPECT_THAT(table, HasSubstr("mean ± std over seed 1, 2, 3"));
   EXPECT_THAT(table, HasSubstr("| variant | np | model=mlp lr=0.05 | model=mlp lr=0.1 | "
                                "model=cnn lr=0.05 | model=cnn lr=0.1 |"));
@@ -80,6 +65,8 @@ TEST(StudyTable, RowsMethodTimesWorkersColumnsModelTimesLr) {
                                "71.00 (1/3) |"));
   // Four rows: bsp and local_4, each on 2 and 4 workers.
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 4 + 6);
+  // The table file starts with it (the per-seed tables follow).
+  EXPECT_EQ(RenderMarkdownTable(*spec, points, records).rfind(table, 0), 0u);
   // Nothing recorded: dashes; only failures: "failed".
   std::vector<nlohmann::json> failed;
   for (const SweepPoint& p : points) failed.push_back({{"key", p.key}, {"exit_code", 1}});
@@ -88,7 +75,7 @@ TEST(StudyTable, RowsMethodTimesWorkersColumnsModelTimesLr) {
 }
 
 TEST(StudyTable, SpecChecksSeedsAndColumns) {
-  std::string text = kStudy;
+  std::string text = kStudySweep;
   auto with = [&](const std::string& from, const std::string& to) {
     std::string t = text;
     t.replace(t.find(from), from.size(), to);

@@ -39,4 +39,21 @@ topk_ef = ["--compressor=topk:ratio=0.01", "--ef"]
 baseline = "dense"
 )";
 
+// A study: two models x two learning rates as columns, seeds as an axis, two variants.
+inline constexpr const char* kStudySweep = R"(name = "study"
+[base]
+epochs = 1
+[axes]
+model = ["mlp", "cnn"]
+lr = [0.05, 0.1]
+np = [2, 4]
+seed = [1, 2, 3]
+[variants]
+bsp = []
+local_4 = ["--sync=local:period=4"]
+[report]
+columns = ["model", "lr"]
+seeds = "seed"
+)";
+
 }  // namespace frugal::apps::testing
