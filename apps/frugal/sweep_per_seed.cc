@@ -99,9 +99,7 @@ std::string RenderPerSeedTables(const SweepSpec& spec, const std::vector<SweepPo
     }
     if (!completed) continue;
     any = true;
-    out += fmt::format("\n#### {}\n\n|", MarkdownCell(grid.column_keys[c]));
-    for (const std::string& a : grid.row_axes) out += fmt::format(" {} |", a);
-    if (grid.row_axes.empty()) out += " sweep |";
+    out += fmt::format("\n#### {}\n\n", MarkdownCell(grid.column_keys[c])) + grid.HeaderCells();
     for (const std::string& s : grid.seed_words) {
       out += fmt::format(" {}={} |", spec.report.seeds, MarkdownCell(s));
     }
@@ -110,17 +108,12 @@ std::string RenderPerSeedTables(const SweepSpec& spec, const std::vector<SweepPo
       out += fmt::format(" against {0}, each {1} | against {0} | below {0} |",
                          MarkdownCell(baseline), spec.report.seeds);
     }
-    out += "\n|";
-    for (size_t i = 0; i < std::max<size_t>(grid.row_axes.size(), 1); ++i) out += " --- |";
+    out += "\n" + grid.RuleCells();
     for (size_t i = 0; i < seeds + 1 + (against ? 3 : 0); ++i) out += " ---: |";
     out += "\n";
     for (size_t r : rows) {
       const StudyCell& cell = *grid.Find(r, c);
-      out += "|";
-      for (const std::string& a : grid.row_axes) {
-        out += fmt::format(" {} |", MarkdownCell(grid.row_first[r]->Find(a)->AsWord()));
-      }
-      if (grid.row_axes.empty()) out += fmt::format(" {} |", MarkdownCell(spec.name));
+      out += grid.RowCells(spec, r);
       std::vector<double> values;
       for (size_t s = 0; s < seeds; ++s) out += " " + SeedCell(cell, s) + " |";
       for (const auto& [seed, accuracy] : cell.accuracy) values.push_back(accuracy);

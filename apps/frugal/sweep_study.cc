@@ -61,6 +61,26 @@ const StudyCell* StudyGrid::Find(size_t row, size_t column) const {
   return it == cells.end() ? nullptr : &it->second;
 }
 
+std::string StudyGrid::HeaderCells() const {
+  std::string out = "|";
+  for (const std::string& a : row_axes) out += fmt::format(" {} |", a);
+  return row_axes.empty() ? out + " sweep |" : out;
+}
+
+std::string StudyGrid::RuleCells() const {
+  std::string out = "|";
+  for (size_t i = 0; i < std::max<size_t>(row_axes.size(), 1); ++i) out += " --- |";
+  return out;
+}
+
+std::string StudyGrid::RowCells(const SweepSpec& spec, size_t row) const {
+  std::string out = "|";
+  for (const std::string& a : row_axes) {
+    out += fmt::format(" {} |", MarkdownCell(row_first[row]->Find(a)->AsWord()));
+  }
+  return row_axes.empty() ? out + fmt::format(" {} |", MarkdownCell(spec.name)) : out;
+}
+
 StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                       const std::vector<nlohmann::json>& records) {
   const std::vector<std::string>& columns = spec.report.column_axes;
@@ -125,20 +145,13 @@ std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint
   std::vector<std::string> fixed;
   for (const std::string& word : FlagWords(spec.base)) fixed.push_back("`" + word + "`");
   if (!fixed.empty()) out += fmt::format("Common flags: {}.\n\n", fmt::join(fixed, " "));
-  out += "|";
-  for (const std::string& a : grid.row_axes) out += fmt::format(" {} |", a);
-  if (grid.row_axes.empty()) out += " sweep |";
+  out += grid.HeaderCells();
   for (const std::string& c : grid.column_keys) out += fmt::format(" {} |", MarkdownCell(c));
-  out += "\n|";
-  for (size_t i = 0; i < std::max<size_t>(grid.row_axes.size(), 1); ++i) out += " --- |";
+  out += "\n" + grid.RuleCells();
   for (size_t i = 0; i < grid.column_keys.size(); ++i) out += " ---: |";
   out += "\n";
   for (size_t r = 0; r < grid.row_keys.size(); ++r) {
-    out += "|";
-    for (const std::string& a : grid.row_axes) {
-      out += fmt::format(" {} |", MarkdownCell(grid.row_first[r]->Find(a)->AsWord()));
-    }
-    if (grid.row_axes.empty()) out += fmt::format(" {} |", MarkdownCell(spec.name));
+    out += grid.RowCells(spec, r);
     for (size_t c = 0; c < grid.column_keys.size(); ++c) {
       const StudyCell* cell = grid.Find(r, c);
       std::string text = "–";

@@ -51,6 +51,11 @@ struct StudyGrid {
   std::map<std::pair<size_t, size_t>, StudyCell> cells;  // (row, column)
 
   const StudyCell* Find(size_t row, size_t column) const;
+  // The row axes' part of a Markdown table: "| variant | np |", its rule "| --- | --- |" and a
+  // row's words "| bsp | 8 |" (the sweep's name in a column "sweep" when there is no row axis).
+  std::string HeaderCells() const;
+  std::string RuleCells() const;
+  std::string RowCells(const SweepSpec& spec, size_t row) const;
 };
 StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                       const std::vector<nlohmann::json>& records);
