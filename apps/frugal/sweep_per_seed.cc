@@ -13,24 +13,14 @@
 namespace frugal::apps {
 namespace {
 
-bool IsMethod(const SweepSpec& spec, const std::string& axis) {
-  return std::find(spec.report.methods.begin(), spec.report.methods.end(), axis) !=
-         spec.report.methods.end();
-}
-
 // The row of the baseline method with the same words on every other row axis.
 std::optional<size_t> BaselineRow(const SweepSpec& spec, const StudyGrid& grid, size_t row) {
   if (spec.report.baseline.empty()) return std::nullopt;
   for (size_t b = 0; b < grid.row_keys.size(); ++b) {
-    if (MethodLabel(spec, *grid.row_first[b]) != spec.report.baseline) continue;
-    bool same = true;
-    for (const std::string& a : grid.row_axes) {
-      if (!IsMethod(spec, a) &&
-          grid.row_first[b]->Find(a)->AsWord() != grid.row_first[row]->Find(a)->AsWord()) {
-        same = false;
-      }
+    if (MethodLabel(spec, *grid.row_first[b]) == spec.report.baseline &&
+        SameBesideMethods(spec, grid.row_axes, *grid.row_first[b], *grid.row_first[row])) {
+      return b;
     }
-    if (same) return b;
   }
   return std::nullopt;
 }
@@ -72,10 +62,8 @@ std::vector<std::string> AgainstBaseline(const StudyCell& cell, const StudyCell*
 
 }  // namespace
 
-std::string RenderPerSeedTables(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                                const std::vector<nlohmann::json>& records) {
+std::string RenderPerSeedTables(const SweepSpec& spec, const StudyGrid& grid) {
   if (spec.report.seeds.empty()) return "";
-  const StudyGrid grid = GatherStudy(spec, points, records);
   const size_t seeds = grid.seed_words.size();
   const bool against = !spec.report.baseline.empty();
   const std::string& baseline = spec.report.baseline;
@@ -86,6 +74,10 @@ std::string RenderPerSeedTables(const SweepSpec& spec, const std::vector<SweepPo
         "Against {0}: this row minus the `{0}` row's run with the same {1}, for each {1}; then "
         "the mean ± std of those differences, and in how many of them this row ended below.\n",
         baseline, spec.report.seeds);
+  }
+  std::vector<std::optional<size_t>> baseline_rows;
+  for (size_t r = 0; r < grid.row_keys.size(); ++r) {
+    baseline_rows.push_back(BaselineRow(spec, grid, r));
   }
   bool any = false;
   for (size_t c = 0; c < grid.column_keys.size(); ++c) {
@@ -114,13 +106,13 @@ std::string RenderPerSeedTables(const SweepSpec& spec, const std::vector<SweepPo
     for (size_t r : rows) {
       const StudyCell& cell = *grid.Find(r, c);
       out += grid.RowCells(spec, r);
-      std::vector<double> values;
       for (size_t s = 0; s < seeds; ++s) out += " " + SeedCell(cell, s) + " |";
-      for (const auto& [seed, accuracy] : cell.accuracy) values.push_back(accuracy);
-      out += " " + (values.empty() ? std::string("–") : FormatMeanStd(Summarize(values), seeds)) +
+      out += " " +
+             (cell.accuracy.empty() ? std::string("–")
+                                    : FormatMeanStd(Summarize(cell.Accuracies()), seeds)) +
              " |";
       if (against) {
-        const std::optional<size_t> b = BaselineRow(spec, grid, r);
+        const std::optional<size_t> b = baseline_rows[r];
         if (b == r) {
           out += " – | – | – |";
         } else {

@@ -13,16 +13,13 @@
 // Thread safety: pure functions.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
-#include "sweep_grid.h"
 #include "sweep_spec.h"
+#include "sweep_study.h"
 
 namespace frugal::apps {
 
-std::string RenderPerSeedTables(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                                const std::vector<nlohmann::json>& records);
+std::string RenderPerSeedTables(const SweepSpec& spec, const StudyGrid& grid);
 
 }  // namespace frugal::apps

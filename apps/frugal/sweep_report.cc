@@ -65,15 +65,6 @@ std::optional<double> Bytes(const nlohmann::json& j) {
   return NumberField(j, {"bytes_per_worker", "bytes_sent_per_worker", "bytes_sent"});
 }
 
-// The last record of each key.
-std::map<std::string, const nlohmann::json*> LastByKey(const std::vector<nlohmann::json>& records) {
-  std::map<std::string, const nlohmann::json*> by_key;
-  for (const auto& r : records) {
-    if (r.contains("key") && r["key"].is_string()) by_key[r["key"].get<std::string>()] = &r;
-  }
-  return by_key;
-}
-
 std::string Words(const SweepPoint& p, const std::vector<std::string>& axes) {
   std::vector<std::string> parts;
   for (const auto& a : axes) parts.push_back(p.Find(a)->AsWord());
@@ -175,16 +166,10 @@ const Cell* BaselineCell(const SweepSpec& spec, const Layout& layout, const Row&
                          size_t column) {
   if (spec.report.baseline.empty()) return nullptr;
   for (const auto& other : layout.rows) {
-    if (MethodLabel(spec, *other.first) != spec.report.baseline) continue;
-    bool same = true;
-    for (const auto& a : layout.row_axes) {
-      bool is_method = std::find(spec.report.methods.begin(), spec.report.methods.end(), a) !=
-                       spec.report.methods.end();
-      if (!is_method && other.first->Find(a)->AsWord() != row.first->Find(a)->AsWord()) {
-        same = false;
-      }
+    if (MethodLabel(spec, *other.first) == spec.report.baseline &&
+        SameBesideMethods(spec, layout.row_axes, *other.first, *row.first)) {
+      return &other.cells[column];
     }
-    if (same) return &other.cells[column];
   }
   return nullptr;
 }
@@ -207,6 +192,15 @@ std::string Sanitize(const std::string& s) {
 std::string MethodLabel(const SweepSpec& spec, const SweepPoint& p) {
   if (spec.report.methods.empty()) return spec.name;
   return Words(p, spec.report.methods);
+}
+
+bool SameBesideMethods(const SweepSpec& spec, const std::vector<std::string>& axes,
+                       const SweepPoint& a, const SweepPoint& b) {
+  const std::vector<std::string>& methods = spec.report.methods;
+  return std::all_of(axes.begin(), axes.end(), [&](const std::string& axis) {
+    return std::find(methods.begin(), methods.end(), axis) != methods.end() ||
+           a.Find(axis)->AsWord() == b.Find(axis)->AsWord();
+  });
 }
 
 std::optional<double> RunMetrics::TimeTo(double target_percent) const {
@@ -246,8 +240,9 @@ RunMetrics ExtractMetrics(const nlohmann::json& record) {
 std::string RenderMarkdownTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                                 const std::vector<nlohmann::json>& records) {
   if (UsesStudyTable(spec)) {
-    const std::string per_seed = RenderPerSeedTables(spec, points, records);
-    return RenderStudyTable(spec, points, records) + (per_seed.empty() ? "" : "\n" + per_seed);
+    const StudyGrid grid = GatherStudy(spec, points, records);
+    const std::string per_seed = RenderPerSeedTables(spec, grid);
+    return RenderStudyTable(spec, grid) + (per_seed.empty() ? "" : "\n" + per_seed);
   }
   Layout layout = MakeLayout(spec, spec.report.columns, points, records);
   const double target = spec.report.target_accuracy * 100.0;

@@ -49,6 +49,11 @@ RunMetrics ExtractMetrics(const nlohmann::json& record);
 // sweep's name when it has no method axis. `[report] baseline` names one.
 std::string MethodLabel(const SweepSpec& spec, const SweepPoint& p);
 
+// True when `a` and `b` have the same words on every axis of `axes` that is not a method axis:
+// the same row position, e.g. the same worker count, of two methods.
+bool SameBesideMethods(const SweepSpec& spec, const std::vector<std::string>& axes,
+                       const SweepPoint& a, const SweepPoint& b);
+
 // `text` as a Markdown table cell: every '|' escaped.
 std::string MarkdownCell(const std::string& text);
 

@@ -82,4 +82,12 @@ Status FoldRunJson(const fs::path& path, nlohmann::json& record) {
   return Status::Ok();
 }
 
+std::map<std::string, const nlohmann::json*> LastByKey(const std::vector<nlohmann::json>& records) {
+  std::map<std::string, const nlohmann::json*> by_key;
+  for (const auto& r : records) {
+    if (r.contains("key") && r["key"].is_string()) by_key[r["key"].get<std::string>()] = &r;
+  }
+  return by_key;
+}
+
 }  // namespace frugal::apps

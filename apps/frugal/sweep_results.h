@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -22,6 +23,8 @@ StatusOr<std::vector<nlohmann::json>> ReadResults(const std::filesystem::path& p
                                                   const Logger& logger);
 // Appends one line and flushes it to disk.
 Status AppendResult(const std::filesystem::path& path, const nlohmann::json& record);
+// The last record of each point, by key (a point run again keeps its latest).
+std::map<std::string, const nlohmann::json*> LastByKey(const std::vector<nlohmann::json>& records);
 // True when `record` is a finished, successful run (exit code 0 and a summary).
 bool IsCompleted(const nlohmann::json& record);
 

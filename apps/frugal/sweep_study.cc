@@ -56,6 +56,12 @@ bool UsesStudyTable(const SweepSpec& spec) {
   return !spec.report.seeds.empty() || spec.report.column_axes.size() > 1;
 }
 
+std::vector<double> StudyCell::Accuracies() const {
+  std::vector<double> values;
+  for (const auto& [seed, percent] : accuracy) values.push_back(percent);
+  return values;
+}
+
 const StudyCell* StudyGrid::Find(size_t row, size_t column) const {
   auto it = cells.find({row, column});
   return it == cells.end() ? nullptr : &it->second;
@@ -93,10 +99,7 @@ StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& poin
     }
   }
   if (grid.seed_words.empty()) grid.seed_words.push_back("");
-  std::map<std::string, const nlohmann::json*> last;
-  for (const nlohmann::json& r : records) {
-    if (r.contains("key") && r["key"].is_string()) last[r["key"].get<std::string>()] = &r;
-  }
+  const std::map<std::string, const nlohmann::json*> last = LastByKey(records);
   for (const SweepPoint& p : points) {
     const std::string row = Words(p, grid.row_axes, " ", false);
     const std::string column = Words(p, columns, " ", true);
@@ -131,9 +134,7 @@ StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& poin
   return grid;
 }
 
-std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                             const std::vector<nlohmann::json>& records) {
-  const StudyGrid grid = GatherStudy(spec, points, records);
+std::string RenderStudyTable(const SweepSpec& spec, const StudyGrid& grid) {
   const size_t seeds = grid.seed_words.size();
   std::string out = fmt::format("### {}: final test accuracy (%)", spec.name);
   if (!spec.report.seeds.empty()) {
@@ -156,9 +157,7 @@ std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint
       const StudyCell* cell = grid.Find(r, c);
       std::string text = "–";
       if (cell != nullptr && !cell->accuracy.empty()) {
-        std::vector<double> values;
-        for (const auto& [seed, accuracy] : cell->accuracy) values.push_back(accuracy);
-        text = FormatMeanStd(Summarize(values), seeds);
+        text = FormatMeanStd(Summarize(cell->Accuracies()), seeds);
       } else if (cell != nullptr && !cell->failed.empty()) {
         text = "failed";
       }

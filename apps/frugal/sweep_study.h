@@ -39,6 +39,8 @@ bool UsesStudyTable(const SweepSpec& spec);
 struct StudyCell {
   std::map<size_t, double> accuracy;  // position in the seeds axis -> percent (completed runs)
   std::set<size_t> failed;            // positions whose last run failed
+
+  std::vector<double> Accuracies() const;  // in seed order
 };
 
 // The study's rows, columns and cells, gathered from the last record of each point.
@@ -60,7 +62,6 @@ struct StudyGrid {
 StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& points,
                       const std::vector<nlohmann::json>& records);
 
-std::string RenderStudyTable(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                             const std::vector<nlohmann::json>& records);
+std::string RenderStudyTable(const SweepSpec& spec, const StudyGrid& grid);
 
 }  // namespace frugal::apps

@@ -49,7 +49,8 @@ TEST(PerSeedTables, EachSeedAndPairedDifferencesAgainstTheBaseline) {
   auto spec = Spec(kSeeded);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   const std::vector<SweepPoint> points = ExpandSweep(*spec);
-  const std::string tables = RenderPerSeedTables(*spec, points, Records(points));
+  const std::string tables =
+      RenderPerSeedTables(*spec, GatherStudy(*spec, points, Records(points)));
   EXPECT_THAT(tables, HasSubstr("### study: final test accuracy (%) per seed\n"));
   EXPECT_THAT(tables, HasSubstr("#### model=mlp lr=0.05\n\n| variant | np | seed=1 | seed=2 | "
                                 "seed=3 | mean ± std | against bsp, each seed | against bsp | "
@@ -79,12 +80,13 @@ TEST(PerSeedTables, WithoutABaselineOnlyTheSeeds) {
   auto spec = Spec(text);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   const std::vector<SweepPoint> points = ExpandSweep(*spec);
-  const std::string tables = RenderPerSeedTables(*spec, points, Records(points));
+  const std::string tables =
+      RenderPerSeedTables(*spec, GatherStudy(*spec, points, Records(points)));
   EXPECT_THAT(tables, HasSubstr("| variant | np | seed=1 | seed=2 | seed=3 | mean ± std |\n"));
   EXPECT_THAT(tables, HasSubstr("| local_4 | 4 | 79.25 | 81.25 | 83.25 | 81.25 ± 2.00 |\n"));
   EXPECT_THAT(tables, Not(HasSubstr("against")));
   // Nothing completed anywhere: no tables.
-  EXPECT_EQ(RenderPerSeedTables(*spec, points, {}), "");
+  EXPECT_EQ(RenderPerSeedTables(*spec, GatherStudy(*spec, points, {})), "");
 }
 
 TEST(PerSeedTables, WithoutSeedsNothing) {
@@ -93,7 +95,7 @@ TEST(PerSeedTables, WithoutSeedsNothing) {
   auto spec = Spec(text);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   const std::vector<SweepPoint> points = ExpandSweep(*spec);
-  EXPECT_EQ(RenderPerSeedTables(*spec, points, Records(points)), "");
+  EXPECT_EQ(RenderPerSeedTables(*spec, GatherStudy(*spec, points, Records(points))), "");
 }
 
 TEST(PerSeedTables, BaselineMustBeAMethod) {

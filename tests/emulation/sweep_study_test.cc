@@ -54,7 +54,7 @@ TEST(StudyTable, RowsMethodTimesWorkersColumnsModelTimesLr) {
     }
     records.push_back(r);
   }
-  const std::string table = RenderStudyTable(*spec, points, records);
+  const std::string table = RenderStudyTable(*spec, GatherStudy(*spec, points, records));
   EXPECT_THAT(table, HasSubstr("mean ± std over seed 1, 2, 3"));
   EXPECT_THAT(table, HasSubstr("| variant | np | model=mlp lr=0.05 | model=mlp lr=0.1 | "
                                "model=cnn lr=0.05 | model=cnn lr=0.1 |"));
