@@ -65,11 +65,6 @@ std::optional<double> Bytes(const nlohmann::json& j) {
   return NumberField(j, {"bytes_per_worker", "bytes_sent_per_worker", "bytes_sent"});
 }
 
-std::string Words(const SweepPoint& p, const std::vector<std::string>& axes) {
-  std::vector<std::string> parts;
-  for (const auto& a : axes) parts.push_back(p.Find(a)->AsWord());
-  return fmt::format("{}", fmt::join(parts, " "));
-}
 
 std::string FormatSeconds(std::optional<double> s) {
   if (!s) return "–";
@@ -134,7 +129,7 @@ Layout MakeLayout(const SweepSpec& spec, const std::string& column_axis,
   auto by_key = LastByKey(records);
   std::map<std::string, size_t> row_of;
   for (const auto& p : points) {
-    std::string row_key = Words(p, layout.row_axes);
+    std::string row_key = AxisWords(p, layout.row_axes);
     auto [it, inserted] = row_of.emplace(row_key, layout.rows.size());
     if (inserted) {
       Row row;
@@ -189,9 +184,19 @@ std::string Sanitize(const std::string& s) {
 
 }  // namespace
 
+std::string AxisWords(const SweepPoint& p, const std::vector<std::string>& axes,
+                      bool with_names) {
+  std::vector<std::string> parts;
+  for (const std::string& a : axes) {
+    const std::string& word = p.Find(a)->AsWord();
+    parts.push_back(with_names ? a + "=" + word : word);
+  }
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
 std::string MethodLabel(const SweepSpec& spec, const SweepPoint& p) {
   if (spec.report.methods.empty()) return spec.name;
-  return Words(p, spec.report.methods);
+  return AxisWords(p, spec.report.methods);
 }
 
 bool SameBesideMethods(const SweepSpec& spec, const std::vector<std::string>& axes,

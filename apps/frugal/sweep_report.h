@@ -45,6 +45,10 @@ struct RunMetrics {
 // bytes_sent; compression_ratio. Accuracies <= 1 are taken as fractions and turned into percent.
 RunMetrics ExtractMetrics(const nlohmann::json& record);
 
+// The words of `p` on `axes`, joined by spaces; with `with_names`, each as "axis=word".
+std::string AxisWords(const SweepPoint& p, const std::vector<std::string>& axes,
+                      bool with_names = false);
+
 // The method of a point: the words of the method axes joined by spaces ("topk_100x_ef"), or the
 // sweep's name when it has no method axis. `[report] baseline` names one.
 std::string MethodLabel(const SweepSpec& spec, const SweepPoint& p);

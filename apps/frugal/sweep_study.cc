@@ -18,16 +18,6 @@ bool Contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::string Words(const SweepPoint& p, const std::vector<std::string>& axes, const char* sep,
-                  bool with_names) {
-  std::vector<std::string> parts;
-  for (const std::string& a : axes) {
-    const std::string& word = p.Find(a)->AsWord();
-    parts.push_back(with_names ? a + "=" + word : word);
-  }
-  return fmt::format("{}", fmt::join(parts, sep));
-}
-
 }  // namespace
 
 MeanStd Summarize(const std::vector<double>& values) {
@@ -101,8 +91,8 @@ StudyGrid GatherStudy(const SweepSpec& spec, const std::vector<SweepPoint>& poin
   if (grid.seed_words.empty()) grid.seed_words.push_back("");
   const std::map<std::string, const nlohmann::json*> last = LastByKey(records);
   for (const SweepPoint& p : points) {
-    const std::string row = Words(p, grid.row_axes, " ", false);
-    const std::string column = Words(p, columns, " ", true);
+    const std::string row = AxisWords(p, grid.row_axes);
+    const std::string column = AxisWords(p, columns, true);
     auto row_it = std::find(grid.row_keys.begin(), grid.row_keys.end(), row);
     if (row_it == grid.row_keys.end()) {
       grid.row_keys.push_back(row);
