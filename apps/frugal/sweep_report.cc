@@ -65,7 +65,6 @@ std::optional<double> Bytes(const nlohmann::json& j) {
   return NumberField(j, {"bytes_per_worker", "bytes_sent_per_worker", "bytes_sent"});
 }
 
-
 std::string FormatSeconds(std::optional<double> s) {
   if (!s) return "–";
   return *s < 100 ? fmt::format("{:.1f}", *s) : fmt::format("{:.0f}", *s);
