@@ -183,8 +183,7 @@ std::string Sanitize(const std::string& s) {
 
 }  // namespace
 
-std::string AxisWords(const SweepPoint& p, const std::vector<std::string>& axes,
-                      bool with_names) {
+std::string AxisWords(const SweepPoint& p, const std::vector<std::string>& axes, bool with_names) {
   std::vector<std::string> parts;
   for (const std::string& a : axes) {
     const std::string& word = p.Find(a)->AsWord();
