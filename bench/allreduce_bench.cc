@@ -46,14 +46,16 @@ float InputValue(size_t i, int rank) {
 
 bool IsPeerName(std::string_view name) { return name == kMpiPeerName || name == kGlooPeerName; }
 
-// A case of frugal's as named on the command line, ALGO[@SEGMENT][:staged]: "ring" (on the
-// shared buffer, no staging, the algorithm's default segment), "ring@256K" (segments of 256 KiB
-// whatever --segment-bytes says) or "ring:staged" (through the transport's staging copies, as on a
-// buffer the transport does not share).
+// A case of frugal's as named on the command line, ALGO[@SEGMENT][:staged|:fused]: "ring" (on
+// the shared buffer, no staging, the algorithm's default segment), "ring@256K" (segments of 256
+// KiB whatever --segment-bytes says), "ring:staged" (through the transport's staging copies, as on
+// a buffer the transport does not share) or "ring:fused" (AllreduceFused of tensors of
+// kFusedTensorCounts).
 struct FrugalCase {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
   std::optional<size_t> segment_bytes;
   bool staged = false;
+  bool fused = false;
 };
 StatusOr<FrugalCase> ParseFrugalCase(std::string_view name) {
   FrugalCase parsed;
@@ -61,6 +63,9 @@ StatusOr<FrugalCase> ParseFrugalCase(std::string_view name) {
   if (rest.ends_with(kStagedSuffix)) {
     parsed.staged = true;
     rest.remove_suffix(kStagedSuffix.size());
+  } else if (rest.ends_with(kFusedSuffix)) {
+    parsed.fused = true;
+    rest.remove_suffix(kFusedSuffix.size());
   }
   const size_t at = rest.find(kSegmentSeparator);
   if (at != std::string_view::npos) {
@@ -78,11 +83,23 @@ StatusOr<FrugalCase> ParseFrugalCase(std::string_view name) {
     for (const auto& n : DefaultAllreduceNames()) accepted += (accepted.empty() ? "" : ", ") + n;
     return InvalidArgumentError(fmt::format(
         "unknown allreduce algorithm '{}' (accepted: {}, and any of frugal's as ALGO{}SEGMENT "
-        "and ALGO{})",
-        name, accepted, kSegmentSeparator, kStagedSuffix));
+        "and ALGO{} or ALGO{})",
+        name, accepted, kSegmentSeparator, kStagedSuffix, kFusedSuffix));
   }
   parsed.algorithm = *algorithm;
   return parsed;
+}
+
+// `count` floats cut into tensors of kFusedTensorCounts in turn, the last one taking the rest.
+std::vector<size_t> FusedCounts(size_t count) {
+  std::vector<size_t> counts;
+  size_t left = count;
+  for (size_t i = 0; left > 0; ++i) {
+    const size_t take = std::min(left, kFusedTensorCounts[i % std::size(kFusedTensorCounts)]);
+    counts.push_back(take);
+    left -= take;
+  }
+  return counts;
 }
 
 // Seconds per byte of `a[i] += b[i]` on float32, median of a few passes over 16 MiB.
@@ -280,7 +297,14 @@ StatusOr<AllreduceBenchReport> RunAllreduceBench(Transport& t, const AllreduceBe
         ar.torus_rows = options.torus_rows;
         if (!frugal_case.staged) ar.data_owner = memory.owner;
         frugal_options[c] = ar;
-        runs[c] = [&t, data, ar] { return Allreduce(t, data, ar); };
+        if (frugal_case.fused) {
+          runs[c] = [&t, data, ar, counts = FusedCounts(count),
+                     scratch = std::make_shared<SharedBytes>()] {
+            return AllreduceFused(t, data, counts, ar, scratch.get());
+          };
+        } else {
+          runs[c] = [&t, data, ar] { return Allreduce(t, data, ar); };
+        }
       }
     }
     // values[c * (iters + 1) + k]: seconds of timed iteration k of case c; the last slot of each

@@ -24,6 +24,13 @@ inline constexpr std::string_view kGlooPeerName = "gloo";
 // but not told that the buffer is shared with the transport (AllreduceOptions::data_owner), so
 // its sends and receives on it take the transport's staging copies, as on a caller's own memory.
 inline constexpr std::string_view kStagedSuffix = ":staged";
+// Appended to one of frugal's algorithms ("ring:fused"): AllreduceFused of the same buffer cut
+// into tensors of kFusedTensorCounts floats in turn (the last one takes the rest): what a bucket
+// of fused gradients costs, each with the bits of its own all-reduce.
+inline constexpr std::string_view kFusedSuffix = ":fused";
+// The sizes of ResNet-20's tensors: a batch-norm vector, the first convolution, and the
+// convolutions of its three stages.
+inline constexpr size_t kFusedTensorCounts[] = {16, 432, 2304, 9216, 36864};
 // Between one of frugal's algorithms and its suffix ("ring@256K", "tree@1M:staged"): the segment
 // of that case, in place of --segment-bytes and the algorithm's default, so that several segment
 // sizes of one algorithm take turns in the same run.
@@ -31,7 +38,8 @@ inline constexpr char kSegmentSeparator = '@';
 
 struct AllreduceBenchOptions {
   std::vector<size_t> sizes;            // bytes, multiples of sizeof(float)
-  std::vector<std::string> algorithms;  // frugal algorithm names (ALGO:staged too), "mpi", "gloo"
+  std::vector<std::string> algorithms;  // frugal algorithm names (ALGO:staged, ALGO:fused too),
+                                        // "mpi", "gloo"
   int iters = 10;
   int warmup = 2;
   Duration timeout = kDefaultTimeout;

@@ -225,7 +225,8 @@ void AddBenchAllreduceCommand(CLI::App& bench, Dispatcher& dispatcher) {
          "--algorithms", flags->algorithms,
          "ring, rd, rabenseifner, tree, dbtree, hier, torus, direct, mpi, gloo, or all; ALGO@SIZE "
          "runs one of frugal's with segments of SIZE, ALGO:staged through the transport's "
-         "staging copies")
+         "staging copies, ALGO:fused as AllreduceFused of the buffer cut into ResNet-20's tensor "
+         "sizes")
       ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--iters", flags->iters, "Timed iterations per size and algorithm")

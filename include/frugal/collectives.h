@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -79,9 +80,45 @@ struct AllreduceOptions {
   // After a failed call a peer that answers late may still write `data` until the transport
   // has released it. Null (the default): `data` is the caller's own memory.
   std::shared_ptr<void> data_owner;
+  // Where the algorithms that cut the buffer into blocks put the boundaries: the sizes of the
+  // blocks, summing to the buffer's length, as many as the algorithm has blocks (ring and direct:
+  // one per rank; rabenseifner: the largest power of two <= the number of ranks; dbtree: 2).
+  // Empty (the default): BlockPartition. AllreduceFused sets them; the other algorithms ignore
+  // them.
+  std::vector<size_t> block_counts;
 };
 
 Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
+
+// All-reduce of a fused buffer: `data` holds tensors of `counts` elements one after the other
+// (the counts sum to data.size(); no count or one: a plain Allreduce). Each tensor ends with the
+// same bits as an Allreduce of it alone with the same options, whichever tensors it is fused with
+// and wherever it lies in `data`: for ring, direct, rabenseifner and dbtree, whose order of
+// additions is fixed by a block partition of the buffer, the tensors are laid out in a scratch
+// buffer block by block (ForEachFusedPiece), reduced there with those blocks
+// (AllreduceOptions::block_counts) and copied back; rd and tree add every element in the same
+// order and reduce `data` as it is. So a run's gradients do not depend on which tensors an
+// overlap policy happened to fuse. The bytes on the wire are those of an Allreduce of `data`.
+// `scratch`, when given, is kept from call to call (memory from Transport::NewShared: sends skip
+// the staging copies); otherwise the scratch is allocated per call. Hierarchical and torus
+// partition twice and reduce `data` as it is: their results depend on the fusion. Collective.
+// A caller that gathers the tensors anyway (the engine) gathers them block by block itself and
+// calls Allreduce with FusedBlockCounts, which saves the two copies.
+Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_t> counts,
+                      const AllreduceOptions& options, SharedBytes* scratch = nullptr);
+
+// The blocks whose index fixes the order of additions of `algorithm` on `ranks` ranks: ranks for
+// ring and direct, the largest power of two <= ranks for rabenseifner, 2 for dbtree; 1 for the
+// others (the same order for every element, or one AllreduceFused cannot follow).
+int FusedBlocks(AllreduceAlgorithm algorithm, int ranks);
+// The block by block layout of tensors of `counts` elements in `blocks` blocks: block b holds
+// block b of every tensor's own partition (BlockPartition(count, blocks, b)), tensor after
+// tensor. FusedBlockCounts gives the sizes of the blocks (AllreduceOptions::block_counts);
+// ForEachFusedPiece calls fn(tensor index, offset in the tensor, offset in the fused buffer,
+// count) for every non-empty piece, in the order of the fused buffer.
+std::vector<size_t> FusedBlockCounts(std::span<const size_t> counts, int blocks);
+void ForEachFusedPiece(std::span<const size_t> counts, int blocks,
+                       const std::function<void(size_t, size_t, size_t, size_t)>& fn);
 
 // The segment an algorithm uses when AllreduceOptions::segment_bytes is unset, chosen from
 // measurements over shared memory (docs/performance.md, "Large messages on one machine: the peer

@@ -58,6 +58,9 @@ struct BucketInfo {
   size_t count = 0;  // float elements in the bucket (sum of entries' counts)
   std::vector<BucketEntry> entries;
   uint64_t step = 0;  // training step the bucket belongs to; set by the caller of Reduce()
+  // 0: the entries lie one after the other (at their offsets). > 1: the caller laid them out
+  // block by block for that many blocks (ForEachFusedPiece, as the reducer's FusedBlocks() asked).
+  int fused_blocks = 0;
 };
 
 // Groups `tensors`, in the order given, into consecutive buckets of at most `cap_bytes` of float
@@ -94,6 +97,13 @@ class GradientReducer {
                               std::shared_ptr<void> owner) {
     return Reduce(bucket, data);
   }
+
+  // How a caller that gathers a bucket of several entries into one buffer should lay them out:
+  // > 1, block by block for that many blocks (ForEachFusedPiece; it then sets
+  // BucketInfo::fused_blocks), so that each entry's result has the bits of its own reduction
+  // (the all-reduce reducers of frugal's ring, direct, rabenseifner and dbtree: FusedBlocks);
+  // 0 (the default), one after the other.
+  virtual int FusedBlocks() const { return 0; }
 
   // A short description for logs and summaries, e.g. "allreduce:ring" or "mpi".
   virtual std::string name() const = 0;

@@ -81,7 +81,8 @@ Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptio
   }
 
   // 2. Block r, piece by piece.
-  const Block own = BlockPartition(data.size(), n, r);
+  const std::vector<Block> blocks = BlocksOf(data.size(), n, options);
+  const Block own = blocks[static_cast<size_t>(r)];
   size_t seg = SegmentElems(SegmentBytes(options));
   if (seg == 0) seg = own.count;
   for (size_t begin = 0; begin < own.count; begin += seg) {
@@ -110,7 +111,7 @@ Status DirectAllreduce(Transport& t, std::span<float> data, const AllreduceOptio
   for (int k = 1; k < n; ++k) {
     const int j = (r + k) % n;
     FRUGAL_RETURN_IF_ERROR(WaitRecv(*recvs[j], 0, timeout));
-    const Block b = BlockPartition(data.size(), n, j);
+    const Block b = blocks[static_cast<size_t>(j)];
     std::memcpy(work.data() + b.offset, peer[j] + b.offset, b.count * sizeof(float));
   }
   FRUGAL_RETURN_IF_ERROR(WaitAll(sends, timeout));

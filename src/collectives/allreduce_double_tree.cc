@@ -22,7 +22,7 @@ Status DoubleBinaryTreeAllreduce(Transport& t, std::span<float> data,
   const float scale = options.op == ReduceOp::kAverage ? 1.0f / static_cast<float>(n) : 1.0f;
   const size_t seg = SegmentElems(SegmentBytes(options));
   const std::array<TreeNode, 2> trees = DoubleTree(n, t.rank());
-  const size_t half = (data.size() + 1) / 2;
+  const size_t half = BlocksOf(data.size(), 2, options)[0].count;
   if (TreeReads(t, data.size() * sizeof(float), /*two_ranks_bytes=*/size_t{4} << 20)) {
     const bool owner = options.data_owner != nullptr;
     ReadingTreePipeline first(t, trees[0], data.first(half), seg, kTagDoubleTree0, options.timeout,

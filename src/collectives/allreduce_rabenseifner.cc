@@ -48,7 +48,7 @@ Status RabenseifnerAllreduce(Transport& t, std::span<float> data, const Allreduc
     }
   }
   if (vr >= 0) {
-    const std::vector<Block> blocks = BlockPartitionAll(data.size(), p);
+    const std::vector<Block> blocks = BlocksOf(data.size(), p, options);
     // Elements of the block range [lo, hi).
     auto range = [&](int lo, int hi) {
       const size_t begin = blocks[static_cast<size_t>(lo)].offset;

@@ -16,7 +16,7 @@ namespace frugal::coll {
 Status RingAllreduce(Transport& t, std::span<float> data, const AllreduceOptions& options) {
   const int n = t.size();
   const size_t seg = SegmentElems(SegmentBytes(options));
-  const std::vector<Block> blocks = BlockPartitionAll(data.size(), n);
+  const std::vector<Block> blocks = BlocksOf(data.size(), n, options);
   const DataIo io{options.data_owner};
   FRUGAL_RETURN_IF_ERROR(
       RingReduceScatter(t, data, blocks, kTagRingReduceScatter, seg, options.timeout, io));

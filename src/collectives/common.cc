@@ -130,6 +130,19 @@ std::vector<Block> BlockPartitionAll(size_t count, int parts) {
   return blocks;
 }
 
+std::vector<Block> BlocksOf(size_t count, int parts, const AllreduceOptions& options) {
+  if (options.block_counts.empty()) return BlockPartitionAll(count, parts);
+  FRUGAL_CHECK_EQ(options.block_counts.size(), static_cast<size_t>(parts), "block counts");
+  std::vector<Block> blocks(static_cast<size_t>(parts));
+  size_t at = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    blocks[i] = Block{at, options.block_counts[i]};
+    at += options.block_counts[i];
+  }
+  FRUGAL_CHECK_EQ(at, count, "sum of the block counts");
+  return blocks;
+}
+
 std::vector<Block> ToBytes(std::span<const Block> blocks, size_t element_size) {
   std::vector<Block> out;
   out.reserve(blocks.size());
@@ -147,6 +160,7 @@ AllreduceOptions InnerOptions(const AllreduceOptions& options) {
   inner.inner_algorithm = AllreduceAlgorithm::kRing;
   inner.op = ReduceOp::kSum;
   inner.check_lengths = false;
+  inner.block_counts.clear();
   return inner;
 }
 

@@ -1,10 +1,13 @@
 // Dense gradient reducers: the exact average of every bucket.
 //
 // AllreduceReducer runs frugal's Allreduce over the transport with ReduceOp::kAverage and the
-// chosen AllreduceAlgorithm; its bytes_sent() is the growth of Transport::bytes_sent() across
-// its own calls, so it counts exactly what this reducer put on the wire. Its bucket memory
-// (NewBucketMemory) is the transport's shared memory, and ReduceShared passes it to Allreduce as
-// AllreduceOptions::data_owner: sends and receives on it skip the transport's staging copies.
+// chosen AllreduceAlgorithm. A bucket of several entries is reduced so that an entry's average
+// has the same bits whichever entries it was fused with: laid out block by block by the caller
+// (FusedBlocks, BucketInfo::fused_blocks: the engine) or else by AllreduceFused. Its bytes_sent()
+// is the growth of Transport::bytes_sent() across its own calls, so it counts exactly what this
+// reducer put on the wire. Its bucket memory (NewBucketMemory) is the transport's shared memory,
+// and ReduceShared passes it to Allreduce as AllreduceOptions::data_owner: sends and receives on
+// it skip the transport's staging copies.
 //
 // "mpi" is MPI_Allreduce and "gloo[:ALGORITHM]" Gloo's all-reduce: peers frugal compares itself
 // with, not its algorithms. They live in mpi_reducer.cc and gloo_reducer.cc.
@@ -55,6 +58,11 @@ class AllreduceReducer final : public GradientReducer {
     return Run(bucket, data, options);
   }
 
+  int FusedBlocks() const override {
+    const int blocks = frugal::FusedBlocks(options_.algorithm, transport_.size());
+    return blocks > 1 ? blocks : 0;
+  }
+
   std::string name() const override {
     return "allreduce:" + std::string(AllreduceAlgorithmName(options_.algorithm));
   }
@@ -65,7 +73,18 @@ class AllreduceReducer final : public GradientReducer {
   Status Run(const BucketInfo& bucket, std::span<float> data, const AllreduceOptions& options) {
     FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
     const uint64_t before = transport_.bytes_sent();
-    Status status = Allreduce(transport_, data, options);
+    counts_.clear();
+    for (const BucketEntry& entry : bucket.entries) counts_.push_back(entry.count);
+    Status status;
+    if (bucket.fused_blocks > 1) {
+      AllreduceOptions laid_out = options;
+      laid_out.block_counts = FusedBlockCounts(counts_, bucket.fused_blocks);
+      status = Allreduce(transport_, data, laid_out);
+    } else if (counts_.size() > 1) {
+      status = AllreduceFused(transport_, data, counts_, options, &scratch_);
+    } else {
+      status = Allreduce(transport_, data, options);
+    }
     bytes_sent_ += transport_.bytes_sent() - before;
     return status.Annotate("allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) +
                            ")");
@@ -74,6 +93,8 @@ class AllreduceReducer final : public GradientReducer {
   Transport& transport_;
   AllreduceOptions options_;
   uint64_t bytes_sent_ = 0;
+  std::vector<size_t> counts_;  // of the bucket's entries
+  SharedBytes scratch_;         // AllreduceFused's
 };
 
 }  // namespace

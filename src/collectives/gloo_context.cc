@@ -380,7 +380,8 @@ StatusOr<std::unique_ptr<GlooContext>> GlooContext::Connect(Transport& t,
                             AllreduceOptions{.algorithm = AllreduceAlgorithm::kRing,
                                              .timeout = options.timeout,
                                              .check_lengths = false,
-                                             .data_owner = nullptr});
+                                             .data_owner = nullptr,
+                                             .block_counts = {}});
   if (t.rank() == 0) {
     std::error_code ec;
     std::filesystem::remove_all(store_path, ec);

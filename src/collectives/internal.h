@@ -199,6 +199,9 @@ Status BinomialBroadcast(Transport& t, std::span<std::byte> data, int root, int 
                          size_t seg_bytes, Duration timeout);
 
 std::vector<Block> BlockPartitionAll(size_t count, int parts);
+// The `parts` blocks of a buffer of `count` elements: options.block_counts when set (checked
+// against `parts` and `count`), BlockPartitionAll otherwise.
+std::vector<Block> BlocksOf(size_t count, int parts, const AllreduceOptions& options);
 std::vector<Block> ToBytes(std::span<const Block> blocks, size_t element_size);
 
 // The sub-transports that hierarchical and 2D-torus all-reduces split off a transport, kept as

@@ -1,8 +1,8 @@
 // The compressing gradient reducer. For a bucket of entries (tensors or tensor partitions, each
 // with its name, offset and count):
 //   1. the entries smaller than min_bytes are gathered, in entry order, into one buffer that is
-//      averaged with a dense all-reduce and scattered back (all of `data` directly when every
-//      entry is small);
+//      averaged with a dense all-reduce (AllreduceFused: each entry's bits do not depend on the
+//      others) and scattered back (all of `data` directly when every entry is small);
 //   2. every other entry is averaged by AggregateCompressed as tensor `entry.name` (with
 //      `entry.shape` when the engine knows it, for per-column and low-rank compressors), so that
 //      its compressor state (error-feedback residual, momentum, PowerSGD's Q) follows the tensor
@@ -77,8 +77,13 @@ class CompressedReducerImpl final : public CompressedReducer {
     dense.op = ReduceOp::kAverage;
     dense.timeout = options_.timeout;
     dense.check_lengths = false;
+    small_counts_.clear();
+    for (const BucketEntry& e : bucket.entries) {
+      if (Small(e)) small_counts_.push_back(e.count);
+    }
     if (all_small) {
-      FRUGAL_RETURN_IF_ERROR(Allreduce(t_, data, dense).Annotate("dense part of " + bucket.name));
+      FRUGAL_RETURN_IF_ERROR(AllreduceFused(t_, data, small_counts_, dense, &dense_scratch_)
+                                 .Annotate("dense part of " + bucket.name));
     } else if (small_count > 0) {
       dense_buffer_.resize(small_count);
       size_t at = 0;
@@ -88,7 +93,8 @@ class CompressedReducerImpl final : public CompressedReducer {
         at += e.count;
       }
       FRUGAL_RETURN_IF_ERROR(
-          Allreduce(t_, dense_buffer_, dense).Annotate("dense part of " + bucket.name));
+          AllreduceFused(t_, dense_buffer_, small_counts_, dense, &dense_scratch_)
+              .Annotate("dense part of " + bucket.name));
       at = 0;
       for (const BucketEntry& e : bucket.entries) {
         if (!Small(e)) continue;
@@ -183,6 +189,8 @@ class CompressedReducerImpl final : public CompressedReducer {
   AggregateOptions aggregate_;
   CompressContext ctx_;
   std::vector<float> dense_buffer_;
+  std::vector<size_t> small_counts_;  // of the bucket's small entries
+  SharedBytes dense_scratch_;         // AllreduceFused's
   std::map<std::string, std::vector<float>, std::less<>> momentum_;
   Stats stats_;
 };

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 
 #include "engine/engine_timeline.h"
+#include "frugal/collectives.h"
 
 namespace frugal::engine_internal {
 
@@ -38,13 +40,25 @@ ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int i
                   : fmt::format("fused({}..{})", parts.front().name, parts.back().name);
   std::span<float> data = parts[0].data;
   std::shared_ptr<void> owner;  // set when `data` is the reducer's bucket memory
+  // Where piece `count` at `from` of part i lies in the fusion buffer: block by block when the
+  // reducer asks for it (so that each part's result has the bits of its own reduction), else
+  // the parts one after the other.
+  std::vector<size_t> counts;
+  auto for_each_piece = [&](const std::function<void(size_t, size_t, size_t, size_t)>& fn) {
+    if (info.fused_blocks > 1) {
+      ForEachFusedPiece(counts, info.fused_blocks, fn);
+    } else {
+      for (size_t i = 0; i < parts.size(); ++i) fn(i, 0, info.entries[i].offset, counts[i]);
+    }
+  };
   if (parts.size() > 1) {
+    for (const BucketPart& part : parts) counts.push_back(part.data.size());
+    info.fused_blocks = reducer_.FusedBlocks();
     data = FusionBuffer(total);
     owner = shared_.owner;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      std::memcpy(data.data() + info.entries[i].offset, parts[i].data.data(),
-                  parts[i].data.size_bytes());
-    }
+    for_each_piece([&](size_t i, size_t from, size_t to, size_t count) {
+      std::memcpy(data.data() + to, parts[i].data.data() + from, count * sizeof(float));
+    });
   }
   if (phases_) (void)phases_->Drain();
   ReductionResult result;
@@ -54,10 +68,9 @@ ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int i
       owner ? reducer_.ReduceShared(info, data, std::move(owner)) : reducer_.Reduce(info, data);
   result.end = Clock::now();
   if (parts.size() > 1 && result.status.ok()) {
-    for (size_t i = 0; i < parts.size(); ++i) {
-      std::memcpy(parts[i].data.data(), data.data() + info.entries[i].offset,
-                  parts[i].data.size_bytes());
-    }
+    for_each_piece([&](size_t i, size_t from, size_t to, size_t count) {
+      std::memcpy(parts[i].data.data() + from, data.data() + to, count * sizeof(float));
+    });
   }
   // The network may still write memory of a failed reduction: it is not used again.
   if (!result.status.ok()) shared_ = {};

@@ -1,5 +1,6 @@
 // One bucket through the reducer (internal): the parts are reduced in place when there is one,
-// through a fusion buffer otherwise (copied in, reduced, copied out if the reduction succeeded),
+// through a fusion buffer otherwise (copied in, one after the other or block by block as the
+// reducer asks, GradientReducer::FusedBlocks; reduced; copied out if the reduction succeeded),
 // with the bucket's step, and the reduction's phases are drawn in the timeline. The fusion buffer
 // is the reducer's bucket memory when it has some (GradientReducer::NewBucketMemory, reduced with
 // ReduceShared: over MPI, memory the transport sends and receives without staging copies), kept

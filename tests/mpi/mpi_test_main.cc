@@ -15,23 +15,27 @@ namespace {
 // Owned by main(); tests reach it through Runtime().
 MpiRuntime* runtime_instance = nullptr;
 
-// Prints only failed assertions, prefixed with the rank (used on ranks other than 0).
+// Prints only failed assertions, prefixed with the rank (used on ranks other than 0). The test's
+// name is kept from OnTestStart: OnTestPartResult runs with Google Test's lock held, under which
+// UnitTest::current_test_info() would wait for itself.
 class FailurePrinter : public ::testing::EmptyTestEventListener {
  public:
   explicit FailurePrinter(int rank) : rank_(rank) {}
 
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    test_ = std::string(info.test_suite_name()) + "." + info.name();
+  }
+
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: %s\n", rank_,
-                 info != nullptr ? info->test_suite_name() : "?",
-                 info != nullptr ? info->name() : "?",
+    std::fprintf(stderr, "[rank %d] %s: %s:%d: %s\n", rank_, test_.empty() ? "?" : test_.c_str(),
                  result.file_name() != nullptr ? result.file_name() : "?", result.line_number(),
                  result.summary());
   }
 
  private:
   int rank_;
+  std::string test_;
 };
 
 }  // namespace
