@@ -3,7 +3,7 @@
 // libraries' shared-memory collectives do. Messages carry only where the buffers are and when a
 // phase is done.
 //
-// Rank r owns block r of BlockPartition(count, n):
+// Rank r owns block r of BlockPartition(count, n) (or of AllreduceOptions::block_counts):
 //  1. Every rank sends every other rank the region of its buffer (RegionOf: the buffer itself when
 //     the caller gave memory from NewShared, AllreduceOptions::data_owner; otherwise a copy of it
 //     in such memory) and maps the regions it receives. The message also says "my buffer is

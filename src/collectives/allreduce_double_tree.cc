@@ -5,13 +5,14 @@
 // tree 0 is NCCL's in-order binary tree (interior nodes = even ranks), tree 1 the same tree
 // mirrored (rank -> n-1-rank, n even) or shifted by one (n odd), so that the interior nodes of
 // tree 0 are leaves of tree 1 and vice versa (for odd n one rank is interior in both). Tree 0
-// reduces and broadcasts the first half of the buffer, tree 1 the second half, each as a
-// TreePipeline (tree.h) on its own tag. The two pipelines are stepped alternately, segment by
-// segment (tree 0 segment s, tree 1 segment s, ...), so every rank is busy as an interior node of
-// one tree while it serves as a leaf of the other, and both halves stream concurrently. Each
-// tree's root computes the sums of its half and the others copy them: results are bit-identical
-// on all ranks. On one machine, from kReadingTreeBytes, each tree's ranks read each other's
-// segments in place instead (ReadingTreePipeline).
+// reduces and broadcasts the first half of the buffer (or the first of the two
+// AllreduceOptions::block_counts), tree 1 the second half, each as a TreePipeline (tree.h) on its
+// own tag. The two pipelines are stepped alternately, segment by segment (tree 0 segment s, tree
+// 1 segment s, ...), so every rank is busy as an interior node of one tree while it serves as a
+// leaf of the other, and both halves stream concurrently. Each tree's root computes the sums of
+// its half and the others copy them: results are bit-identical on all ranks. On one machine, from
+// kReadingTreeBytes, each tree's ranks read each other's segments in place instead
+// (ReadingTreePipeline).
 #include "collectives/tree.h"
 
 namespace frugal::coll {

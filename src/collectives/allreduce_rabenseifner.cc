@@ -5,8 +5,9 @@
 // Let p be the largest power of two <= n and rem = n - p. Pre-step: among the first 2*rem ranks,
 // each even rank r sends its whole buffer to r + 1 and sits out; the odd rank adds it into its
 // own. The p remaining ranks get virtual ranks vr (r / 2 below 2*rem, r - rem above); peer(v)
-// maps a virtual rank back. The buffer is cut into p blocks by BlockPartition and each virtual
-// rank tracks the range [lo, hi) of blocks it is responsible for, initially [0, p).
+// maps a virtual rank back. The buffer is cut into p blocks by BlockPartition (or
+// AllreduceOptions::block_counts) and each virtual rank tracks the range [lo, hi) of blocks it is
+// responsible for, initially [0, p).
 // Reduce-scatter by recursive halving: for mask = p/2, p/4, ..., 1, vr pairs with vr ^ mask; the
 // lower of the two keeps the lower half [lo, mid) of the range and sends the upper half, the
 // other keeps the upper half; each adds the partner's copy of its kept half into its own

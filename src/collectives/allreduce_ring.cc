@@ -1,7 +1,8 @@
 // Ring all-reduce: ring reduce-scatter followed by ring allgather (Patarasuk and Yuan 2009; the
 // algorithm of Baidu's ring all-reduce and Horovod).
 //
-// The buffer is cut into n blocks by BlockPartition. RingReduceScatter (reduce_scatter.cc) leaves
+// The buffer is cut into n blocks by BlockPartition (or AllreduceOptions::block_counts, a fused
+// bucket's layout: allreduce_fused.cc). RingReduceScatter (reduce_scatter.cc) leaves
 // on rank r the sum of block r after n - 1 steps; for kAverage rank r then scales its own block
 // by 1/n; RingAllgather (allgather.cc) circulates the finished blocks in n - 1 more steps. Both
 // phases are cut into chunks of `segment_bytes` and pipelined: a chunk received at one step is
