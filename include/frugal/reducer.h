@@ -59,7 +59,8 @@ struct BucketInfo {
   std::vector<BucketEntry> entries;
   uint64_t step = 0;  // training step the bucket belongs to; set by the caller of Reduce()
   // 0: the entries lie one after the other (at their offsets). > 1: the caller laid them out
-  // block by block for that many blocks (ForEachFusedPiece, as the reducer's FusedBlocks() asked).
+  // block by block for that many blocks (ForEachFusedPiece, as the reducer's FusedBlocks() asked);
+  // the offsets are then those of the layout one after the other, not where the entries lie.
   int fused_blocks = 0;
 };
 
