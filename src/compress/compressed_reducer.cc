@@ -65,9 +65,11 @@ class CompressedReducerImpl final : public CompressedReducer {
     const uint64_t dense_start = t_.bytes_sent();
     bool all_small = true;
     size_t small_count = 0;
+    small_counts_.clear();
     for (const BucketEntry& e : bucket.entries) {
       if (Small(e)) {
         small_count += e.count;
+        small_counts_.push_back(e.count);
       } else {
         all_small = false;
       }
@@ -77,10 +79,6 @@ class CompressedReducerImpl final : public CompressedReducer {
     dense.op = ReduceOp::kAverage;
     dense.timeout = options_.timeout;
     dense.check_lengths = false;
-    small_counts_.clear();
-    for (const BucketEntry& e : bucket.entries) {
-      if (Small(e)) small_counts_.push_back(e.count);
-    }
     if (all_small) {
       FRUGAL_RETURN_IF_ERROR(AllreduceFused(t_, data, small_counts_, dense, &dense_scratch_)
                                  .Annotate("dense part of " + bucket.name));

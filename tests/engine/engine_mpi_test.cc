@@ -26,6 +26,14 @@ std::unique_ptr<GradientReducer> Reducer(Transport& t, const std::string& algori
   return std::move(MakeDenseReducer(t, options)).value();
 }
 
+// 0 .. n-1 shuffled with `rng`: a rank's own order of submission.
+std::vector<size_t> ShuffledOrder(size_t n, RngStream& rng) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+  return order;
+}
+
 class EngineMpi : public ::testing::TestWithParam<std::tuple<OverlapMode, std::string>> {};
 
 // Every rank submits 12 tensors in its own order with pauses; every average is exact.
@@ -44,10 +52,8 @@ TEST_P(EngineMpi, OutOfOrderSubmissionCompletesWithExactAverages) {
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   const std::vector<size_t> sizes = {1, 5, 300, 64, 1000, 7, 2048, 33, 128, 9, 700, 16};
   for (int step = 0; step < 3; ++step) {
-    std::vector<size_t> order(sizes.size());
-    std::iota(order.begin(), order.end(), 0);
     RngStream rng(RngKey{.seed = 9, .rank = rank, .step = static_cast<uint64_t>(step)});
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+    const std::vector<size_t> order = ShuffledOrder(sizes.size(), rng);
     std::vector<std::vector<float>> data(sizes.size());
     std::vector<std::unique_ptr<Work>> works(sizes.size());
     for (size_t k : order) {
@@ -81,9 +87,9 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(OverlapModeName(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
     });
 
-// Inexact inputs, submitted in each rank's own order with pauses, so that what is fused depends
-// on the timing: each tensor still ends with the bits of a ring all-reduce of it alone (the
-// engine lays fused buckets out block by block), so a run does not depend on the fusion.
+// Inexact inputs, submitted in each rank's own order and fused as the engine finds them ready:
+// each tensor still ends with the bits of a ring all-reduce of it alone (the engine lays fused
+// buckets out block by block), so a run does not depend on the fusion.
 class EngineMpiFusion : public ::testing::TestWithParam<OverlapMode> {};
 
 // UniformInput scaled element by element by powers of two from 2^-8 to 2^8: partial sums round,
@@ -112,17 +118,14 @@ TEST_P(EngineMpiFusion, EveryTensorHasTheBitsOfItsOwnAllreduce) {
   constexpr int kSteps = 4;
   std::vector<std::vector<std::vector<float>>> results(kSteps);
   for (int step = 0; step < kSteps; ++step) {
-    std::vector<size_t> order(sizes.size());
-    std::iota(order.begin(), order.end(), 0);
     RngStream rng(RngKey{.seed = 11, .rank = rank, .step = static_cast<uint64_t>(step)});
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+    const std::vector<size_t> order = ShuffledOrder(sizes.size(), rng);
     auto& data = results[static_cast<size_t>(step)];
     data.resize(sizes.size());
     std::vector<std::unique_ptr<Work>> works(sizes.size());
     for (size_t k : order) {
       data[k] = SpreadInput(rank, sizes[k], k * 10 + static_cast<size_t>(step));
       works[k] = (*engine)->Submit(Req(Indexed("g", k), static_cast<int>(k), step), data[k]);
-      if (rng.Below(3) == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
     }
     for (auto& w : works) ASSERT_TRUE(w->Wait(kMpiWait).ok());
   }
