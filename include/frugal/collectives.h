@@ -90,20 +90,34 @@ struct AllreduceOptions {
 
 Status Allreduce(Transport& t, std::span<float> data, const AllreduceOptions& options);
 
-// All-reduce of a fused buffer: `data` holds tensors of `counts` elements one after the other
-// (the counts sum to data.size(); no count or one: a plain Allreduce). Each tensor ends with the
-// same bits as an Allreduce of it alone with the same options, whichever tensors it is fused with
-// and wherever it lies in `data`: for ring, direct, rabenseifner and dbtree, whose order of
-// additions is fixed by a block partition of the buffer, the tensors are laid out in a scratch
-// buffer block by block (ForEachFusedPiece), reduced there with those blocks
-// (AllreduceOptions::block_counts) and copied back; rd and tree add every element in the same
-// order and reduce `data` as it is. So a run's gradients do not depend on which tensors an
-// overlap policy happened to fuse. The bytes on the wire are those of an Allreduce of `data`.
-// `scratch`, when given, is kept from call to call (memory from Transport::NewShared: sends skip
-// the staging copies); otherwise the scratch is allocated per call. Hierarchical and torus
-// partition twice and reduce `data` as it is: their results depend on the fusion. Collective.
-// A caller that gathers the tensors anyway (the engine) gathers them block by block itself and
-// calls Allreduce with FusedBlockCounts, which saves the two copies.
+// One part of a fused buffer: elements [offset, offset + count) of a tensor of `whole` elements;
+// a whole tensor when offset is 0 and whole == count (WholeTensors), a piece of one otherwise
+// (the engine's priority partitions).
+struct FusedPart {
+  size_t count = 0;
+  size_t offset = 0;
+  size_t whole = 0;
+};
+std::vector<FusedPart> WholeTensors(std::span<const size_t> counts);
+
+// All-reduce of a fused buffer: `data` holds `parts` one after the other (their counts sum to
+// data.size(); none or one whole tensor: a plain Allreduce). Each part ends with the same bits as
+// it has in an Allreduce of its whole tensor alone with the same options, whichever parts it is
+// fused with and wherever it lies in `data`: for ring, direct, rabenseifner and dbtree, whose
+// order of additions is fixed by a block partition of the buffer, the parts are laid out in a
+// scratch buffer block by block (ForEachFusedPiece), reduced there with those blocks
+// (AllreduceOptions::block_counts) and copied back (one part alone is reduced in place with its
+// blocks: its layout is the buffer as it is); rd and tree add every element in the same order and
+// reduce `data` as it is. So a run's gradients do not depend on which tensors an overlap policy
+// happened to fuse, nor on whether it cut a tensor into pieces. The bytes on the wire are those of
+// an Allreduce of `data`. `scratch`, when given, is kept from call to call (memory from
+// Transport::NewShared: sends skip the staging copies); otherwise the scratch is allocated per
+// call. Hierarchical and torus partition twice and reduce `data` as it is: their results depend on
+// the fusion. Collective. A caller that gathers the parts anyway (the engine) gathers them block
+// by block itself and calls Allreduce with FusedBlockCounts, which saves the two copies.
+Status AllreduceFused(Transport& t, std::span<float> data, std::span<const FusedPart> parts,
+                      const AllreduceOptions& options, SharedBytes* scratch = nullptr);
+// The same for whole tensors of `counts` elements.
 Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_t> counts,
                       const AllreduceOptions& options, SharedBytes* scratch = nullptr);
 
@@ -111,13 +125,13 @@ Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_
 // ring and direct, the largest power of two <= ranks for rabenseifner, 2 for dbtree; 1 for the
 // others (the same order for every element, or one AllreduceFused cannot follow).
 int FusedBlocks(AllreduceAlgorithm algorithm, int ranks);
-// The block by block layout of tensors of `counts` elements in `blocks` blocks: block b holds
-// block b of every tensor's own partition (BlockPartition(count, blocks, b)), tensor after
-// tensor. FusedBlockCounts gives the sizes of the blocks (AllreduceOptions::block_counts);
-// ForEachFusedPiece calls fn(tensor index, offset in the tensor, offset in the fused buffer,
-// count) for every non-empty piece, in the order of the fused buffer.
-std::vector<size_t> FusedBlockCounts(std::span<const size_t> counts, int blocks);
-void ForEachFusedPiece(std::span<const size_t> counts, int blocks,
+// The block by block layout of `parts` in `blocks` blocks: block b holds, part after part, each
+// part's share of block b of its whole tensor's own partition (BlockPartition(whole, blocks, b)
+// cut to the part's elements). FusedBlockCounts gives the sizes of the blocks
+// (AllreduceOptions::block_counts); ForEachFusedPiece calls fn(part index, offset in the part,
+// offset in the fused buffer, count) for every non-empty piece, in the order of the fused buffer.
+std::vector<size_t> FusedBlockCounts(std::span<const FusedPart> parts, int blocks);
+void ForEachFusedPiece(std::span<const FusedPart> parts, int blocks,
                        const std::function<void(size_t, size_t, size_t, size_t)>& fn);
 
 // The segment an algorithm uses when AllreduceOptions::segment_bytes is unset, chosen from

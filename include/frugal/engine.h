@@ -40,10 +40,12 @@
 //
 // Determinism: every rank executes the same reductions in the same order with the same bucket
 // contents (decided from the coordinator's decisions, the same on every rank), so parameters stay
-// identical across ranks. The composition of buckets under kCycle fusion and kPriority scheduling
-// depends on when tensors became ready, so with three or more ranks the last bits of a sum can
-// differ between runs (the reduction order of an element depends on its place in the bucket); kFifo
-// without fusion and kMgWfbp with a given plan reduce the same buckets in every run.
+// identical across ranks. The composition of buckets under kCycle fusion, kMgWfbp and kPriority
+// scheduling depends on when tensors became ready, and where an element lies in a bucket fixes the
+// order of its additions; so a bucket of several tensors or partitions is laid out as the reducer
+// asks (GradientReducer::FusedBlocks, BucketInfo::fused_blocks) and a partition alone is told its
+// place in its tensor: with frugal's ring, direct, rabenseifner and dbtree every tensor then ends
+// with the bits of its own all-reduce, whatever it was fused with or cut into, in every run.
 //
 // Thread safety: Submit, Call, stats and the Work handles may be used from any thread. After
 // Start returns, the transport and the reducer belong to the engine's thread until Shutdown

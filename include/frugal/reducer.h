@@ -50,7 +50,15 @@ struct BucketEntry {
   // count); empty otherwise. Compressors that work on a matrix view (1-bit SGD's columns,
   // PowerSGD) use it.
   std::vector<int64_t> shape;
+  // A piece of a tensor (the engine's priority partitions): elements [tensor_offset,
+  // tensor_offset + count) of a tensor of tensor_count elements. tensor_count 0: the whole tensor.
+  size_t tensor_offset = 0;
+  size_t tensor_count = 0;
 };
+
+// An entry's place in its tensor, and the entries', for AllreduceFused and FusedBlockCounts.
+FusedPart FusedPartOf(const BucketEntry& entry);
+std::vector<FusedPart> FusedPartsOf(std::span<const BucketEntry> entries);
 
 struct BucketInfo {
   int id = 0;        // 0, 1, ... in submission order
@@ -59,8 +67,9 @@ struct BucketInfo {
   std::vector<BucketEntry> entries;
   uint64_t step = 0;  // training step the bucket belongs to; set by the caller of Reduce()
   // 0: the entries lie one after the other (at their offsets). > 1: the caller laid them out
-  // block by block for that many blocks (ForEachFusedPiece, as the reducer's FusedBlocks() asked);
-  // the offsets are then those of the layout one after the other, not where the entries lie.
+  // block by block for that many blocks (ForEachFusedPiece over FusedPartsOf(entries), as the
+  // reducer's FusedBlocks() asked; one entry lies in that layout as it is); the offsets are then
+  // those of the layout one after the other, not where the entries lie.
   int fused_blocks = 0;
 };
 

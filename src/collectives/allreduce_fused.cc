@@ -9,11 +9,15 @@
 // block by block, every element falls in the block it would fall in were its tensor reduced
 // alone: block b of the fused buffer is block b of the first tensor's own partition
 // (BlockPartition(count, blocks, b)), then block b of the second tensor's, and so on, and the
-// algorithm is told these block sizes (AllreduceOptions::block_counts). Nothing is padded: the
+// algorithm is told these block sizes (AllreduceOptions::block_counts). A part that is a piece
+// of a tensor (the engine's priority partitions) takes its share of each of its whole tensor's
+// blocks, so a tensor reduced piece by piece ends with the bits of its reduction in one piece.
+// Nothing is padded: the
 // bytes on the wire are those of the plain all-reduce of the same length; only the per-rank split
 // moves by the rounding of each tensor's blocks. rd and tree add every element along the same
 // chain, so they reduce the buffer as it is; hierarchical and torus partition twice, which one
 // layout cannot follow, and are reduced as they are too.
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -38,22 +42,40 @@ int FusedBlocks(AllreduceAlgorithm algorithm, int ranks) {
   }
 }
 
-std::vector<size_t> FusedBlockCounts(std::span<const size_t> counts, int blocks) {
+std::vector<FusedPart> WholeTensors(std::span<const size_t> counts) {
+  std::vector<FusedPart> parts;
+  parts.reserve(counts.size());
+  for (const size_t count : counts) parts.push_back(FusedPart{count, 0, count});
+  return parts;
+}
+
+namespace {
+
+// Part `p`'s share of block `b` of its whole tensor's partition, as a block of the part.
+Block PieceOf(const FusedPart& p, int blocks, int b) {
+  const Block block = BlockPartition(p.whole, blocks, b);
+  const size_t begin = std::max(block.offset, p.offset);
+  const size_t end = std::min(block.offset + block.count, p.offset + p.count);
+  return end > begin ? Block{begin - p.offset, end - begin} : Block{0, 0};
+}
+
+}  // namespace
+
+std::vector<size_t> FusedBlockCounts(std::span<const FusedPart> parts, int blocks) {
   std::vector<size_t> sizes(static_cast<size_t>(blocks), 0);
   for (int b = 0; b < blocks; ++b) {
-    for (const size_t count : counts) {
-      sizes[static_cast<size_t>(b)] += BlockPartition(count, blocks, b).count;
-    }
+    for (const FusedPart& part : parts)
+      sizes[static_cast<size_t>(b)] += PieceOf(part, blocks, b).count;
   }
   return sizes;
 }
 
-void ForEachFusedPiece(std::span<const size_t> counts, int blocks,
+void ForEachFusedPiece(std::span<const FusedPart> parts, int blocks,
                        const std::function<void(size_t, size_t, size_t, size_t)>& fn) {
   size_t to = 0;
   for (int b = 0; b < blocks; ++b) {
-    for (size_t i = 0; i < counts.size(); ++i) {
-      const Block piece = BlockPartition(counts[i], blocks, b);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Block piece = PieceOf(parts[i], blocks, b);
       if (piece.count > 0) fn(i, piece.offset, to, piece.count);
       to += piece.count;
     }
@@ -62,15 +84,29 @@ void ForEachFusedPiece(std::span<const size_t> counts, int blocks,
 
 Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_t> counts,
                       const AllreduceOptions& options, SharedBytes* scratch) {
+  return AllreduceFused(t, data, WholeTensors(counts), options, scratch);
+}
+
+Status AllreduceFused(Transport& t, std::span<float> data, std::span<const FusedPart> parts,
+                      const AllreduceOptions& options, SharedBytes* scratch) {
   const int blocks = FusedBlocks(options.algorithm, t.size());
-  if (t.size() == 1 || counts.size() <= 1 || blocks == 1) return Allreduce(t, data, options);
-  FRUGAL_CHECK_EQ(std::accumulate(counts.begin(), counts.end(), size_t{0}), data.size(),
-                  "sum of the fused tensors' counts");
-  std::vector<size_t> starts(counts.size(), 0);  // of each tensor in `data`
-  for (size_t i = 1; i < counts.size(); ++i) starts[i] = starts[i - 1] + counts[i - 1];
+  const bool whole_alone = parts.size() == 1 && parts[0].count == parts[0].whole;
+  if (t.size() == 1 || parts.empty() || whole_alone || blocks == 1) {
+    return Allreduce(t, data, options);
+  }
+  size_t total = 0;
+  std::vector<size_t> starts;  // of each part in `data`
+  for (const FusedPart& part : parts) {
+    FRUGAL_CHECK_LE(part.offset + part.count, part.whole, "fused part");
+    starts.push_back(total);
+    total += part.count;
+  }
+  FRUGAL_CHECK_EQ(total, data.size(), "sum of the fused parts' counts");
 
   AllreduceOptions own = options;
-  own.block_counts = FusedBlockCounts(counts, blocks);
+  own.block_counts = FusedBlockCounts(parts, blocks);
+  // One part: its pieces lie in `data` in the order of the layout already.
+  if (parts.size() == 1) return Allreduce(t, data, own);
   std::vector<float> local;
   std::span<float> buffer;
   if (scratch != nullptr) {
@@ -82,7 +118,7 @@ Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_
     buffer = local;
     own.data_owner = nullptr;
   }
-  ForEachFusedPiece(counts, blocks, [&](size_t i, size_t from, size_t to, size_t count) {
+  ForEachFusedPiece(parts, blocks, [&](size_t i, size_t from, size_t to, size_t count) {
     std::memcpy(buffer.data() + to, data.data() + starts[i] + from, count * sizeof(float));
   });
   Status status = Allreduce(t, buffer, own);
@@ -91,7 +127,7 @@ Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_
     if (scratch != nullptr) *scratch = {};
     return status;
   }
-  ForEachFusedPiece(counts, blocks, [&](size_t i, size_t from, size_t to, size_t count) {
+  ForEachFusedPiece(parts, blocks, [&](size_t i, size_t from, size_t to, size_t count) {
     std::memcpy(data.data() + starts[i] + from, buffer.data() + to, count * sizeof(float));
   });
   return Status::Ok();

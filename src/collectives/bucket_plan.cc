@@ -23,6 +23,18 @@
 
 namespace frugal {
 
+FusedPart FusedPartOf(const BucketEntry& entry) {
+  return entry.tensor_count == 0 ? FusedPart{entry.count, 0, entry.count}
+                                 : FusedPart{entry.count, entry.tensor_offset, entry.tensor_count};
+}
+
+std::vector<FusedPart> FusedPartsOf(std::span<const BucketEntry> entries) {
+  std::vector<FusedPart> parts;
+  parts.reserve(entries.size());
+  for (const BucketEntry& entry : entries) parts.push_back(FusedPartOf(entry));
+  return parts;
+}
+
 std::vector<BucketInfo> PlanBuckets(std::span<const TensorSpec> tensors, size_t cap_bytes) {
   FRUGAL_CHECK_GT(cap_bytes, size_t{0}, "bucket cap");
   std::vector<BucketInfo> plan;

@@ -2,8 +2,10 @@
 //
 // AllreduceReducer runs frugal's Allreduce over the transport with ReduceOp::kAverage and the
 // chosen AllreduceAlgorithm. A bucket of several entries is reduced so that an entry's average
-// has the same bits whichever entries it was fused with: laid out block by block by the caller
-// (FusedBlocks, BucketInfo::fused_blocks: the engine) or else by AllreduceFused. Its bytes_sent()
+// has the same bits whichever entries it was fused with, and an entry that is a piece of a tensor
+// (BucketEntry::tensor_count) those it has in the reduction of the whole tensor: laid out block by
+// block by the caller (FusedBlocks, BucketInfo::fused_blocks: the engine) or else by
+// AllreduceFused. Its bytes_sent()
 // is the growth of Transport::bytes_sent() across its own calls, so it counts exactly what this
 // reducer put on the wire. Its bucket memory (NewBucketMemory) is the transport's shared memory,
 // and ReduceShared passes it to Allreduce as AllreduceOptions::data_owner: sends and receives on
@@ -73,17 +75,14 @@ class AllreduceReducer final : public GradientReducer {
   Status Run(const BucketInfo& bucket, std::span<float> data, const AllreduceOptions& options) {
     FRUGAL_CHECK_EQ(data.size(), bucket.count, "bucket ", bucket.name);
     const uint64_t before = transport_.bytes_sent();
-    counts_.clear();
-    for (const BucketEntry& entry : bucket.entries) counts_.push_back(entry.count);
+    const std::vector<FusedPart> parts = FusedPartsOf(bucket.entries);
     Status status;
     if (bucket.fused_blocks > 1) {
       AllreduceOptions laid_out = options;
-      laid_out.block_counts = FusedBlockCounts(counts_, bucket.fused_blocks);
+      laid_out.block_counts = FusedBlockCounts(parts, bucket.fused_blocks);
       status = Allreduce(transport_, data, laid_out);
-    } else if (counts_.size() > 1) {
-      status = AllreduceFused(transport_, data, counts_, options, &scratch_);
     } else {
-      status = Allreduce(transport_, data, options);
+      status = AllreduceFused(transport_, data, parts, options, &scratch_);
     }
     bytes_sent_ += transport_.bytes_sent() - before;
     return status.Annotate("allreduce of " + bucket.name + " (step " + std::to_string(bucket.step) +
@@ -93,8 +92,7 @@ class AllreduceReducer final : public GradientReducer {
   Transport& transport_;
   AllreduceOptions options_;
   uint64_t bytes_sent_ = 0;
-  std::vector<size_t> counts_;  // of the bucket's entries
-  SharedBytes scratch_;         // AllreduceFused's
+  SharedBytes scratch_;  // AllreduceFused's
 };
 
 }  // namespace

@@ -65,11 +65,11 @@ class CompressedReducerImpl final : public CompressedReducer {
     const uint64_t dense_start = t_.bytes_sent();
     bool all_small = true;
     size_t small_count = 0;
-    small_counts_.clear();
+    small_parts_.clear();
     for (const BucketEntry& e : bucket.entries) {
       if (Small(e)) {
         small_count += e.count;
-        small_counts_.push_back(e.count);
+        small_parts_.push_back(FusedPartOf(e));
       } else {
         all_small = false;
       }
@@ -80,7 +80,7 @@ class CompressedReducerImpl final : public CompressedReducer {
     dense.timeout = options_.timeout;
     dense.check_lengths = false;
     if (all_small) {
-      FRUGAL_RETURN_IF_ERROR(AllreduceFused(t_, data, small_counts_, dense, &dense_scratch_)
+      FRUGAL_RETURN_IF_ERROR(AllreduceFused(t_, data, small_parts_, dense, &dense_scratch_)
                                  .Annotate("dense part of " + bucket.name));
     } else if (small_count > 0) {
       dense_buffer_.resize(small_count);
@@ -90,9 +90,8 @@ class CompressedReducerImpl final : public CompressedReducer {
         std::memcpy(dense_buffer_.data() + at, data.data() + e.offset, 4 * e.count);
         at += e.count;
       }
-      FRUGAL_RETURN_IF_ERROR(
-          AllreduceFused(t_, dense_buffer_, small_counts_, dense, &dense_scratch_)
-              .Annotate("dense part of " + bucket.name));
+      FRUGAL_RETURN_IF_ERROR(AllreduceFused(t_, dense_buffer_, small_parts_, dense, &dense_scratch_)
+                                 .Annotate("dense part of " + bucket.name));
       at = 0;
       for (const BucketEntry& e : bucket.entries) {
         if (!Small(e)) continue;
@@ -187,8 +186,8 @@ class CompressedReducerImpl final : public CompressedReducer {
   AggregateOptions aggregate_;
   CompressContext ctx_;
   std::vector<float> dense_buffer_;
-  std::vector<size_t> small_counts_;  // of the bucket's small entries
-  SharedBytes dense_scratch_;         // AllreduceFused's
+  std::vector<FusedPart> small_parts_;  // the bucket's small entries
+  SharedBytes dense_scratch_;           // AllreduceFused's
   std::map<std::string, std::vector<float>, std::less<>> momentum_;
   Stats stats_;
 };

@@ -31,7 +31,8 @@ ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int i
   info.step = step;
   size_t total = 0;
   for (const BucketPart& part : parts) {
-    info.entries.push_back(BucketEntry{part.name, total, part.data.size(), part.shape});
+    info.entries.push_back(BucketEntry{part.name, total, part.data.size(), part.shape,
+                                       part.tensor_offset, part.tensor_count});
     total += part.data.size();
   }
   info.count = total;
@@ -43,17 +44,20 @@ ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int i
   // Where piece `count` at `from` of part i lies in the fusion buffer: block by block when the
   // reducer asks for it (so that each part's result has the bits of its own reduction), else
   // the parts one after the other.
-  std::vector<size_t> counts;
+  const std::vector<FusedPart> fused_parts = FusedPartsOf(info.entries);
   auto for_each_piece = [&](const std::function<void(size_t, size_t, size_t, size_t)>& fn) {
     if (info.fused_blocks > 1) {
-      ForEachFusedPiece(counts, info.fused_blocks, fn);
+      ForEachFusedPiece(fused_parts, info.fused_blocks, fn);
     } else {
-      for (size_t i = 0; i < parts.size(); ++i) fn(i, 0, info.entries[i].offset, counts[i]);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        fn(i, 0, info.entries[i].offset, parts[i].data.size());
+      }
     }
   };
+  // Several parts are gathered into the fusion buffer in the reducer's layout; a partition alone
+  // is reduced in place, its share of each of its tensor's blocks lying there in order already.
+  if (parts.size() > 1 || parts[0].tensor_count != 0) info.fused_blocks = reducer_.FusedBlocks();
   if (parts.size() > 1) {
-    for (const BucketPart& part : parts) counts.push_back(part.data.size());
-    info.fused_blocks = reducer_.FusedBlocks();
     data = FusionBuffer(total);
     owner = shared_.owner;
     for_each_piece([&](size_t i, size_t from, size_t to, size_t count) {

@@ -1,6 +1,7 @@
 // One bucket through the reducer (internal): the parts are reduced in place when there is one,
 // through a fusion buffer otherwise (copied in, one after the other or block by block as the
-// reducer asks, GradientReducer::FusedBlocks; reduced; copied out if the reduction succeeded),
+// reducer asks, GradientReducer::FusedBlocks; reduced; copied out if the reduction succeeded; a
+// partition alone is told its place in the layout and needs no copy),
 // with the bucket's step, and the reduction's phases are drawn in the timeline. The fusion buffer
 // is the reducer's bucket memory when it has some (GradientReducer::NewBucketMemory, reduced with
 // ReduceShared: over MPI, memory the transport sends and receives without staging copies), kept
@@ -26,6 +27,10 @@ struct BucketPart {
   std::string tensor;  // the tensor's name (its timeline row)
   std::span<float> data;
   std::vector<int64_t> shape;  // a whole tensor's shape; empty for a partition
+  // A partition: elements [tensor_offset, tensor_offset + data.size()) of a tensor of
+  // tensor_count elements (BucketEntry's fields). tensor_count 0: the whole tensor.
+  size_t tensor_offset = 0;
+  size_t tensor_count = 0;
 };
 
 struct ReductionResult {

@@ -468,9 +468,11 @@ class Engine::Impl {
     for (const Unit& u : units) {
       Entry& e = EntryOf(u);
       entries.push_back(&e);
+      const bool whole = u.parts == 1;
       parts.push_back({engine_internal::UnitName(e.descriptor.name, u), e.descriptor.name,
                        e.data.subspan(u.offset, u.count),
-                       u.parts == 1 ? e.descriptor.shape : std::vector<int64_t>{}});
+                       whole ? e.descriptor.shape : std::vector<int64_t>{}, whole ? 0 : u.offset,
+                       whole ? 0 : e.data.size()});
     }
     const engine_internal::ReductionResult result =
         bucket_reduction_.Reduce(parts, static_cast<int>(buckets_++), units.front().step);

@@ -142,6 +142,82 @@ TEST(AllreduceFused, EveryTensorHasTheBitsOfItsOwnAllreduce) {
   }
 }
 
+// The engine's priority partitions: a tensor cut into pieces (here 40000 floats into pieces of
+// 9000, the last 4000, as --partition-mb cuts; and 9001 into 7000 and 2001) ends with the bits of
+// its reduction in one piece, each piece reduced alone, or pieces of both tensors fused in one
+// buffer in a shuffled order.
+TEST(AllreduceFused, APieceOfATensorHasTheBitsItHasInTheWhole) {
+  struct Piece {
+    size_t tensor;  // index into kCounts
+    size_t offset;
+    size_t count;
+  };
+  std::vector<Piece> pieces;
+  for (size_t at = 0; at < 40000; at += 9000)
+    pieces.push_back({7, at, std::min<size_t>(9000, 40000 - at)});
+  pieces.push_back({4, 0, 7000});
+  pieces.push_back({4, 7000, 2001});
+  const std::vector<size_t> fused_order = {5, 2, 6, 0, 4, 1, 3};
+  const std::vector<size_t> tensors = {4, 7};
+  for (AllreduceAlgorithm algorithm : LayoutFreeAlgorithms()) {
+    for (int n = 2; n <= 8; ++n) {
+      AllreduceOptions options;
+      options.algorithm = algorithm;
+      options.segment_bytes = kSegmentBytes;
+      const auto alone = ReduceAlone(n, kCounts, options, Protocol::kEager);
+      // Every rank's pieces: reduced one at a time, and all in one buffer in fused_order.
+      std::vector<std::vector<std::vector<float>>> one(static_cast<size_t>(n));
+      std::vector<std::vector<float>> fused(static_cast<size_t>(n));
+      ExpectAllOk(RunRanks(n, [&](Transport& t) -> Status {
+        const size_t r = static_cast<size_t>(t.rank());
+        auto piece_input = [&](const Piece& p) {
+          const std::vector<float> in = TensorInput(t.rank(), kCounts[p.tensor], p.tensor);
+          return std::vector<float>(in.begin() + static_cast<ptrdiff_t>(p.offset),
+                                    in.begin() + static_cast<ptrdiff_t>(p.offset + p.count));
+        };
+        std::vector<FusedPart> parts;
+        for (const Piece& p : pieces) {
+          one[r].push_back(piece_input(p));
+          const FusedPart part{p.count, p.offset, kCounts[p.tensor]};
+          FRUGAL_RETURN_IF_ERROR(AllreduceFused(t, one[r].back(), std::span(&part, 1), options));
+        }
+        for (size_t k : fused_order) {
+          const Piece& p = pieces[k];
+          const std::vector<float> in = piece_input(p);
+          fused[r].insert(fused[r].end(), in.begin(), in.end());
+          parts.push_back({p.count, p.offset, kCounts[p.tensor]});
+        }
+        return AllreduceFused(t, fused[r], parts, options);
+      }));
+      for (int r = 0; r < n; ++r) {
+        const size_t rr = static_cast<size_t>(r);
+        // The pieces, in their tensor's order, put back together.
+        for (size_t tensor : tensors) {
+          std::vector<float> joined;
+          std::vector<float> joined_fused(kCounts[tensor]);
+          for (size_t k = 0; k < pieces.size(); ++k) {
+            if (pieces[k].tensor != tensor) continue;
+            joined.insert(joined.end(), one[rr][k].begin(), one[rr][k].end());
+          }
+          size_t at = 0;
+          for (size_t k : fused_order) {
+            const Piece& p = pieces[k];
+            if (p.tensor == tensor) {
+              std::copy_n(fused[rr].begin() + static_cast<ptrdiff_t>(at), p.count,
+                          joined_fused.begin() + static_cast<ptrdiff_t>(p.offset));
+            }
+            at += p.count;
+          }
+          const std::string where = fmt::format("{} n={} rank {} tensor {}",
+                                                AllreduceAlgorithmName(algorithm), n, r, tensor);
+          EXPECT_TRUE(BitIdentical(joined, alone[rr][tensor])) << where << ", pieces alone";
+          EXPECT_TRUE(BitIdentical(joined_fused, alone[rr][tensor])) << where << ", pieces fused";
+        }
+      }
+    }
+  }
+}
+
 // The property is not vacuous: reduced as one plain buffer, the same tensors end with other bits
 // on a ring of 3 and of 8 ranks.
 TEST(AllreduceFused, APlainAllreduceOfTheSameBufferDiffers) {
