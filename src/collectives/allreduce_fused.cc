@@ -12,14 +12,12 @@
 // algorithm is told these block sizes (AllreduceOptions::block_counts). A part that is a piece
 // of a tensor (the engine's priority partitions) takes its share of each of its whole tensor's
 // blocks, so a tensor reduced piece by piece ends with the bits of its reduction in one piece.
-// Nothing is padded: the
-// bytes on the wire are those of the plain all-reduce of the same length; only the per-rank split
-// moves by the rounding of each tensor's blocks. rd and tree add every element along the same
-// chain, so they reduce the buffer as it is; hierarchical and torus partition twice, which one
-// layout cannot follow, and are reduced as they are too.
+// Nothing is padded: the bytes on the wire are those of the plain all-reduce of the same length;
+// only the per-rank split moves by the rounding of each tensor's blocks. rd and tree add every
+// element along the same chain, so they reduce the buffer as it is; hierarchical and torus
+// partition twice, which one layout cannot follow, and are reduced as they are too.
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 
 #include "collectives/internal.h"
 
@@ -64,8 +62,9 @@ Block PieceOf(const FusedPart& p, int blocks, int b) {
 std::vector<size_t> FusedBlockCounts(std::span<const FusedPart> parts, int blocks) {
   std::vector<size_t> sizes(static_cast<size_t>(blocks), 0);
   for (int b = 0; b < blocks; ++b) {
-    for (const FusedPart& part : parts)
+    for (const FusedPart& part : parts) {
       sizes[static_cast<size_t>(b)] += PieceOf(part, blocks, b).count;
+    }
   }
   return sizes;
 }
