@@ -120,6 +120,12 @@ Status AllreduceFused(Transport& t, std::span<float> data, std::span<const Fused
 // The same for whole tensors of `counts` elements.
 Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_t> counts,
                       const AllreduceOptions& options, SharedBytes* scratch = nullptr);
+// The same for parts that lie anywhere in `data`: part i at starts[i] (not overlapping); the
+// elements outside the parts are left as they are. The parts are gathered from their places into
+// the layout and scattered back (the compressing reducer's small entries, between its large ones).
+Status AllreduceFused(Transport& t, std::span<float> data, std::span<const FusedPart> parts,
+                      std::span<const size_t> starts, const AllreduceOptions& options,
+                      SharedBytes* scratch = nullptr);
 
 // The blocks whose index fixes the order of additions of `algorithm` on `ranks` ranks: ranks for
 // ring and direct, the largest power of two <= ranks for rabenseifner, 2 for dbtree; 1 for the

@@ -88,32 +88,50 @@ Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_
 
 Status AllreduceFused(Transport& t, std::span<float> data, std::span<const FusedPart> parts,
                       const AllreduceOptions& options, SharedBytes* scratch) {
-  const int blocks = FusedBlocks(options.algorithm, t.size());
-  const bool whole_alone = parts.size() == 1 && parts[0].count == parts[0].whole;
-  if (t.size() == 1 || parts.empty() || whole_alone || blocks == 1) {
-    return Allreduce(t, data, options);
-  }
+  if (parts.empty()) return Allreduce(t, data, options);  // `data` is one tensor
+  std::vector<size_t> starts;  // one after the other
   size_t total = 0;
-  std::vector<size_t> starts;  // of each part in `data`
   for (const FusedPart& part : parts) {
-    FRUGAL_CHECK_LE(part.offset + part.count, part.whole, "fused part");
     starts.push_back(total);
     total += part.count;
   }
   FRUGAL_CHECK_EQ(total, data.size(), "sum of the fused parts' counts");
+  return AllreduceFused(t, data, parts, starts, options, scratch);
+}
 
+Status AllreduceFused(Transport& t, std::span<float> data, std::span<const FusedPart> parts,
+                      std::span<const size_t> starts, const AllreduceOptions& options,
+                      SharedBytes* scratch) {
+  FRUGAL_CHECK_EQ(starts.size(), parts.size(), "starts of the fused parts");
+  size_t total = 0;
+  bool in_order = true;  // the parts fill `data` one after the other
+  for (size_t i = 0; i < parts.size(); ++i) {
+    FRUGAL_CHECK_LE(parts[i].offset + parts[i].count, parts[i].whole, "fused part");
+    FRUGAL_CHECK_LE(starts[i] + parts[i].count, data.size(), "fused part");
+    in_order = in_order && starts[i] == total;
+    total += parts[i].count;
+  }
+  in_order = in_order && total == data.size();
+  if (parts.empty() || total == 0) return Status::Ok();
+  const int blocks = t.size() == 1 ? 1 : FusedBlocks(options.algorithm, t.size());
+  const bool whole_alone = parts.size() == 1 && parts[0].count == parts[0].whole;
   AllreduceOptions own = options;
-  own.block_counts = FusedBlockCounts(parts, blocks);
-  // One part: its pieces lie in `data` in the order of the layout already.
-  if (parts.size() == 1) return Allreduce(t, data, own);
+  if (blocks > 1 && !whole_alone) own.block_counts = FusedBlockCounts(parts, blocks);
+  // In place where `data` is the layout already: whole tensors one after the other under an
+  // algorithm that adds every element in the same order, or one part, whose pieces lie in the
+  // order of the layout.
+  if (in_order && (blocks == 1 || parts.size() == 1)) return Allreduce(t, data, own);
+
+  // Gathered block by block (with one block: the parts one after the other) and scattered back.
   std::vector<float> local;
   std::span<float> buffer;
   if (scratch != nullptr) {
-    if (scratch->bytes.size() < data.size_bytes()) *scratch = t.NewShared(data.size_bytes());
-    buffer = std::span<float>(reinterpret_cast<float*>(scratch->bytes.data()), data.size());
+    if (scratch->bytes.size() < total * sizeof(float))
+      *scratch = t.NewShared(total * sizeof(float));
+    buffer = std::span<float>(reinterpret_cast<float*>(scratch->bytes.data()), total);
     own.data_owner = scratch->owner;
   } else {
-    local.resize(data.size());
+    local.resize(total);
     buffer = local;
     own.data_owner = nullptr;
   }

@@ -1,8 +1,8 @@
 // The compressing gradient reducer. For a bucket of entries (tensors or tensor partitions, each
 // with its name, offset and count):
-//   1. the entries smaller than min_bytes are gathered, in entry order, into one buffer that is
-//      averaged with a dense all-reduce (AllreduceFused: each entry's bits do not depend on the
-//      others) and scattered back (all of `data` directly when every entry is small);
+//   1. the entries smaller than min_bytes are averaged with one dense all-reduce
+//      (AllreduceFused from their places in `data`: gathered into the layout in which each
+//      entry's bits do not depend on the others, and scattered back);
 //   2. every other entry is averaged by AggregateCompressed as tensor `entry.name` (with
 //      `entry.shape` when the engine knows it, for per-column and low-rank compressors), so that
 //      its compressor state (error-feedback residual, momentum, PowerSGD's Q) follows the tensor
@@ -16,7 +16,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <map>
 
 namespace frugal {
@@ -64,12 +63,12 @@ class CompressedReducerImpl final : public CompressedReducer {
     // 1. The small entries, with one dense all-reduce.
     const uint64_t dense_start = t_.bytes_sent();
     bool all_small = true;
-    size_t small_count = 0;
     small_parts_.clear();
+    small_starts_.clear();
     for (const BucketEntry& e : bucket.entries) {
       if (Small(e)) {
-        small_count += e.count;
         small_parts_.push_back(FusedPartOf(e));
+        small_starts_.push_back(e.offset);
       } else {
         all_small = false;
       }
@@ -79,25 +78,10 @@ class CompressedReducerImpl final : public CompressedReducer {
     dense.op = ReduceOp::kAverage;
     dense.timeout = options_.timeout;
     dense.check_lengths = false;
-    if (all_small) {
-      FRUGAL_RETURN_IF_ERROR(AllreduceFused(t_, data, small_parts_, dense, &dense_scratch_)
-                                 .Annotate("dense part of " + bucket.name));
-    } else if (small_count > 0) {
-      dense_buffer_.resize(small_count);
-      size_t at = 0;
-      for (const BucketEntry& e : bucket.entries) {
-        if (!Small(e)) continue;
-        std::memcpy(dense_buffer_.data() + at, data.data() + e.offset, 4 * e.count);
-        at += e.count;
-      }
-      FRUGAL_RETURN_IF_ERROR(AllreduceFused(t_, dense_buffer_, small_parts_, dense, &dense_scratch_)
-                                 .Annotate("dense part of " + bucket.name));
-      at = 0;
-      for (const BucketEntry& e : bucket.entries) {
-        if (!Small(e)) continue;
-        std::memcpy(data.data() + e.offset, dense_buffer_.data() + at, 4 * e.count);
-        at += e.count;
-      }
+    if (!small_parts_.empty()) {
+      FRUGAL_RETURN_IF_ERROR(
+          AllreduceFused(t_, data, small_parts_, small_starts_, dense, &dense_scratch_)
+              .Annotate("dense part of " + bucket.name));
     }
     const uint64_t compressed_start = t_.bytes_sent();
     stats_.dense_bytes_sent += compressed_start - dense_start;
@@ -185,8 +169,8 @@ class CompressedReducerImpl final : public CompressedReducer {
   CompressedReducerOptions options_;
   AggregateOptions aggregate_;
   CompressContext ctx_;
-  std::vector<float> dense_buffer_;
   std::vector<FusedPart> small_parts_;  // the bucket's small entries
+  std::vector<size_t> small_starts_;    // and their offsets in the bucket
   SharedBytes dense_scratch_;           // AllreduceFused's
   std::map<std::string, std::vector<float>, std::less<>> momentum_;
   Stats stats_;

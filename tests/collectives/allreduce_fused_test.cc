@@ -218,6 +218,71 @@ TEST(AllreduceFused, APieceOfATensorHasTheBitsItHasInTheWhole) {
   }
 }
 
+std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// Parts that lie anywhere in the buffer (the compressing reducer's small entries between its large
+// ones): each has the bits of its own all-reduce, and the elements between them are left as they
+// are, for the layout-free algorithms and for two that reduce the gathered parts as they are.
+TEST(AllreduceFused, PartsBetweenOtherDataKeepTheirBitsAndLeaveTheRest) {
+  const std::vector<size_t> order = {4, 6, 0, 7, 3, 5, 1, 2};
+  constexpr size_t kGap = 3;
+  std::vector<AllreduceAlgorithm> algorithms = LayoutFreeAlgorithms();
+  algorithms.push_back(AllreduceAlgorithm::kHierarchical);
+  for (AllreduceAlgorithm algorithm : algorithms) {
+    for (int n : {1, 2, 3, 5, 8}) {
+      AllreduceOptions options;
+      options.algorithm = algorithm;
+      options.segment_bytes = kSegmentBytes;
+      options.ranks_per_host = 2;
+      const auto alone = ReduceAlone(n, kCounts, options, Protocol::kEager);
+      std::vector<std::vector<float>> out(static_cast<size_t>(n));
+      std::vector<size_t> starts;
+      std::vector<FusedPart> parts;
+      size_t at = kGap;
+      for (size_t i : order) {
+        starts.push_back(at);
+        parts.push_back({kCounts[i], 0, kCounts[i]});
+        at += kCounts[i] + kGap;
+      }
+      ExpectAllOk(RunRanks(n, [&](Transport& t) -> Status {
+        std::vector<float>& buffer = out[static_cast<size_t>(t.rank())];
+        buffer.assign(at, 1000.0f + static_cast<float>(t.rank()));
+        for (size_t k = 0; k < order.size(); ++k) {
+          const std::vector<float> in = TensorInput(t.rank(), kCounts[order[k]], order[k]);
+          std::copy(in.begin(), in.end(), buffer.begin() + static_cast<ptrdiff_t>(starts[k]));
+        }
+        SharedBytes scratch;
+        return AllreduceFused(t, buffer, parts, starts, options, &scratch);
+      }));
+      for (int r = 0; r < n; ++r) {
+        const std::vector<float>& buffer = out[static_cast<size_t>(r)];
+        const std::string where =
+            fmt::format("{} n={} rank {}", AllreduceAlgorithmName(algorithm), n, r);
+        size_t gap_at = 0;
+        for (size_t k = 0; k <= order.size(); ++k) {
+          for (size_t g = 0; g < kGap; ++g) {
+            EXPECT_EQ(buffer[gap_at + g], 1000.0f + static_cast<float>(r)) << where;
+          }
+          if (k == order.size()) break;
+          const auto begin = buffer.begin() + static_cast<ptrdiff_t>(starts[k]);
+          const std::vector<float> got(begin, begin + static_cast<ptrdiff_t>(kCounts[order[k]]));
+          if (algorithm == AllreduceAlgorithm::kHierarchical) {
+            // Reduced as gathered: the sum, not necessarily its own all-reduce's bits.
+            EXPECT_EQ(FirstMismatch(got, ToDouble(alone[static_cast<size_t>(r)][order[k]]),
+                                    256 * testing::Tolerance(n, ReduceOp::kSum)),
+                      -1)
+                << where << " tensor " << order[k];
+          } else {
+            EXPECT_TRUE(BitIdentical(got, alone[static_cast<size_t>(r)][order[k]]))
+                << where << " tensor " << order[k];
+          }
+          gap_at = starts[k] + kCounts[order[k]];
+        }
+      }
+    }
+  }
+}
+
 // The property is not vacuous: reduced as one plain buffer, the same tensors end with other bits
 // on a ring of 3 and of 8 ranks.
 TEST(AllreduceFused, APlainAllreduceOfTheSameBufferDiffers) {
