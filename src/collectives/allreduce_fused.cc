@@ -88,8 +88,9 @@ Status AllreduceFused(Transport& t, std::span<float> data, std::span<const size_
 
 Status AllreduceFused(Transport& t, std::span<float> data, std::span<const FusedPart> parts,
                       const AllreduceOptions& options, SharedBytes* scratch) {
-  if (parts.empty()) return Allreduce(t, data, options);  // `data` is one tensor
-  std::vector<size_t> starts;                             // one after the other
+  // No part: `data` is one tensor. Otherwise the parts lie one after the other.
+  if (parts.empty()) return Allreduce(t, data, options);
+  std::vector<size_t> starts;
   size_t total = 0;
   for (const FusedPart& part : parts) {
     starts.push_back(total);
