@@ -136,6 +136,7 @@ int FusedBlocks(AllreduceAlgorithm algorithm, int ranks);
 // cut to the part's elements). FusedBlockCounts gives the sizes of the blocks
 // (AllreduceOptions::block_counts); ForEachFusedPiece calls fn(part index, offset in the part,
 // offset in the fused buffer, count) for every non-empty piece, in the order of the fused buffer.
+// With one block the layout is the parts one after the other.
 std::vector<size_t> FusedBlockCounts(std::span<const FusedPart> parts, int blocks);
 void ForEachFusedPiece(std::span<const FusedPart> parts, int blocks,
                        const std::function<void(size_t, size_t, size_t, size_t)>& fn);

@@ -113,7 +113,7 @@ Status AllreduceFused(Transport& t, std::span<float> data, std::span<const Fused
     total += parts[i].count;
   }
   in_order = in_order && total == data.size();
-  if (parts.empty() || total == 0) return Status::Ok();
+  if (total == 0) return Status::Ok();
   const int blocks = t.size() == 1 ? 1 : FusedBlocks(options.algorithm, t.size());
   const bool whole_alone = parts.size() == 1 && parts[0].count == parts[0].whole;
   AllreduceOptions own = options;

@@ -5,11 +5,10 @@
 // has the same bits whichever entries it was fused with, and an entry that is a piece of a tensor
 // (BucketEntry::tensor_count) those it has in the reduction of the whole tensor: laid out block by
 // block by the caller (FusedBlocks, BucketInfo::fused_blocks: the engine) or else by
-// AllreduceFused. Its bytes_sent()
-// is the growth of Transport::bytes_sent() across its own calls, so it counts exactly what this
-// reducer put on the wire. Its bucket memory (NewBucketMemory) is the transport's shared memory,
-// and ReduceShared passes it to Allreduce as AllreduceOptions::data_owner: sends and receives on
-// it skip the transport's staging copies.
+// AllreduceFused. Its bytes_sent() is the growth of Transport::bytes_sent() across its own calls,
+// so it counts exactly what this reducer put on the wire. Its bucket memory (NewBucketMemory) is
+// the transport's shared memory, and ReduceShared passes it to Allreduce as
+// AllreduceOptions::data_owner: sends and receives on it skip the transport's staging copies.
 //
 // "mpi" is MPI_Allreduce and "gloo[:ALGORITHM]" Gloo's all-reduce: peers frugal compares itself
 // with, not its algorithms. They live in mpi_reducer.cc and gloo_reducer.cc.

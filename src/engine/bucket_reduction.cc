@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
-#include <functional>
 
 #include "engine/engine_timeline.h"
 #include "frugal/collectives.h"
@@ -41,27 +41,18 @@ ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int i
                   : fmt::format("fused({}..{})", parts.front().name, parts.back().name);
   std::span<float> data = parts[0].data;
   std::shared_ptr<void> owner;  // set when `data` is the reducer's bucket memory
-  // Where piece `count` at `from` of part i lies in the fusion buffer: block by block when the
-  // reducer asks for it (so that each part's result has the bits of its own reduction), else
-  // the parts one after the other.
-  const std::vector<FusedPart> fused_parts = FusedPartsOf(info.entries);
-  auto for_each_piece = [&](const std::function<void(size_t, size_t, size_t, size_t)>& fn) {
-    if (info.fused_blocks > 1) {
-      ForEachFusedPiece(fused_parts, info.fused_blocks, fn);
-    } else {
-      for (size_t i = 0; i < parts.size(); ++i) {
-        fn(i, 0, info.entries[i].offset, parts[i].data.size());
-      }
-    }
-  };
   // Several parts are gathered into the fusion buffer in the reducer's layout; a partition alone
   // is reduced in place, its share of each of its tensor's blocks lying there in order already.
   if (parts.size() > 1 || parts[0].tensor_count != 0) info.fused_blocks = reducer_.FusedBlocks();
+  // The layout's pieces: block by block when the reducer asks for it (so that each part's result
+  // has the bits of its own reduction); in one block, the parts one after the other.
+  const std::vector<FusedPart> fused_parts = FusedPartsOf(info.entries);
+  const int layout_blocks = std::max(info.fused_blocks, 1);
   if (parts.size() > 1) {
     data = FusionBuffer(total);
     owner = shared_.owner;
-    for_each_piece([&](size_t i, size_t from, size_t to, size_t count) {
-      std::memcpy(data.data() + to, parts[i].data.data() + from, count * sizeof(float));
+    ForEachFusedPiece(fused_parts, layout_blocks, [&](size_t i, size_t from, size_t to, size_t n) {
+      std::memcpy(data.data() + to, parts[i].data.data() + from, n * sizeof(float));
     });
   }
   if (phases_) (void)phases_->Drain();
@@ -72,8 +63,8 @@ ReductionResult BucketReduction::Reduce(std::span<const BucketPart> parts, int i
       owner ? reducer_.ReduceShared(info, data, std::move(owner)) : reducer_.Reduce(info, data);
   result.end = Clock::now();
   if (parts.size() > 1 && result.status.ok()) {
-    for_each_piece([&](size_t i, size_t from, size_t to, size_t count) {
-      std::memcpy(parts[i].data.data() + from, data.data() + to, count * sizeof(float));
+    ForEachFusedPiece(fused_parts, layout_blocks, [&](size_t i, size_t from, size_t to, size_t n) {
+      std::memcpy(parts[i].data.data() + from, data.data() + to, n * sizeof(float));
     });
   }
   // The network may still write memory of a failed reduction: it is not used again.

@@ -218,7 +218,7 @@ TEST(AllreduceFused, APieceOfATensorHasTheBitsItHasInTheWhole) {
   }
 }
 
-std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> AsDoubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 // Parts that lie anywhere in the buffer (the compressing reducer's small entries between its large
 // ones): each has the bits of its own all-reduce, and the elements between them are left as they
@@ -268,7 +268,7 @@ TEST(AllreduceFused, PartsBetweenOtherDataKeepTheirBitsAndLeaveTheRest) {
           const std::vector<float> got(begin, begin + static_cast<ptrdiff_t>(kCounts[order[k]]));
           if (algorithm == AllreduceAlgorithm::kHierarchical) {
             // Reduced as gathered: the sum, not necessarily its own all-reduce's bits.
-            EXPECT_EQ(FirstMismatch(got, ToDouble(alone[static_cast<size_t>(r)][order[k]]),
+            EXPECT_EQ(FirstMismatch(got, AsDoubles(alone[static_cast<size_t>(r)][order[k]]),
                                     256 * testing::Tolerance(n, ReduceOp::kSum)),
                       -1)
                 << where << " tensor " << order[k];
